@@ -1,0 +1,72 @@
+"""Fixtures: a real PostgreSQL with pgvector (embedded unless KIOKU_DATABASE_URL is set)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+
+from toolkit import KiokuSettings, KiokuStore
+from toolkit.db.embedded import EmbeddedPostgres
+from toolkit.db.engine import make_engine
+
+TABLES = "memory_history, memories, server_members, personas, users, servers"
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any test that tries to reach a host other than this machine."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            host = address[0]
+            if host not in ("127.0.0.1", "::1", "localhost"):
+                raise RuntimeError(f"tests must not reach the network (tried {address!r})")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture(scope="session")
+def embedded_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | None]:
+    if os.environ.get("KIOKU_DATABASE_URL"):
+        yield None
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("kioku-db"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def database_url(embedded_pg: EmbeddedPostgres | None) -> str:
+    if embedded_pg is None:
+        return os.environ["KIOKU_DATABASE_URL"]
+    return embedded_pg.url
+
+
+@pytest.fixture(scope="session")
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url, pool_size=20)
+    store = KiokuStore(engine, settings=KiokuSettings(database_url=database_url))
+    store.setup()
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str) -> KiokuSettings:
+    return KiokuSettings(database_url=database_url, data_dir=Path("/nonexistent"))
+
+
+@pytest.fixture
+def store(engine: Engine, settings: KiokuSettings) -> Iterator[KiokuStore]:
+    """A store on a clean database; tables are emptied after each test."""
+    yield KiokuStore(engine, settings=settings)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))

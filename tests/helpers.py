@@ -1,0 +1,117 @@
+"""Scenario builders and a ToolNode driver shared by the tests."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from sqlalchemy import func, select
+
+from toolkit import KiokuStore, MemoryNotice, Participant, Persona, PrivacyLevel, TurnContext
+from toolkit.db.models import Memory, MemoryHistory
+
+BOT_ID = "bot-1"
+
+
+@dataclass
+class World:
+    """Two servers, a persona per server, and some users."""
+
+    store: KiokuStore
+    persona: Persona
+    other_persona: Persona
+    alice: Participant = field(default_factory=lambda: Participant("u-alice", "Alice", ("ali",)))
+    bob: Participant = field(default_factory=lambda: Participant("u-bob", "Bob"))
+    carol: Participant = field(
+        default_factory=lambda: Participant("u-carol", "Carol", privacy=PrivacyLevel.PARTIAL)
+    )
+    dave: Participant = field(
+        default_factory=lambda: Participant("u-dave", "Dave", privacy=PrivacyLevel.FULL)
+    )
+    bridge: Participant = field(
+        default_factory=lambda: Participant("u-bridge", "Matrix Max", is_bridge=True)
+    )
+    notices: list[MemoryNotice] = field(default_factory=list)
+
+    def context(self, **overrides: Any) -> TurnContext:
+        base = TurnContext(
+            server_id="srv-a",
+            server_name="Server A",
+            channel_id="chan-1",
+            channel_name="general",
+            user=self.alice,
+            persona=self.persona,
+            bot_user_id=BOT_ID,
+            participants=(self.alice, self.bob, self.carol, self.dave, self.bridge),
+            notifier=self.notices.append,
+        )
+        return replace(base, **overrides)
+
+
+def make_world(store: KiokuStore, *, self_teaching: bool = True) -> World:
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", "Server A", self_teaching_enabled=self_teaching)
+        accounts.upsert_server("srv-b", "Server B", self_teaching_enabled=self_teaching)
+        persona = accounts.create_persona("srv-a", "Kioku")
+        other = accounts.create_persona("srv-b", "Other")
+        for user_id, name in [("u-alice", "Alice"), ("u-bob", "Bob"), ("u-erin", "Erin")]:
+            accounts.upsert_user(user_id, name)
+            accounts.add_member("srv-a", user_id)
+        accounts.upsert_user("u-carol", "Carol", privacy=PrivacyLevel.PARTIAL)
+        accounts.upsert_user("u-dave", "Dave", privacy=PrivacyLevel.FULL)
+        accounts.upsert_user("u-bob2", "Bob")
+        accounts.add_member("srv-b", "u-bob2")
+        accounts.add_member("srv-b", "u-alice")
+    return World(store=store, persona=persona, other_persona=other)
+
+
+@dataclass
+class ToolRun:
+    """What one ToolNode execution produced."""
+
+    result: dict[str, Any]
+    message: ToolMessage
+    custom: list[Any]
+
+
+def run_tool(tool: BaseTool, args: dict[str, Any], context: TurnContext | None) -> ToolRun:
+    """Execute one tool call exactly as LangGraph's ToolNode does inside a graph."""
+    builder = StateGraph(MessagesState, context_schema=TurnContext)
+    builder.add_node("tools", ToolNode([tool]))
+    builder.add_edge(START, "tools")
+    graph = builder.compile()
+    call_id = f"call-{uuid.uuid4().hex[:8]}"
+    request = AIMessage(
+        content="", tool_calls=[{"name": tool.name, "args": args, "id": call_id}]
+    )
+    custom: list[Any] = []
+    final: dict[str, Any] = {}
+    for mode, chunk in graph.stream(
+        {"messages": [request]}, context=context, stream_mode=["values", "custom"]
+    ):
+        if mode == "custom":
+            custom.append(chunk)
+        else:
+            final = chunk
+    message = final["messages"][-1]
+    assert isinstance(message, ToolMessage)
+    assert message.tool_call_id == call_id
+    return ToolRun(json.loads(str(message.content)), message, custom)
+
+
+def table_counts(store: KiokuStore) -> tuple[int, int]:
+    with store.sessions() as session:
+        memories = session.scalar(select(func.count()).select_from(Memory)) or 0
+        history = session.scalar(select(func.count()).select_from(MemoryHistory)) or 0
+    return memories, history
+
+
+def memory_row(store: KiokuStore, memory_id: int) -> Memory | None:
+    with store.sessions() as session:
+        return session.get(Memory, memory_id)

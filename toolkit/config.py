@@ -1,0 +1,125 @@
+"""Settings read from the environment (SPEC §12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from toolkit.errors import ConfigurationError
+
+
+def default_data_dir() -> Path:
+    """Return the per-user directory where the embedded database lives by default."""
+    return Path(platformdirs.user_data_dir("kioku", appauthor=False))
+
+
+class KiokuSettings(BaseSettings):
+    """Process-wide kioku settings.
+
+    Every field reads the environment variable named in its alias; per-server
+    settings (self-teaching, privacy options, limit overrides) live in the database.
+    """
+
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("KIOKU_DATABASE_URL", "database_url")
+    )
+    """SQLAlchemy or libpq URL of a PostgreSQL server with pgvector; unset starts an
+    embedded server in ``data_dir``."""
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        validation_alias=AliasChoices("KIOKU_DATA_DIR", "data_dir"),
+    )
+    """Directory holding the embedded server's data (reused across runs)."""
+
+    max_server_memories: int = Field(
+        default=100, ge=1, validation_alias=AliasChoices("MAX_SERVER_MEMORIES", "max_server_memories")
+    )
+    """Server-wide memories allowed per (server, persona lineage)."""
+
+    max_personal_memories: int = Field(
+        default=100,
+        ge=1,
+        validation_alias=AliasChoices("MAX_PERSONAL_MEMORIES", "max_personal_memories"),
+    )
+    """Personal memories allowed per (user, persona lineage), global ones included."""
+
+    max_memory_length: int = Field(
+        default=1000, ge=1, validation_alias=AliasChoices("MAX_MEMORY_LENGTH", "max_memory_length")
+    )
+    """Longest memory text accepted, after trimming and sanitising."""
+
+    stm_ttl_hours: float = Field(
+        default=12, gt=0, validation_alias=AliasChoices("SHORT_TERM_MEMORY_TTL_HOURS", "stm_ttl_hours")
+    )
+    """Short-term memory lifetime without a summary."""
+
+    stm_summary_ttl_hours: float = Field(
+        default=24,
+        gt=0,
+        validation_alias=AliasChoices("SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS", "stm_summary_ttl_hours"),
+    )
+    """Short-term memory lifetime once a summary exists."""
+
+    stm_max_summary_length: int = Field(
+        default=1500,
+        ge=1,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH", "stm_max_summary_length"
+        ),
+    )
+    """Summaries longer than this are truncated silently."""
+
+    stm_max_messages_per_channel: int = Field(
+        default=10,
+        ge=1,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL", "stm_max_messages_per_channel"
+        ),
+    )
+    """Messages kept per short-term memory entry."""
+
+    stm_min_messages_for_summary: int = Field(
+        default=6,
+        ge=1,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MIN_MESSAGES_FOR_SUMMARY", "stm_min_messages_for_summary"
+        ),
+    )
+    """Messages a channel needs before the model is asked to write a summary."""
+
+    stm_max_other_channels: int = Field(
+        default=3,
+        ge=0,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS", "stm_max_other_channels"
+        ),
+    )
+    """Other-channel short-term memories rendered at most."""
+
+
+def load_settings(**overrides: object) -> KiokuSettings:
+    """Read settings from the environment, applying keyword overrides.
+
+    Raises:
+        ConfigurationError: naming the variable whose value is malformed.
+    """
+    try:
+        return KiokuSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            info = KiokuSettings.model_fields.get(field)
+            name = field
+            if info is not None and isinstance(info.validation_alias, AliasChoices):
+                name = str(info.validation_alias.choices[0])
+            problems.append(f"{name}: {error['msg']} (got {error.get('input')!r})")
+        raise ConfigurationError(
+            "Invalid kioku configuration; fix these environment variables: " + "; ".join(problems)
+        ) from exc

@@ -1,0 +1,110 @@
+"""The turn context: who is talking, where, and as which persona (SPEC §1).
+
+Passed to the graph as its ``context_schema`` and read by tools through LangGraph's
+``ToolRuntime``; never stored in globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolkit.memory.notices import MemoryNotice
+
+NO_STM_PROVIDERS: frozenset[str] = frozenset({"novelai"})
+"""Providers whose models cannot use the short-term-memory tool."""
+
+
+class PrivacyLevel(IntEnum):
+    """How much of a user kioku may remember."""
+
+    MINIMAL = 0
+    """Full personalisation."""
+    PARTIAL = 1
+    """Messages visible, but no personal memories."""
+    FULL = 2
+    """Invisible: no memories, messages not captured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """A person taking part in the conversation."""
+
+    user_id: str
+    """External user id (platform-neutral string)."""
+    display_name: str
+    """The name shown in the conversation."""
+    aliases: tuple[str, ...] = ()
+    """Other names the person goes by (nicknames, usernames)."""
+    privacy: PrivacyLevel = PrivacyLevel.MINIMAL
+    """The person's privacy level."""
+    is_bridge: bool = False
+    """Relayed from another network: only server-wide memories may mention them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    """The character the bot plays in this conversation."""
+
+    persona_id: int
+    """Persona id (attribution only)."""
+    name: str
+    """Name used for ``{bot}`` when memories are rendered."""
+    lineage_id: int
+    """Lineage (≥ 10000) that scopes memories; 0 means an un-migrated database."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """Everything a memory tool needs to know about the current turn."""
+
+    channel_id: str
+    """Channel (conversation stream) id."""
+    user: Participant
+    """The person whose message triggered this turn."""
+    persona: Persona
+    """The active persona."""
+    bot_user_id: str
+    """The bot's own external user id."""
+    server_id: str | None = None
+    """Server id, or ``None`` in a direct-message conversation."""
+    server_name: str | None = None
+    """Server name used in rendered headers."""
+    channel_name: str | None = None
+    """Channel name used in rendered short-term memories."""
+    parent_channel_id: str | None = None
+    """Parent channel when this channel is a thread."""
+    is_private_channel: bool = False
+    """Whether this channel is private."""
+    participants: tuple[Participant, ...] = ()
+    """People in the conversation (the triggering user is added if missing)."""
+    provider: str = "openai"
+    """Chat-model provider of this turn."""
+    has_tools: bool = True
+    """``False`` means no tools are offered at all."""
+    notifier: Callable[[MemoryNotice], None] | None = field(default=None, compare=False)
+    """Optional callback receiving every long-term-memory notice."""
+
+    @property
+    def is_dm(self) -> bool:
+        """Whether this turn is a direct-message conversation."""
+        return self.server_id is None
+
+    @property
+    def memory_server_key(self) -> str:
+        """Key that scopes server-wide memories; a DM gets its own per-DM key."""
+        return self.server_id if self.server_id is not None else dm_server_key(self.channel_id)
+
+    def all_participants(self) -> tuple[Participant, ...]:
+        """Participants with the triggering user included exactly once."""
+        if any(p.user_id == self.user.user_id for p in self.participants):
+            return self.participants
+        return (self.user, *self.participants)
+
+
+def dm_server_key(channel_id: str) -> str:
+    """Server key under which a direct-message conversation keeps its memories."""
+    return f"dm:{channel_id}"

@@ -1,0 +1,1 @@
+"""Database layer: models, engine, embedded server and migrations."""

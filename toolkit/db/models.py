@@ -1,0 +1,208 @@
+"""SQLAlchemy models for kioku's long-term memory (SPEC §2)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Sequence,
+    SmallInteger,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+LINEAGE_SEQUENCE = Sequence("persona_lineage_seq", start=10000, metadata=None)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with deterministic constraint names."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+LINEAGE_SEQUENCE.metadata = Base.metadata
+
+
+class Server(Base):
+    """A shared space (or a DM conversation key) and its memory settings."""
+
+    __tablename__ = "servers"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    name: Mapped[str | None] = mapped_column(Text)
+    self_teaching_enabled: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=text("false")
+    )
+    personal_memories_enabled: Mapped[bool] = mapped_column(
+        Boolean, default=True, server_default=text("true")
+    )
+    private_channel_ids: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), default=list, server_default=text("'{}'")
+    )
+    stm_privacy_bypass: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=text("false")
+    )
+    max_server_memories: Mapped[int | None] = mapped_column(Integer)
+    max_personal_memories: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class User(Base):
+    """A human participant (or the bot), keyed by its external id."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    display_name: Mapped[str] = mapped_column(Text)
+    global_name: Mapped[str | None] = mapped_column(Text)
+    username: Mapped[str | None] = mapped_column(Text)
+    aliases: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), default=list, server_default=text("'{}'")
+    )
+    privacy_level: Mapped[int] = mapped_column(SmallInteger, default=0, server_default=text("0"))
+    is_bridge: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    cross_server_stm: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=text("false")
+    )
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+    __table_args__ = (CheckConstraint("privacy_level IN (0, 1, 2)", name="privacy_level"),)
+
+
+class ServerMember(Base):
+    """Membership of a user in a server, with the nickname saved there."""
+
+    __tablename__ = "server_members"
+
+    server_id: Mapped[str] = mapped_column(
+        ForeignKey("servers.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    nickname: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_server_members_user_id", "user_id"),)
+
+
+class PersonaRow(Base):
+    """A persona the bot plays; its lineage survives re-creation."""
+
+    __tablename__ = "personas"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    server_id: Mapped[str | None] = mapped_column(ForeignKey("servers.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(Text)
+    lineage_id: Mapped[int] = mapped_column(
+        BigInteger, LINEAGE_SEQUENCE, server_default=LINEAGE_SEQUENCE.next_value()
+    )
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+    __table_args__ = (CheckConstraint("lineage_id >= 10000", name="lineage_range"),)
+
+
+class Memory(Base):
+    """One long-term memory; server-wide and personal share one id space."""
+
+    __tablename__ = "memories"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    scope: Mapped[str] = mapped_column(Text)
+    server_id: Mapped[str | None] = mapped_column(ForeignKey("servers.id", ondelete="CASCADE"))
+    user_id: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    persona_lineage_id: Mapped[int] = mapped_column(BigInteger)
+    persona_id: Mapped[int | None] = mapped_column(Integer)
+    created_by: Mapped[str | None] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text)
+    memory_type: Mapped[str] = mapped_column(Text, default="semantic", server_default="semantic")
+    importance: Mapped[float] = mapped_column(Float, default=0.5, server_default=text("0.5"))
+    decay_rate: Mapped[float] = mapped_column(Float, default=0.01, server_default=text("0.01"))
+    attributes: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, default=dict, server_default=text("'{}'::jsonb")
+    )
+    embedding: Mapped[Any | None] = mapped_column(Vector(), nullable=True)
+    access_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    last_accessed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+    __table_args__ = (
+        CheckConstraint("scope IN ('server', 'personal')", name="scope"),
+        CheckConstraint(
+            "(scope = 'server' AND server_id IS NOT NULL)"
+            " OR (scope = 'personal' AND user_id IS NOT NULL)",
+            name="scope_owner",
+        ),
+        CheckConstraint(
+            "memory_type IN ('episodic', 'semantic', 'procedural', 'strategic')",
+            name="memory_type",
+        ),
+        CheckConstraint("importance >= 0 AND importance <= 1", name="importance_range"),
+        CheckConstraint("decay_rate >= 0", name="decay_rate_range"),
+        CheckConstraint("status IN ('active', 'archived')", name="status"),
+        Index(
+            "ix_memories_server_scope",
+            "server_id",
+            "persona_lineage_id",
+            postgresql_where=text("scope = 'server'"),
+        ),
+        Index(
+            "ix_memories_personal_scope",
+            "user_id",
+            "persona_lineage_id",
+            postgresql_where=text("scope = 'personal'"),
+        ),
+    )
+
+
+class MemoryHistory(Base):
+    """Append-only log of every change to a memory."""
+
+    __tablename__ = "memory_history"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    memory_id: Mapped[int] = mapped_column(BigInteger)
+    action: Mapped[str] = mapped_column(Text)
+    old_content: Mapped[str | None] = mapped_column(Text)
+    new_content: Mapped[str | None] = mapped_column(Text)
+    actor_user_id: Mapped[str | None] = mapped_column(Text)
+    persona_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+    __table_args__ = (
+        CheckConstraint("action IN ('create', 'update', 'delete')", name="action"),
+        Index("ix_memory_history_memory_id", "memory_id"),
+    )

@@ -1,0 +1,11 @@
+"""Exceptions raised to developers (never to the model)."""
+
+from __future__ import annotations
+
+
+class ConfigurationError(Exception):
+    """A developer mistake in kioku's configuration; the message says how to fix it."""
+
+
+class DatabaseUnavailableError(ConfigurationError):
+    """The configured database cannot be used (unreachable, or pgvector missing)."""

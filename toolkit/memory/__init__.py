@@ -1,0 +1,1 @@
+"""Long-term memory: pure rules, repositories and the tool flows."""

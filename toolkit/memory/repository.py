@@ -1,0 +1,196 @@
+"""Memory rows and their history, in the caller's session (the caller commits)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.orm import Session
+
+from toolkit.db.models import Memory, MemoryHistory
+
+GLOBAL_LINEAGE = 0
+"""Personal memories with this lineage are visible to every persona."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerScope:
+    """Server-wide memories of one persona lineage."""
+
+    server_id: str
+    lineage_id: int
+
+    @property
+    def lock_key(self) -> str:
+        """Text hashed into the advisory lock that serialises writers of this scope."""
+        return f"server:{self.server_id}:{self.lineage_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalScope:
+    """Personal memories of one user for one lineage (global ones included on reads)."""
+
+    user_id: str
+    lineage_id: int
+
+    @property
+    def lock_key(self) -> str:
+        """Text hashed into the advisory lock; globals share it, as they count too."""
+        return f"personal:{self.user_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A memory as the rest of kioku sees it (detached from the session)."""
+
+    id: int
+    scope: str
+    server_id: str | None
+    user_id: str | None
+    persona_lineage_id: int
+    content: str
+    created_at: datetime
+    updated_at: datetime
+
+
+def _record(row: Memory) -> MemoryRecord:
+    return MemoryRecord(
+        id=row.id,
+        scope=row.scope,
+        server_id=row.server_id,
+        user_id=row.user_id,
+        persona_lineage_id=row.persona_lineage_id,
+        content=row.content,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+class MemoryRepository:
+    """Queries and writes on ``memories`` and ``memory_history``."""
+
+    def __init__(self, session: Session) -> None:
+        """Work inside ``session``; the caller opens the transaction and commits."""
+        self.session = session
+
+    def lock_scope(self, scope: ServerScope | PersonalScope) -> None:
+        """Serialise writers of ``scope`` until the transaction ends (limit checks)."""
+        self.session.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": scope.lock_key},
+        )
+
+    def count(self, scope: ServerScope | PersonalScope) -> int:
+        """Active memories counted against the scope's limit."""
+        statement = select(func.count()).select_from(Memory).where(Memory.status == "active")
+        statement = statement.where(*self._scope_filter(scope))
+        return int(self.session.execute(statement).scalar_one())
+
+    def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
+        """Active memories in ``scope``, newest first."""
+        rows = self.session.scalars(
+            select(Memory)
+            .where(Memory.status == "active", *self._scope_filter(scope))
+            .order_by(Memory.created_at.desc(), Memory.id.desc())
+        )
+        return [_record(row) for row in rows]
+
+    def add(
+        self,
+        scope: ServerScope | PersonalScope,
+        content: str,
+        *,
+        persona_id: int | None,
+        created_by: str | None,
+    ) -> MemoryRecord:
+        """Insert a memory and its ``create`` history row."""
+        row = Memory(
+            scope="server" if isinstance(scope, ServerScope) else "personal",
+            server_id=scope.server_id if isinstance(scope, ServerScope) else None,
+            user_id=scope.user_id if isinstance(scope, PersonalScope) else None,
+            persona_lineage_id=scope.lineage_id,
+            persona_id=persona_id,
+            created_by=created_by,
+            content=content,
+        )
+        self.session.add(row)
+        self.session.flush()
+        self._history(row.id, "create", None, content, created_by, persona_id)
+        self.session.refresh(row)
+        return _record(row)
+
+    def find_for_update(
+        self, memory_id: int, scope: ServerScope | PersonalScope
+    ) -> MemoryRecord | None:
+        """The memory ``memory_id`` if it lies in ``scope``, locked for this transaction."""
+        row = self.session.scalars(
+            select(Memory)
+            .where(Memory.id == memory_id, Memory.status == "active", *self._scope_filter(scope))
+            .with_for_update()
+        ).first()
+        return _record(row) if row is not None else None
+
+    def get(self, memory_id: int) -> MemoryRecord | None:
+        """The memory ``memory_id`` in any scope (for hints and tests)."""
+        row = self.session.get(Memory, memory_id)
+        return _record(row) if row is not None else None
+
+    def update_content(
+        self, memory_id: int, old: str, new: str, *, actor: str | None, persona_id: int | None
+    ) -> None:
+        """Replace the content (``created_at`` kept) and log the change."""
+        row = self.session.get_one(Memory, memory_id)
+        row.content = new
+        row.updated_at = func.now()  # type: ignore[assignment]
+        self.session.flush()
+        self._history(memory_id, "update", old, new, actor, persona_id)
+
+    def delete(self, memory_id: int, old: str, *, actor: str | None, persona_id: int | None) -> None:
+        """Delete the memory and log its last content."""
+        self.session.execute(delete(Memory).where(Memory.id == memory_id))
+        self._history(memory_id, "delete", old, None, actor, persona_id)
+
+    def history(self, memory_id: int) -> Sequence[MemoryHistory]:
+        """Every change to ``memory_id``, oldest first."""
+        return self.session.scalars(
+            select(MemoryHistory)
+            .where(MemoryHistory.memory_id == memory_id)
+            .order_by(MemoryHistory.id)
+        ).all()
+
+    def _history(
+        self,
+        memory_id: int,
+        action: str,
+        old: str | None,
+        new: str | None,
+        actor: str | None,
+        persona_id: int | None,
+    ) -> None:
+        self.session.add(
+            MemoryHistory(
+                memory_id=memory_id,
+                action=action,
+                old_content=old,
+                new_content=new,
+                actor_user_id=actor,
+                persona_id=persona_id,
+            )
+        )
+        self.session.flush()
+
+    @staticmethod
+    def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[object, ...]:
+        if isinstance(scope, ServerScope):
+            return (
+                Memory.scope == "server",
+                Memory.server_id == scope.server_id,
+                Memory.persona_lineage_id == scope.lineage_id,
+            )
+        return (
+            Memory.scope == "personal",
+            Memory.user_id == scope.user_id,
+            Memory.persona_lineage_id.in_([scope.lineage_id, GLOBAL_LINEAGE]),
+        )

@@ -1,0 +1,1 @@
+"""LangChain tools the model calls."""

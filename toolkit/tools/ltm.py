@@ -1,0 +1,151 @@
+"""``create_long_term_memory`` and ``update_long_term_memory`` as LangChain ``StructuredTool``s.
+
+The model-facing schemas are plain JSON schemas, so malformed arguments reach the
+flow (which answers with ``…_invalid_args``) instead of failing validation inside
+the tool node. The turn context arrives through LangGraph's ``ToolRuntime``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+
+from toolkit.memory.create import create_long_term_memory
+from toolkit.memory.results import ToolResult
+from toolkit.memory.update import update_long_term_memory
+from toolkit.store import KiokuStore
+
+CREATE_DESCRIPTION = (
+    "Save a NEW, distinct, durable fact or preference to long-term memory so you remember it "
+    "in future conversations. Use it when someone asks you to remember something, or when "
+    "you learn something lasting that will clearly matter later. Write in the third person "
+    "and use {user} for the person the memory is about and {bot} for yourself; never "
+    "hard-code names. Do not save facts that are already in your memories (update those "
+    "instead), small talk, or personal identifying data (real names, addresses, contact "
+    "details). Returns JSON with a status and, on failure, a reason to tell the user."
+)
+UPDATE_DESCRIPTION = (
+    "Correct or delete an existing long-term memory, identified by the N of the ID:N shown "
+    "in your context. memory_content is the full replacement text (use {user} and {bot} "
+    "tokens, third person); an empty string deletes the memory. Pass target_user only for "
+    "a personal memory, naming its owner as shown in the conversation; omit it for "
+    "server-wide memories. Returns JSON with a status and, on failure, a reason."
+)
+
+CREATE_SCHEMA: dict[str, Any] = {
+    "title": "create_long_term_memory",
+    "type": "object",
+    "properties": {
+        "memory_content": {
+            "type": "string",
+            "description": (
+                "The fact to remember, third person, with {user}/{bot} tokens instead of "
+                "names, e.g. '{user} prefers tea over coffee'."
+            ),
+        },
+        "memory_scope": {
+            "type": "string",
+            "enum": ["server_wide", "target_user"],
+            "description": (
+                "'server_wide' for facts about this server or everyone; 'target_user' for a "
+                "personal fact about one person."
+            ),
+        },
+        "target_user": {
+            "type": "string",
+            "description": (
+                "Required when memory_scope is 'target_user': the person's name as shown in "
+                "the conversation (not an id)."
+            ),
+        },
+    },
+    "required": ["memory_content", "memory_scope"],
+}
+UPDATE_SCHEMA: dict[str, Any] = {
+    "title": "update_long_term_memory",
+    "type": "object",
+    "properties": {
+        "memory_id": {
+            "type": "integer",
+            "description": "The N of the ID:N shown before the memory in your context.",
+        },
+        "memory_content": {
+            "type": "string",
+            "description": "Full replacement text; an empty string deletes the memory.",
+        },
+        "target_user": {
+            "type": "string",
+            "description": (
+                "Only for a personal memory: its owner's name as shown in the conversation."
+            ),
+        },
+    },
+    "required": ["memory_id", "memory_content"],
+}
+
+Flow = Callable[..., ToolResult]
+
+
+def _build(
+    flow: Flow, store: KiokuStore, *, name: str, description: str, schema: dict[str, Any]
+) -> StructuredTool:
+    def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
+        return _invoke(flow, store, runtime, arguments)
+
+    async def arun(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
+        # The flows use the synchronous engine; run them off the event loop.
+        call = functools.partial(_invoke, flow, store, runtime, arguments)
+        return await asyncio.to_thread(call)
+
+    return StructuredTool.from_function(
+        func=run,
+        coroutine=arun,
+        name=name,
+        description=description,
+        args_schema=schema,
+        infer_schema=False,
+    )
+
+
+def _invoke(
+    flow: Flow, store: KiokuStore, runtime: ToolRuntime | None, arguments: Mapping[str, Any]
+) -> str:
+    context = runtime.context if runtime is not None else None
+    writer = runtime.stream_writer if runtime is not None else None
+    return flow(store, context, arguments, stream_writer=writer).to_json()
+
+
+def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build the ``create_long_term_memory`` tool over ``store``.
+
+    The turn context (:class:`toolkit.TurnContext`) is read from the LangGraph runtime
+    of the call, so the same tool object serves every conversation.
+    """
+    return _build(
+        create_long_term_memory,
+        store,
+        name="create_long_term_memory",
+        description=CREATE_DESCRIPTION,
+        schema=CREATE_SCHEMA,
+    )
+
+
+def update_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build the ``update_long_term_memory`` tool over ``store``."""
+    return _build(
+        update_long_term_memory,
+        store,
+        name="update_long_term_memory",
+        description=UPDATE_DESCRIPTION,
+        schema=UPDATE_SCHEMA,
+    )
+
+
+def long_term_memory_tools(store: KiokuStore) -> list[StructuredTool]:
+    """Both long-term memory tools, ready to bind to a chat model or a ``ToolNode``."""
+    return [create_long_term_memory_tool(store), update_long_term_memory_tool(store)]

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
 from sqlalchemy import func, select
 
 from toolkit import KiokuStore, MemoryNotice, Participant, Persona, PrivacyLevel, TurnContext
 from toolkit.db.models import Memory, MemoryHistory
+from toolkit.tools.invoke import run_tool_call
 
 BOT_ID = "bot-1"
 
@@ -82,27 +80,8 @@ class ToolRun:
 
 def run_tool(tool: BaseTool, args: dict[str, Any], context: TurnContext | None) -> ToolRun:
     """Execute one tool call exactly as LangGraph's ToolNode does inside a graph."""
-    builder = StateGraph(MessagesState, context_schema=TurnContext)
-    builder.add_node("tools", ToolNode([tool]))
-    builder.add_edge(START, "tools")
-    graph = builder.compile()
-    call_id = f"call-{uuid.uuid4().hex[:8]}"
-    request = AIMessage(
-        content="", tool_calls=[{"name": tool.name, "args": args, "id": call_id}]
-    )
-    custom: list[Any] = []
-    final: dict[str, Any] = {}
-    for mode, chunk in graph.stream(
-        {"messages": [request]}, context=context, stream_mode=["values", "custom"]
-    ):
-        if mode == "custom":
-            custom.append(chunk)
-        else:
-            final = chunk
-    message = final["messages"][-1]
-    assert isinstance(message, ToolMessage)
-    assert message.tool_call_id == call_id
-    return ToolRun(json.loads(str(message.content)), message, custom)
+    outcome = run_tool_call([tool], tool.name, args, context)
+    return ToolRun(json.loads(str(outcome.message.content)), outcome.message, outcome.custom_events)
 
 
 def table_counts(store: KiokuStore) -> tuple[int, int]:

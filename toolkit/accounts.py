@@ -134,8 +134,10 @@ class AccountRepository:
         return self.session.get(ServerMember, (server_id, user_id)) is not None
 
     def find_members(self, server_id: str, name_key: str) -> list[DirectoryMember]:
-        """Members of ``server_id`` whose display name, nickname, global name or username
-        equals ``name_key`` ignoring case."""
+        """Members of ``server_id`` with a name equal to ``name_key`` ignoring case.
+
+        Display name, nickname, global name and username are compared.
+        """
         columns = (User.display_name, ServerMember.nickname, User.global_name, User.username)
         rows = self.session.execute(
             select(User, ServerMember.nickname)
@@ -160,8 +162,10 @@ class AccountRepository:
     def create_persona(
         self, server_id: str | None, name: str, *, lineage_id: int | None = None
     ) -> Persona:
-        """Create a persona; a new lineage is drawn from the sequence unless one is given
-        (re-creating or importing a persona keeps its lineage)."""
+        """Create a persona with a new lineage, or with ``lineage_id`` when given.
+
+        Re-creating or importing a persona passes its old lineage to keep its memories.
+        """
         row = PersonaRow(server_id=server_id, name=name)
         if lineage_id is not None:
             row.lineage_id = lineage_id

@@ -38,7 +38,9 @@ class KiokuSettings(BaseSettings):
     """Directory holding the embedded server's data (reused across runs)."""
 
     max_server_memories: int = Field(
-        default=100, ge=1, validation_alias=AliasChoices("MAX_SERVER_MEMORIES", "max_server_memories")
+        default=100,
+        ge=1,
+        validation_alias=AliasChoices("MAX_SERVER_MEMORIES", "max_server_memories"),
     )
     """Server-wide memories allowed per (server, persona lineage)."""
 
@@ -55,14 +57,18 @@ class KiokuSettings(BaseSettings):
     """Longest memory text accepted, after trimming and sanitising."""
 
     stm_ttl_hours: float = Field(
-        default=12, gt=0, validation_alias=AliasChoices("SHORT_TERM_MEMORY_TTL_HOURS", "stm_ttl_hours")
+        default=12,
+        gt=0,
+        validation_alias=AliasChoices("SHORT_TERM_MEMORY_TTL_HOURS", "stm_ttl_hours"),
     )
     """Short-term memory lifetime without a summary."""
 
     stm_summary_ttl_hours: float = Field(
         default=24,
         gt=0,
-        validation_alias=AliasChoices("SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS", "stm_summary_ttl_hours"),
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS", "stm_summary_ttl_hours"
+        ),
     )
     """Short-term memory lifetime once a summary exists."""
 

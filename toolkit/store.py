@@ -114,7 +114,7 @@ class KiokuStore:
         """Drop cached memories of ``scope`` (called after a committed write)."""
         if isinstance(scope, PersonalScope):
             # Personal reads of other lineages include the globals, so drop them all.
-            for key in [k for k in self.cache.keys() if isinstance(k, PersonalScope)]:
+            for key in [k for k in self.cache.cached_keys() if isinstance(k, PersonalScope)]:
                 if key.user_id == scope.user_id:
                     self.cache.invalidate(key)
         self.cache.invalidate(scope)

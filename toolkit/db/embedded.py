@@ -32,9 +32,9 @@ class EmbeddedPostgres:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import pgserver
+                from pgserver.postgres_server import get_server
 
-                self._server: Any = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+                self._server: Any = get_server(self.pgdata, cleanup_mode="stop")
         except Exception as exc:  # pgserver raises assorted errors; give one clear message
             raise ConfigurationError(
                 f"Could not start the embedded PostgreSQL in {self.pgdata}: {exc}. "
@@ -55,14 +55,13 @@ class EmbeddedPostgres:
 
     def restart(self) -> None:
         """Stop the server and start it again in the same data directory (tests)."""
-        from pgserver._commands import pg_ctl
-
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user)
+        self.kill()
         self.start_again()
 
     def kill(self) -> None:
         """Stop the server immediately, leaving this handle able to :meth:`start_again`."""
-        from pgserver._commands import pg_ctl
+        # pgserver generates its command wrappers at import time, invisible to mypy.
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._server.system_user)
 

@@ -6,6 +6,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from toolkit.db.errors import describe
 from toolkit.errors import DatabaseUnavailableError
 
 _PGVECTOR_HELP = (
@@ -59,8 +60,8 @@ def check_pgvector(engine: Engine) -> None:
             ).first()
     except SQLAlchemyError as exc:
         raise DatabaseUnavailableError(
-            f"Cannot connect to PostgreSQL at {engine.url.render_as_string()}: {exc.__class__.__name__}: "
-            f"{str(exc).splitlines()[0]}. Check KIOKU_DATABASE_URL, or unset it to use the "
+            f"Cannot connect to PostgreSQL at {engine.url.render_as_string()}: "
+            f"{describe(exc)}. Check KIOKU_DATABASE_URL, or unset it to use the "
             "embedded server."
         ) from exc
     if available is None:

@@ -66,9 +66,7 @@ class Server(Base):
     )
     max_server_memories: Mapped[int | None] = mapped_column(Integer)
     max_personal_memories: Mapped[int | None] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class User(Base):
@@ -88,9 +86,7 @@ class User(Base):
     cross_server_stm: Mapped[bool] = mapped_column(
         Boolean, default=False, server_default=text("false")
     )
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (CheckConstraint("privacy_level IN (0, 1, 2)", name="privacy_level"),)
 
@@ -103,7 +99,9 @@ class ServerMember(Base):
     server_id: Mapped[str] = mapped_column(
         ForeignKey("servers.id", ondelete="CASCADE"), primary_key=True
     )
-    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
     nickname: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_server_members_user_id", "user_id"),)
@@ -120,9 +118,7 @@ class PersonaRow(Base):
     lineage_id: Mapped[int] = mapped_column(
         BigInteger, LINEAGE_SEQUENCE, server_default=LINEAGE_SEQUENCE.next_value()
     )
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (CheckConstraint("lineage_id >= 10000", name="lineage_range"),)
 
@@ -150,12 +146,8 @@ class Memory(Base):
     access_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     last_accessed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
-    updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (
         CheckConstraint("scope IN ('server', 'personal')", name="scope"),
@@ -198,9 +190,7 @@ class MemoryHistory(Base):
     new_content: Mapped[str | None] = mapped_column(Text)
     actor_user_id: Mapped[str | None] = mapped_column(Text)
     persona_id: Mapped[int | None] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), server_default=func.now()
-    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (
         CheckConstraint("action IN ('create', 'update', 'delete')", name="action"),

@@ -47,7 +47,9 @@ def _optional_name(arguments: Mapping[str, Any], key: str) -> str | None:
 def _unknown(arguments: Mapping[str, Any], allowed: set[str]) -> None:
     extra = sorted(str(k) for k in arguments if k not in allowed)
     if extra:
-        raise ArgumentError(f"unknown argument(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}")
+        raise ArgumentError(
+            f"unknown argument(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}"
+        )
 
 
 def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
@@ -67,7 +69,9 @@ def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
         raise ArgumentError("memory_scope must be 'server_wide' or 'target_user'")
     target = _optional_name(arguments, "target_user")
     if scope == "target_user" and target is None:
-        raise ArgumentError("target_user (the person's name) is required when memory_scope is 'target_user'")
+        raise ArgumentError(
+            "target_user (the person's name) is required when memory_scope is 'target_user'"
+        )
     return CreateArgs(content=content, scope=scope, target_user=target)
 
 
@@ -88,7 +92,9 @@ def parse_memory_id(value: Any) -> int:
         match = _ID_TEXT.match(value)
         number = int(match.group(1)) if match else None
     if number is None or not 0 < number <= MAX_SAFE_INTEGER:
-        raise ArgumentError("memory_id must be the positive integer N shown as ID:N in your context")
+        raise ArgumentError(
+            "memory_id must be the positive integer N shown as ID:N in your context"
+        )
     return number
 
 
@@ -105,4 +111,6 @@ def parse_update_args(arguments: Mapping[str, Any]) -> UpdateArgs:
         raise ArgumentError(
             "memory_content is required and must be a string (an empty string deletes the memory)"
         )
-    return UpdateArgs(memory_id=memory_id, content=content, target_user=_optional_name(arguments, "target_user"))
+    return UpdateArgs(
+        memory_id=memory_id, content=content, target_user=_optional_name(arguments, "target_user")
+    )

@@ -39,7 +39,7 @@ class ScopeCache(Generic[K, V]):
             self._values.pop(key, None)
             self._generation[key] = self._generation.get(key, 0) + 1
 
-    def keys(self) -> list[K]:
+    def cached_keys(self) -> list[K]:
         """Keys currently cached."""
         with self._lock:
             return list(self._values)

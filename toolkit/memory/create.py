@@ -18,7 +18,7 @@ from toolkit.memory.flow import (
     run_flow,
     server_settings,
 )
-from toolkit.memory.notices import MemoryNotice, footer_for
+from toolkit.memory.notices import MemoryNotice, NoticeScope, footer_for
 from toolkit.memory.repository import GLOBAL_LINEAGE, MemoryRepository, PersonalScope, ServerScope
 from toolkit.memory.resolution import Ambiguous, NotFound, Person, Resolved
 from toolkit.memory.results import ToolResult
@@ -38,9 +38,7 @@ def create_long_term_memory(
     stream_writer: Callable[[Any], None] | None = None,
 ) -> ToolResult:
     """Validate, resolve, check limits and save one memory; never raises."""
-    return run_flow(
-        OPERATION, _STATUSES, lambda: _create(store, context, arguments, stream_writer)
-    )
+    return run_flow(OPERATION, _STATUSES, lambda: _create(store, context, arguments, stream_writer))
 
 
 def _create(
@@ -82,7 +80,7 @@ def _create(
     record_id = _write(store, context, settings, scope, target, content)
     store.invalidate(scope)
     owner_name = target.display_name if target is not None else "User"
-    effective = "target_user" if target is not None else "server_wide"
+    effective: NoticeScope = "target_user" if target is not None else "server_wide"
     notify(
         MemoryNotice(
             kind="created",

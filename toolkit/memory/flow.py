@@ -91,7 +91,9 @@ def server_settings(store: KiokuStore, context: TurnContext, operation: str) -> 
         )
 
 
-def resolve_person(store: KiokuStore, context: TurnContext, name: str, operation: str) -> Resolution:
+def resolve_person(
+    store: KiokuStore, context: TurnContext, name: str, operation: str
+) -> Resolution:
     """Resolve a model-supplied name to a person (SPEC §6); ``self`` is the bot."""
     key = normalise_name(name)
     bot = Person(context.bot_user_id, context.persona.name, PrivacyLevel.MINIMAL, False, True)
@@ -107,7 +109,9 @@ def resolve_person(store: KiokuStore, context: TurnContext, name: str, operation
     return found
 
 
-def is_current_member(store: KiokuStore, context: TurnContext, user_id: str, operation: str) -> bool:
+def is_current_member(
+    store: KiokuStore, context: TurnContext, user_id: str, operation: str
+) -> bool:
     """Whether the owner of a personal memory may be addressed from this conversation."""
     if context.server_id is None:
         return user_id == context.user.user_id
@@ -117,6 +121,8 @@ def is_current_member(store: KiokuStore, context: TurnContext, user_id: str, ope
         return store.directory.is_member(context.server_id, user_id)
 
 
-def notify(notice: MemoryNotice, context: TurnContext, stream_writer: Callable[[Any], None] | None) -> None:
+def notify(
+    notice: MemoryNotice, context: TurnContext, stream_writer: Callable[[Any], None] | None
+) -> None:
     """Emit a notice after commit; never changes the tool's result."""
     emit_notice(notice, stream_writer=stream_writer, notifier=context.notifier)

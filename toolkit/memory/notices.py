@@ -9,6 +9,9 @@ from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
+NoticeKind = Literal["created", "updated", "deleted"]
+NoticeScope = Literal["server_wide", "target_user"]
+
 NOTICE_STREAM_TYPE = "kioku.memory_notice"
 """``type`` of the payload written to LangGraph's custom stream."""
 
@@ -17,8 +20,8 @@ NOTICE_STREAM_TYPE = "kioku.memory_notice"
 class MemoryNotice:
     """A long-term memory was created, updated or deleted."""
 
-    kind: Literal["created", "updated", "deleted"]
-    scope: Literal["server_wide", "target_user"]
+    kind: NoticeKind
+    scope: NoticeScope
     memory_id: int
     content: str
     """The memory text with ``{user}``/``{bot}`` rendered as names (deleted text for deletes)."""
@@ -58,7 +61,9 @@ def emit_notice(
         try:
             stream_writer(notice.to_stream_payload())
         except Exception:
-            logger.exception("kioku: writing memory notice %s to the stream failed", notice.memory_id)
+            logger.exception(
+                "kioku: writing memory notice %s to the stream failed", notice.memory_id
+            )
     if notifier is not None:
         try:
             notifier(notice)

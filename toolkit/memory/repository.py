@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import ColumnElement, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import Memory, MemoryHistory
@@ -143,11 +143,13 @@ class MemoryRepository:
         """Replace the content (``created_at`` kept) and log the change."""
         row = self.session.get_one(Memory, memory_id)
         row.content = new
-        row.updated_at = func.now()  # type: ignore[assignment]
+        row.updated_at = func.now()
         self.session.flush()
         self._history(memory_id, "update", old, new, actor, persona_id)
 
-    def delete(self, memory_id: int, old: str, *, actor: str | None, persona_id: int | None) -> None:
+    def delete(
+        self, memory_id: int, old: str, *, actor: str | None, persona_id: int | None
+    ) -> None:
         """Delete the memory and log its last content."""
         self.session.execute(delete(Memory).where(Memory.id == memory_id))
         self._history(memory_id, "delete", old, None, actor, persona_id)
@@ -182,7 +184,7 @@ class MemoryRepository:
         self.session.flush()
 
     @staticmethod
-    def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[object, ...]:
+    def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[ColumnElement[bool], ...]:
         if isinstance(scope, ServerScope):
             return (
                 Memory.scope == "server",

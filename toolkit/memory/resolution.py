@@ -96,16 +96,10 @@ def match_participants(
 
 def match_directory(key: str, members: Sequence[DirectoryMember], bot_user_id: str) -> Resolution:
     """Match in stages: display name, then nickname, then global name, then username."""
-    stages = (
-        lambda m: m.display_name,
-        lambda m: m.nickname,
-        lambda m: m.global_name,
-        lambda m: m.username,
-    )
-    for field_of in stages:
+    for stage in ("display_name", "nickname", "global_name", "username"):
         hits: dict[str, DirectoryMember] = {}
         for member in members:
-            value = field_of(member)
+            value: str | None = getattr(member, stage)
             if value is not None and normalise_name(value) == key:
                 hits.setdefault(member.user_id, member)
         if len(hits) == 1:

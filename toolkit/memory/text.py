@@ -30,8 +30,10 @@ def sanitise_content(content: str) -> str:
 
 
 def normalise_name(name: str) -> str:
-    """Normalise a person's name for matching: NFKC, one leading ``@`` dropped,
-    whitespace collapsed, case-folded."""
+    """Normalise a person's name for matching.
+
+    NFKC, one leading ``@`` dropped, whitespace collapsed, case-folded.
+    """
     text = unicodedata.normalize("NFKC", name).strip()
     if text.startswith("@"):
         text = text[1:]

@@ -19,7 +19,7 @@ from toolkit.memory.flow import (
     run_flow,
     server_settings,
 )
-from toolkit.memory.notices import MemoryNotice, footer_for
+from toolkit.memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_for
 from toolkit.memory.repository import (
     GLOBAL_LINEAGE,
     MemoryRecord,
@@ -45,9 +45,7 @@ def update_long_term_memory(
     stream_writer: Callable[[Any], None] | None = None,
 ) -> ToolResult:
     """Update or delete one memory the turn may address; never raises."""
-    return run_flow(
-        OPERATION, _STATUSES, lambda: _update(store, context, arguments, stream_writer)
-    )
+    return run_flow(OPERATION, _STATUSES, lambda: _update(store, context, arguments, stream_writer))
 
 
 def _update(
@@ -83,8 +81,8 @@ def _update(
     )
     old = _write(store, context, args.memory_id, scope, content)
     store.invalidate(scope)
-    effective = "target_user" if owner is not None else "server_wide"
-    kind = "deleted" if deleting else "updated"
+    effective: NoticeScope = "target_user" if owner is not None else "server_wide"
+    kind: NoticeKind = "deleted" if deleting else "updated"
     shown = old.content if deleting else content
     owner_name = owner.display_name if owner is not None else "User"
     notify(
@@ -180,19 +178,22 @@ def _write(
         if old is None:
             raise fail(S.NOT_FOUND, _not_found_reason(memories, context, memory_id, scope))
         if content:
-            memories.update_content(memory_id, old.content, content, actor=actor, persona_id=persona_id)
+            memories.update_content(
+                memory_id, old.content, content, actor=actor, persona_id=persona_id
+            )
         else:
             memories.delete(memory_id, old.content, actor=actor, persona_id=persona_id)
         return old
 
 
 def _not_found_reason(
-    memories: MemoryRepository, context: TurnContext, memory_id: int, scope: ServerScope | PersonalScope
+    memories: MemoryRepository,
+    context: TurnContext,
+    memory_id: int,
+    scope: ServerScope | PersonalScope,
 ) -> str:
     """Say where the id lives when this turn could see it there; reveal nothing otherwise."""
-    generic = (
-        f"ID:{memory_id} is not a memory you can change here. Check the ID:N in your context."
-    )
+    generic = f"ID:{memory_id} is not a memory you can change here. Check the ID:N in your context."
     row = memories.get(memory_id)
     lineage = context.persona.lineage_id
     if row is None or row.scope == ("server" if isinstance(scope, ServerScope) else "personal"):

@@ -16,9 +16,7 @@ def _include_object(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
     # Other libraries (LangGraph's checkpointer) share the database: only compare our tables.
-    if type_ == "table" and reflected and compare_to is None:
-        return False
-    return True
+    return not (type_ == "table" and reflected and compare_to is None)
 
 
 def run_migrations_online() -> None:

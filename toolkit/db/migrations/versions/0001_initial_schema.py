@@ -133,7 +133,8 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.CheckConstraint(
-            "(scope = 'server' AND server_id IS NOT NULL) OR (scope = 'personal' AND user_id IS NOT NULL)",
+            "(scope = 'server' AND server_id IS NOT NULL)"
+            " OR (scope = 'personal' AND user_id IS NOT NULL)",
             name=op.f("ck_memories_scope_owner"),
         ),
         sa.CheckConstraint(

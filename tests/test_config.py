@@ -1,0 +1,48 @@
+"""Settings come from the environment; malformed values fail fast naming the variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolkit import ConfigurationError, load_settings
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("KIOKU_DATABASE_URL", "MAX_SERVER_MEMORIES", "MAX_MEMORY_LENGTH"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings()
+    assert settings.database_url is None
+    assert (settings.max_server_memories, settings.max_personal_memories) == (100, 100)
+    assert settings.max_memory_length == 1000
+    assert (settings.stm_ttl_hours, settings.stm_summary_ttl_hours) == (12, 24)
+    assert settings.stm_max_summary_length == 1500
+    assert settings.stm_max_messages_per_channel == 10
+    assert settings.stm_min_messages_for_summary == 6
+    assert settings.stm_max_other_channels == 3
+    assert "kioku" in str(settings.data_dir)
+
+
+def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("MAX_SERVER_MEMORIES", "7")
+    monkeypatch.setenv("KIOKU_DATA_DIR", "/tmp/somewhere")
+    monkeypatch.setenv("SHORT_TERM_MEMORY_TTL_HOURS", "1.5")
+    settings = load_settings()
+    assert settings.max_server_memories == 7
+    assert str(settings.data_dir) == "/tmp/somewhere"
+    assert settings.stm_ttl_hours == 1.5
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MAX_SERVER_MEMORIES", "lots"),
+        ("MAX_PERSONAL_MEMORIES", "0"),
+        ("SHORT_TERM_MEMORY_TTL_HOURS", "-1"),
+    ],
+)
+def test_malformed_value_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError, match=name):
+        load_settings()

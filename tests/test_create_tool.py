@@ -1,0 +1,271 @@
+"""Every status of create_long_term_memory, called as ToolNode calls it (SPEC §3)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.helpers import World, make_world, memory_row, run_tool, table_counts
+from toolkit import KiokuStore, Participant, PrivacyLevel, create_long_term_memory_tool
+from toolkit.context import Persona
+
+pytestmark = pytest.mark.usefixtures("store")
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+def create(world: World, args: dict[str, object], **context: object) -> dict[str, object]:
+    tool = create_long_term_memory_tool(world.store)
+    ctx = world.context(**context) if context.get("_none") is None else None
+    return run_tool(tool, args, ctx).result
+
+
+def test_saved_server_wide(world: World) -> None:
+    result = create(
+        world, {"memory_content": "  {user} loves {bot}  ", "memory_scope": "server_wide"}
+    )
+    assert result["status"] == "memory_saved_successfully"
+    assert result["memory_scope"] == "server_wide"
+    assert result["content"] == "{user} loves {bot}"
+    row = memory_row(world.store, int(result["memory_id"]))  # type: ignore[arg-type]
+    assert row is not None
+    assert (row.scope, row.server_id, row.persona_lineage_id) == (
+        "server",
+        "srv-a",
+        world.persona.lineage_id,
+    )
+    assert row.created_by == "u-alice" and row.persona_id == world.persona.persona_id
+    assert table_counts(world.store) == (1, 1)
+
+
+def test_saved_personal_by_alias(world: World) -> None:
+    result = create(
+        world,
+        {
+            "memory_content": "{user} likes tea",
+            "memory_scope": "target_user",
+            "target_user": "@ALI",
+        },
+    )
+    assert result["status"] == "memory_saved_successfully"
+    assert result["target_user"] == "Alice"
+    row = memory_row(world.store, int(result["memory_id"]))  # type: ignore[arg-type]
+    assert row is not None and (row.scope, row.user_id) == ("personal", "u-alice")
+
+
+def test_saved_personal_for_directory_member_not_in_conversation(world: World) -> None:
+    result = create(
+        world,
+        {"memory_content": "{user} plays go", "memory_scope": "target_user", "target_user": "erin"},
+    )
+    assert result["status"] == "memory_saved_successfully"
+    assert result["target_user"] == "Erin"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"memory_content": "x"},
+        {"memory_content": 5, "memory_scope": "server_wide"},
+        {"memory_content": "   ", "memory_scope": "server_wide"},
+        {"memory_content": "x", "memory_scope": "channel"},
+        {"memory_content": "x", "memory_scope": "target_user"},
+        {"memory_content": "x", "memory_scope": "target_user", "target_user": "  "},
+        {"memory_content": "x", "memory_scope": "target_user", "target_user": 42},
+        {"memory_content": "x", "memory_scope": "server_wide", "embedding": [1, 2]},
+    ],
+)
+def test_invalid_args(world: World, args: dict[str, object]) -> None:
+    result = create(world, args)
+    assert result["status"] == "memory_save_failed_invalid_args"
+    assert result["reason"]
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_disabled(store: KiokuStore) -> None:
+    world = make_world(store, self_teaching=False)
+    result = create(world, {"memory_content": "x", "memory_scope": "server_wide"})
+    assert result["status"] == "memory_save_failed_disabled"
+    assert table_counts(store) == (0, 0)
+
+
+def test_unknown_server_defaults_to_disabled(world: World) -> None:
+    result = create(
+        world, {"memory_content": "x", "memory_scope": "server_wide"}, server_id="new-srv"
+    )
+    assert result["status"] == "memory_save_failed_disabled"
+
+
+def test_missing_context_is_internal_error(world: World) -> None:
+    tool = create_long_term_memory_tool(world.store)
+    result = run_tool(tool, {"memory_content": "x", "memory_scope": "server_wide"}, None).result
+    assert result["status"] == "memory_save_failed_internal_error"
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_ambiguous_user(world: World) -> None:
+    twin = Participant("u-bob-twin", "bob")
+    result = create(
+        world,
+        {"memory_content": "x", "memory_scope": "target_user", "target_user": "Bob"},
+        participants=(world.alice, world.bob, twin),
+    )
+    assert result["status"] == "memory_save_failed_ambiguous_user"
+    assert sorted(result["candidates"]) == ["Bob", "bob"]  # type: ignore[arg-type]
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_user_not_found(world: World) -> None:
+    result = create(
+        world, {"memory_content": "x", "memory_scope": "target_user", "target_user": "Zed"}
+    )
+    assert result["status"] == "memory_save_failed_user_not_found"
+
+
+@pytest.mark.parametrize("name", ["self", "Kioku", "the-bot"])
+def test_bot_falls_back_to_server_wide(world: World, name: str) -> None:
+    bot = Participant("bot-1", "the-bot")
+    result = create(
+        world,
+        {"memory_content": "{bot} is a teapot", "memory_scope": "target_user", "target_user": name},
+        participants=(world.alice, bot),
+    )
+    assert result["status"] == "memory_saved_successfully"
+    assert result["memory_scope"] == "server_wide"
+
+
+def test_bridge_user_falls_back_with_name(world: World) -> None:
+    result = create(
+        world,
+        {
+            "memory_content": "{user} bridges in",
+            "memory_scope": "target_user",
+            "target_user": "matrix max",
+        },
+    )
+    assert result["status"] == "memory_saved_successfully"
+    assert result["memory_scope"] == "server_wide"
+    assert result["content"] == "Matrix Max bridges in"
+
+
+@pytest.mark.parametrize("name", ["Carol", "Dave"])
+def test_privacy_restricted(world: World, name: str) -> None:
+    result = create(
+        world, {"memory_content": "x", "memory_scope": "target_user", "target_user": name}
+    )
+    assert result["status"] == "memory_save_failed_privacy_restricted"
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_invalid_content_too_long(world: World) -> None:
+    result = create(world, {"memory_content": "a" * 1001, "memory_scope": "server_wide"})
+    assert result["status"] == "memory_save_failed_invalid_content"
+    assert "1000" in str(result["reason"])
+    assert create(world, {"memory_content": "a" * 1000, "memory_scope": "server_wide"})[
+        "status"
+    ] == ("memory_saved_successfully")
+
+
+def test_invalid_content_empty_after_sanitising(world: World) -> None:
+    result = create(world, {"memory_content": "\x00\x01", "memory_scope": "server_wide"})
+    assert result["status"] == "memory_save_failed_invalid_content"
+
+
+def test_placeholders_sanitised(world: World) -> None:
+    result = create(
+        world,
+        {"memory_content": "{User} met {{bredrumb}} and {CHAR}", "memory_scope": "server_wide"},
+    )
+    assert result["content"] == "{user} met bredrumb and {char}"
+
+
+def test_lineage_zero_is_internal_error(world: World) -> None:
+    result = create(
+        world,
+        {"memory_content": "x", "memory_scope": "server_wide"},
+        persona=replace(world.persona, lineage_id=0),
+    )
+    assert result["status"] == "memory_save_failed_internal_error"
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_limit_exceeded(world: World) -> None:
+    with world.store.accounts() as accounts:
+        accounts.upsert_server("srv-a", max_server_memories=2)
+    for i in range(2):
+        assert create(world, {"memory_content": f"m{i}", "memory_scope": "server_wide"})[
+            "status"
+        ] == ("memory_saved_successfully")
+    result = create(world, {"memory_content": "m3", "memory_scope": "server_wide"})
+    assert result["status"] == "memory_save_failed_limit_exceeded"
+    assert (result["limit"], result["count"]) == (2, 2)
+    assert "delete" in str(result["reason"])
+    assert table_counts(world.store) == (2, 2)
+
+
+def test_personal_limit_counts_globals(world: World, store: KiokuStore) -> None:
+    from toolkit.db.models import Memory
+
+    store.settings = store.settings.model_copy(update={"max_personal_memories": 2})
+    with store.transaction() as session:
+        session.add(
+            Memory(scope="personal", user_id="u-alice", persona_lineage_id=0, content="global")
+        )
+    args = {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": "Alice"}
+    assert create(world, args)["status"] == "memory_saved_successfully"
+    assert create(world, args)["status"] == "memory_save_failed_limit_exceeded"
+
+
+def test_default_limit_from_settings(world: World) -> None:
+    world.store.settings = world.store.settings.model_copy(update={"max_server_memories": 1})
+    assert create(world, {"memory_content": "a", "memory_scope": "server_wide"})["status"] == (
+        "memory_saved_successfully"
+    )
+    assert create(world, {"memory_content": "b", "memory_scope": "server_wide"})["status"] == (
+        "memory_save_failed_limit_exceeded"
+    )
+
+
+def test_dm_memories_use_a_per_dm_key(world: World) -> None:
+    result = create(
+        world,
+        {"memory_content": "{user} whispers", "memory_scope": "server_wide"},
+        server_id=None,
+        server_name=None,
+        channel_id="dm-42",
+        participants=(world.alice,),
+    )
+    assert result["status"] == "memory_saved_successfully"
+    row = memory_row(world.store, int(result["memory_id"]))  # type: ignore[arg-type]
+    assert row is not None and row.server_id == "dm:dm-42"
+
+
+def test_ids_are_one_global_space(world: World) -> None:
+    a = create(world, {"memory_content": "s", "memory_scope": "server_wide"})
+    b = create(
+        world, {"memory_content": "p", "memory_scope": "target_user", "target_user": "Alice"}
+    )
+    assert int(b["memory_id"]) == int(a["memory_id"]) + 1  # type: ignore[arg-type]
+
+
+def test_new_persona_lineages_start_at_10000(world: World) -> None:
+    assert world.persona.lineage_id >= 10000
+    with world.store.accounts() as accounts:
+        again = accounts.create_persona("srv-a", "Kioku v2", lineage_id=world.persona.lineage_id)
+    assert again.lineage_id == world.persona.lineage_id
+    assert isinstance(again, Persona)
+
+
+def test_privacy_is_taken_from_the_conversation(world: World) -> None:
+    shy = replace(world.alice, privacy=PrivacyLevel.PARTIAL)
+    result = create(
+        world,
+        {"memory_content": "x", "memory_scope": "target_user", "target_user": "Alice"},
+        participants=(shy, world.bob),
+    )
+    assert result["status"] == "memory_save_failed_privacy_restricted"

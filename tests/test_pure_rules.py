@@ -1,0 +1,122 @@
+"""Pure rules: sanitising, names, argument parsing, resolution and rendering."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from toolkit import Participant, PrivacyLevel
+from toolkit.memory.arguments import ArgumentError, parse_memory_id
+from toolkit.memory.rendering import render_personal_memories, render_server_memories
+from toolkit.memory.repository import MemoryRecord
+from toolkit.memory.resolution import (
+    Ambiguous,
+    DirectoryMember,
+    NotFound,
+    Resolved,
+    match_directory,
+    match_participants,
+)
+from toolkit.memory.text import normalise_name, sanitise_content
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("  {user} likes tea ", "{user} likes tea"),
+        ("{USER} and {Bot} and {char}", "{user} and {bot} and {char}"),
+        ("{bredrumb} {{thing}} { spaced }", "bredrumb thing spaced"),
+        ("{{user}}", "{user}"),
+        ("{} and {1 2}", "{} and {1 2}"),
+        ("tab\tnew\nline\x00bell\x07", "tab\tnew\nlinebell"),
+    ],
+)
+def test_sanitise(raw: str, clean: str) -> None:
+    assert sanitise_content(raw) == clean
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ("  @Alice  ", "alice"),
+        ("Ａｌｉｃｅ", "alice"),
+        ("Mary   Jane", "mary jane"),
+        ("@@x", "@x"),
+        ("STRASSE", "strasse"),
+    ],
+)
+def test_normalise_name(raw: str, key: str) -> None:
+    assert normalise_name(raw) == key
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(7, 7), ("7", 7), ("ID:7", 7), ("id: 7", 7), ("#7", None), (7.0, 7)]
+)
+def test_parse_memory_id(value: object, expected: int | None) -> None:
+    if expected is None:
+        with pytest.raises(ArgumentError):
+            parse_memory_id(value)
+    else:
+        assert parse_memory_id(value) == expected
+
+
+ALICE = Participant("a", "Alice", ("ali",))
+ALICE2 = Participant("a2", "Alicia", ("ali",))
+BOB = Participant("b", "Bob", privacy=PrivacyLevel.PARTIAL)
+
+
+def test_label_match_beats_alias_match() -> None:
+    other = Participant("x", "Someone", ("alice",))
+    found = match_participants("alice", [ALICE, other], "bot")
+    assert isinstance(found, Resolved) and found.person.user_id == "a"
+
+
+def test_alias_matches_can_be_ambiguous() -> None:
+    found = match_participants("ali", [ALICE, ALICE2], "bot")
+    assert isinstance(found, Ambiguous) and found.candidates == ("Alice", "Alicia")
+
+
+def test_duplicates_of_one_user_are_one_match() -> None:
+    assert isinstance(match_participants("alice", [ALICE, ALICE], "bot"), Resolved)
+
+
+def test_candidates_are_capped_at_three() -> None:
+    many = [Participant(str(i), "Sam") for i in range(5)]
+    found = match_participants("sam", many, "bot")
+    assert isinstance(found, Ambiguous) and len(found.candidates) == 3
+
+
+def test_directory_stages_in_order() -> None:
+    members = [
+        DirectoryMember("1", "Kit", nickname="k"),
+        DirectoryMember("2", "Other", nickname="kit"),
+        DirectoryMember("3", "Third", global_name="k"),
+    ]
+    found = match_directory("kit", members, "bot")
+    assert isinstance(found, Resolved) and found.person.user_id == "1"
+    found = match_directory("k", members, "bot")
+    assert (
+        isinstance(found, Resolved) and found.person.user_id == "1"
+    )  # nickname stage before global
+    assert isinstance(match_directory("nobody", members, "bot"), NotFound)
+    dupes = [DirectoryMember("1", "A", username="u"), DirectoryMember("2", "B", username="u")]
+    assert isinstance(match_directory("u", dupes, "bot"), Ambiguous)
+
+
+def _record(memory_id: int, content: str) -> MemoryRecord:
+    now = datetime.now(UTC)
+    return MemoryRecord(memory_id, "server", "s", None, 10000, content, now, now)
+
+
+def test_render_blocks() -> None:
+    memories = [_record(9, "{bot} likes {user}"), _record(3, "old")]
+    assert render_server_memories(memories, bot_name="Kioku", server_name="Tea", is_dm=False) == (
+        "## Kioku's Memories about Tea\nID:9 Kioku likes User\nID:3 old"
+    )
+    assert render_server_memories([], bot_name="Kioku", server_name=None, is_dm=True) == (
+        "## Kioku's Memories about this conversation with User"
+    )
+    assert render_personal_memories(memories, owner_name="Alice", bot_name="Kioku") == (
+        "- Memories: ID:9 Kioku likes Alice; ID:3 old"
+    )

@@ -1,0 +1,113 @@
+"""Migrations: idempotent, safe from two processes, and in step with the models."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from alembic import command
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+
+from toolkit import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
+from toolkit.db.engine import check_pgvector, make_engine, normalise_url
+from toolkit.db.schema import alembic_config
+
+
+def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
+    store = KiokuStore(engine, settings=settings)
+    store.setup()
+    store.setup()
+    with engine.connect() as connection:
+        version = connection.execute(
+            text("SELECT version_num FROM kioku_alembic_version")
+        ).scalar_one()
+        extension = connection.execute(
+            text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        ).scalar_one()
+    assert version == "0001"
+    assert tuple(int(p) for p in extension.split(".")[:2]) >= (0, 8)
+
+
+def test_models_and_migrations_agree(engine: Engine) -> None:
+    command.check(alembic_config(engine))  # raises when autogenerate would find changes
+
+
+def test_setup_from_two_processes_at_once(database_url: str, engine: Engine) -> None:
+    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE IF EXISTS kioku_setup_race"))
+        connection.execute(text("CREATE DATABASE kioku_setup_race"))
+    url = engine.url.set(database="kioku_setup_race").render_as_string(hide_password=False)
+    script = textwrap.dedent(
+        f"""
+        from toolkit import KiokuSettings, KiokuStore
+        from toolkit.db.engine import make_engine
+        store = KiokuStore(make_engine({url!r}), settings=KiokuSettings(database_url={url!r}))
+        store.setup()
+        print("ok")
+        """
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+        assert out.strip() == "ok"
+    race = make_engine(url)
+    with race.connect() as connection:
+        assert (
+            connection.execute(text("SELECT count(*) FROM kioku_alembic_version")).scalar_one() == 1
+        )
+        assert connection.execute(text("SELECT count(*) FROM memories")).scalar_one() == 0
+    race.dispose()
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE kioku_setup_race WITH (FORCE)"))
+    admin.dispose()
+
+
+def test_unreachable_database_fails_fast_with_a_fix() -> None:
+    engine = make_engine("postgresql://nobody@/nodb?host=/nonexistent-socket-dir")
+    with pytest.raises(DatabaseUnavailableError, match="KIOKU_DATABASE_URL"):
+        check_pgvector(engine)
+
+
+@pytest.mark.parametrize("url", ["sqlite:///x.db", "not a url at all ::"])
+def test_non_postgres_url_is_a_configuration_error(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="KIOKU_DATABASE_URL"):
+        normalise_url(url)
+
+
+class _ServerWithoutPgvector:
+    """Stands in for an engine whose server answers that ``vector`` is not available."""
+
+    url = make_url("postgresql+psycopg://app@db.internal/app")
+
+    def connect(self) -> _ServerWithoutPgvector:
+        return self
+
+    def __enter__(self) -> _ServerWithoutPgvector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, *args: object) -> _ServerWithoutPgvector:
+        return self
+
+    def first(self) -> None:
+        return None
+
+
+def test_missing_pgvector_says_how_to_install_it() -> None:
+    with pytest.raises(DatabaseUnavailableError, match="pgvector.*Install it"):
+        check_pgvector(_ServerWithoutPgvector())  # type: ignore[arg-type]

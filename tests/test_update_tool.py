@@ -1,0 +1,319 @@
+"""Every status of update_long_term_memory, called as ToolNode calls it (SPEC §4)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from tests.helpers import World, make_world, memory_row, run_tool, table_counts
+from toolkit import (
+    KiokuStore,
+    Participant,
+    PrivacyLevel,
+    create_long_term_memory_tool,
+    update_long_term_memory_tool,
+)
+from toolkit.db.models import Memory
+from toolkit.memory.directory import UserDirectory
+from toolkit.memory.repository import MemoryRepository
+from toolkit.memory.resolution import DirectoryMember
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+def create(world: World, args: dict[str, Any], **context: Any) -> int:
+    result = run_tool(
+        create_long_term_memory_tool(world.store), args, world.context(**context)
+    ).result
+    assert result["status"] == "memory_saved_successfully", result
+    return int(result["memory_id"])
+
+
+def update(world: World, args: dict[str, Any], **context: Any) -> dict[str, Any]:
+    return run_tool(
+        update_long_term_memory_tool(world.store), args, world.context(**context)
+    ).result
+
+
+def server_memory(world: World, text: str = "{bot} likes tea") -> int:
+    return create(world, {"memory_content": text, "memory_scope": "server_wide"})
+
+
+def personal_memory(world: World, owner: str = "Alice", text: str = "{user} likes tea") -> int:
+    return create(
+        world, {"memory_content": text, "memory_scope": "target_user", "target_user": owner}
+    )
+
+
+def history_actions(world: World, memory_id: int) -> list[tuple[str, str | None, str | None]]:
+    with world.store.sessions() as session:
+        return [
+            (h.action, h.old_content, h.new_content)
+            for h in MemoryRepository(session).history(memory_id)
+        ]
+
+
+@pytest.mark.parametrize("given", [None, "str", "ID:N", "id #"])
+def test_updated_server_memory(world: World, given: str | None) -> None:
+    memory_id = server_memory(world)
+    before = memory_row(world.store, memory_id)
+    ids: dict[str | None, Any] = {
+        None: memory_id,
+        "str": str(memory_id),
+        "ID:N": f"ID:{memory_id}",
+        "id #": f"id #{memory_id}",
+    }
+    result = update(world, {"memory_id": ids[given], "memory_content": "{bot} likes coffee"})
+    assert result["status"] == "memory_updated_successfully"
+    after = memory_row(world.store, memory_id)
+    assert after is not None and before is not None
+    assert after.content == "{bot} likes coffee"
+    assert after.created_at == before.created_at
+    assert after.updated_at >= before.updated_at
+    assert history_actions(world, memory_id)[-1] == (
+        "update",
+        "{bot} likes tea",
+        "{bot} likes coffee",
+    )
+    assert world.notices[-1].kind == "updated"
+    assert world.notices[-1].content == "Kioku likes coffee"
+
+
+def test_deleted_server_memory(world: World) -> None:
+    memory_id = server_memory(world)
+    result = update(world, {"memory_id": memory_id, "memory_content": "   "})
+    assert result["status"] == "memory_deleted_successfully"
+    assert result["deleted_content"] == "{bot} likes tea"
+    assert memory_row(world.store, memory_id) is None
+    assert history_actions(world, memory_id)[-1] == ("delete", "{bot} likes tea", None)
+    assert world.notices[-1].kind == "deleted"
+    assert world.notices[-1].content == "Kioku likes tea"
+
+
+def test_placeholder_only_content_deletes(world: World) -> None:
+    memory_id = server_memory(world)
+    assert update(world, {"memory_id": memory_id, "memory_content": "\x00"})["status"] == (
+        "memory_deleted_successfully"
+    )
+
+
+def test_updated_and_deleted_personal(world: World) -> None:
+    memory_id = personal_memory(world)
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "{user} likes oolong", "target_user": "alice"},
+    )
+    assert result["status"] == "memory_updated_successfully"
+    assert world.notices[-1].content == "Alice likes oolong"
+    result = update(world, {"memory_id": memory_id, "memory_content": "", "target_user": "Alice"})
+    assert result["status"] == "memory_deleted_successfully"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"memory_id": 1},
+        {"memory_id": 0, "memory_content": "x"},
+        {"memory_id": -3, "memory_content": "x"},
+        {"memory_id": 1.5, "memory_content": "x"},
+        {"memory_id": True, "memory_content": "x"},
+        {"memory_id": 2**53, "memory_content": "x"},
+        {"memory_id": "seven", "memory_content": "x"},
+        {"memory_id": "1; DROP TABLE memories", "memory_content": "x"},
+        {"memory_id": 1, "memory_content": None},
+        {"memory_id": 1, "memory_content": ["x"]},
+        {"memory_id": 1, "memory_content": "x", "target_user": 3},
+        {"memory_id": 1, "memory_content": "x", "scope": "server"},
+    ],
+)
+def test_invalid_args(world: World, args: dict[str, Any]) -> None:
+    memory_id = server_memory(world)
+    assert memory_id == 1
+    result = update(world, args)
+    assert result["status"] == "memory_update_failed_invalid_args"
+    assert result["reason"]
+    assert table_counts(world.store) == (1, 1)
+
+
+def test_disabled(store: KiokuStore) -> None:
+    world = make_world(store)
+    memory_id = server_memory(world)
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", self_teaching_enabled=False)
+    assert update(world, {"memory_id": memory_id, "memory_content": "y"})["status"] == (
+        "memory_update_failed_disabled"
+    )
+    assert table_counts(store) == (1, 1)
+
+
+def test_missing_context(world: World) -> None:
+    result = run_tool(
+        update_long_term_memory_tool(world.store), {"memory_id": 1, "memory_content": "x"}, None
+    )
+    assert result.result["status"] == "memory_update_failed_internal_error"
+
+
+def test_invalid_content(world: World) -> None:
+    memory_id = server_memory(world)
+    result = update(world, {"memory_id": memory_id, "memory_content": "b" * 1001})
+    assert result["status"] == "memory_update_failed_invalid_content"
+    assert table_counts(world.store) == (1, 1)
+
+
+def test_ambiguous_user(world: World) -> None:
+    memory_id = personal_memory(world)
+    twin = Participant("u-alice-2", "Alice")
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "x", "target_user": "Alice"},
+        participants=(world.alice, twin, world.bob),
+    )
+    # Two people display as "Alice": the label match is not unique, so it is ambiguous.
+    assert result["status"] == "memory_update_failed_ambiguous_user"
+
+
+def test_user_not_found(world: World) -> None:
+    memory_id = personal_memory(world)
+    result = update(world, {"memory_id": memory_id, "memory_content": "x", "target_user": "Nobody"})
+    assert result["status"] == "memory_update_failed_user_not_found"
+
+
+def test_bridge_user_is_invalid_scope(world: World) -> None:
+    memory_id = server_memory(world)
+    result = update(
+        world, {"memory_id": memory_id, "memory_content": "x", "target_user": "Matrix Max"}
+    )
+    assert result["status"] == "memory_update_failed_invalid_scope"
+
+
+def test_bot_is_invalid_target(world: World) -> None:
+    memory_id = server_memory(world)
+    result = update(world, {"memory_id": memory_id, "memory_content": "x", "target_user": "self"})
+    assert result["status"] == "memory_update_failed_invalid_target"
+
+
+class StaleDirectory:
+    """An application directory whose search index still lists a member who left."""
+
+    def find_members(self, server_id: str, name_key: str) -> list[DirectoryMember]:
+        return [DirectoryMember("u-alice", "Alice", nickname="Old Alice")]
+
+    def is_member(self, server_id: str, user_id: str) -> bool:
+        return False
+
+
+def test_owner_not_member_is_invalid_scope(world: World, store: KiokuStore) -> None:
+    memory_id = personal_memory(world)
+    app_store = KiokuStore(store.engine, settings=store.settings, directory=StaleDirectory())
+    assert isinstance(app_store.directory, UserDirectory)
+    result = run_tool(
+        update_long_term_memory_tool(app_store),
+        {"memory_id": memory_id, "memory_content": "x", "target_user": "Old Alice"},
+        world.context(participants=(world.bob,), user=world.bob),
+    ).result
+    assert result["status"] == "memory_update_failed_invalid_scope"
+    assert table_counts(store) == (1, 1)
+
+
+def test_dm_owner_must_be_the_triggering_user(world: World) -> None:
+    memory_id = personal_memory(world, owner="Bob")
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "x", "target_user": "Bob"},
+        server_id=None,
+        channel_id="dm-1",
+        participants=(world.alice, world.bob),
+    )
+    assert result["status"] == "memory_update_failed_invalid_scope"
+    assert table_counts(world.store)[0] == 1
+
+
+def test_directory_member_who_left_is_invalid_scope(world: World) -> None:
+    memory_id = create(
+        world,
+        {"memory_content": "{user} plays go", "memory_scope": "target_user", "target_user": "Erin"},
+    )
+    with world.store.accounts() as accounts:
+        accounts.add_member("srv-a", "u-erin", nickname="erin-the-great")
+    assert (
+        update(
+            world,
+            {
+                "memory_id": memory_id,
+                "memory_content": "{user} plays chess",
+                "target_user": "erin-the-great",
+            },
+        )["status"]
+        == "memory_updated_successfully"
+    )
+    with world.store.accounts() as accounts:
+        accounts.remove_member("srv-a", "u-erin")
+    # Erin is no longer resolvable through the server directory at all.
+    result = update(world, {"memory_id": memory_id, "memory_content": "", "target_user": "Erin"})
+    assert result["status"] == "memory_update_failed_user_not_found"
+
+
+def test_privacy_restricted_update_but_delete_allowed(world: World) -> None:
+    memory_id = personal_memory(world)
+    shy = replace(world.alice, privacy=PrivacyLevel.PARTIAL)
+    participants = (shy, world.bob)
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "x", "target_user": "Alice"},
+        participants=participants,
+    )
+    assert result["status"] == "memory_update_failed_privacy_restricted"
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "", "target_user": "Alice"},
+        participants=participants,
+    )
+    assert result["status"] == "memory_deleted_successfully"
+
+
+def test_not_found(world: World) -> None:
+    result = update(world, {"memory_id": 999, "memory_content": "x"})
+    assert result["status"] == "memory_update_failed_not_found"
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_not_found_hints_personal_owner(world: World) -> None:
+    memory_id = personal_memory(world)
+    result = update(world, {"memory_id": memory_id, "memory_content": "x"})
+    assert result["status"] == "memory_update_failed_not_found"
+    assert "personal memory of Alice" in result["reason"]
+    assert 'target_user="Alice"' in result["reason"]
+
+
+def test_not_found_hints_server_scope(world: World) -> None:
+    memory_id = server_memory(world)
+    result = update(world, {"memory_id": memory_id, "memory_content": "x", "target_user": "Alice"})
+    assert result["status"] == "memory_update_failed_not_found"
+    assert "server-wide" in result["reason"]
+
+
+def test_global_personal_memory_is_updatable(world: World, store: KiokuStore) -> None:
+    with store.transaction() as session:
+        row = Memory(
+            scope="personal", user_id="u-alice", persona_lineage_id=0, content="{user} is global"
+        )
+        session.add(row)
+        session.flush()
+        memory_id = row.id
+    result = update(
+        world,
+        {
+            "memory_id": memory_id,
+            "memory_content": "{user} is still global",
+            "target_user": "Alice",
+        },
+    )
+    assert result["status"] == "memory_updated_successfully"
+    updated = memory_row(store, memory_id)
+    assert updated is not None and updated.persona_lineage_id == 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -12,7 +14,7 @@ from sqlalchemy import func, select
 
 from toolkit import KiokuStore, MemoryNotice, Participant, Persona, PrivacyLevel, TurnContext
 from toolkit.db.models import Memory, MemoryHistory
-from toolkit.tools.invoke import run_tool_call
+from toolkit.tools.invoke import arun_tool_call, run_tool_call
 
 BOT_ID = "bot-1"
 
@@ -36,6 +38,10 @@ class World:
         default_factory=lambda: Participant("u-bridge", "Matrix Max", is_bridge=True)
     )
     notices: list[MemoryNotice] = field(default_factory=list)
+    run: Callable[[BaseTool, dict[str, Any], TurnContext | None], ToolRun] = field(
+        default=lambda tool, args, ctx: run_tool(tool, args, ctx)
+    )
+    """How tool calls are executed: the sync path, or the async one (``arun_tool``)."""
 
     def context(self, **overrides: Any) -> TurnContext:
         base = TurnContext(
@@ -52,7 +58,10 @@ class World:
         return replace(base, **overrides)
 
 
-def make_world(store: KiokuStore, *, self_teaching: bool = True) -> World:
+RUNNERS = {"sync": lambda *a: run_tool(*a), "async": lambda *a: arun_tool(*a)}
+
+
+def make_world(store: KiokuStore, *, self_teaching: bool = True, runner: str = "sync") -> World:
     with store.accounts() as accounts:
         accounts.upsert_server("srv-a", "Server A", self_teaching_enabled=self_teaching)
         accounts.upsert_server("srv-b", "Server B", self_teaching_enabled=self_teaching)
@@ -66,7 +75,7 @@ def make_world(store: KiokuStore, *, self_teaching: bool = True) -> World:
         accounts.upsert_user("u-bob2", "Bob")
         accounts.add_member("srv-b", "u-bob2")
         accounts.add_member("srv-b", "u-alice")
-    return World(store=store, persona=persona, other_persona=other)
+    return World(store=store, persona=persona, other_persona=other, run=RUNNERS[runner])
 
 
 @dataclass
@@ -94,3 +103,9 @@ def table_counts(store: KiokuStore) -> tuple[int, int]:
 def memory_row(store: KiokuStore, memory_id: int) -> Memory | None:
     with store.sessions() as session:
         return session.get(Memory, memory_id)
+
+
+def arun_tool(tool: BaseTool, args: dict[str, Any], context: TurnContext | None) -> ToolRun:
+    """Like :func:`run_tool`, through the tool's async path (one event loop per call)."""
+    outcome = asyncio.run(arun_tool_call([tool], tool.name, args, context))
+    return ToolRun(json.loads(str(outcome.message.content)), outcome.message, outcome.custom_events)

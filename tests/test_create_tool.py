@@ -6,22 +6,22 @@ from dataclasses import replace
 
 import pytest
 
-from tests.helpers import World, make_world, memory_row, run_tool, table_counts
+from tests.helpers import World, make_world, memory_row, table_counts
 from toolkit import KiokuStore, Participant, PrivacyLevel, create_long_term_memory_tool
 from toolkit.context import Persona
 
 pytestmark = pytest.mark.usefixtures("store")
 
 
-@pytest.fixture
-def world(store: KiokuStore) -> World:
-    return make_world(store)
+@pytest.fixture(params=["sync", "async"])
+def world(store: KiokuStore, request: pytest.FixtureRequest) -> World:
+    return make_world(store, runner=request.param)
 
 
 def create(world: World, args: dict[str, object], **context: object) -> dict[str, object]:
     tool = create_long_term_memory_tool(world.store)
     ctx = world.context(**context) if context.get("_none") is None else None
-    return run_tool(tool, args, ctx).result
+    return world.run(tool, args, ctx).result
 
 
 def test_saved_server_wide(world: World) -> None:
@@ -103,7 +103,7 @@ def test_unknown_server_defaults_to_disabled(world: World) -> None:
 
 def test_missing_context_is_internal_error(world: World) -> None:
     tool = create_long_term_memory_tool(world.store)
-    result = run_tool(tool, {"memory_content": "x", "memory_scope": "server_wide"}, None).result
+    result = world.run(tool, {"memory_content": "x", "memory_scope": "server_wide"}, None).result
     assert result["status"] == "memory_save_failed_internal_error"
     assert table_counts(world.store) == (0, 0)
 
@@ -125,6 +125,7 @@ def test_user_not_found(world: World) -> None:
         world, {"memory_content": "x", "memory_scope": "target_user", "target_user": "Zed"}
     )
     assert result["status"] == "memory_save_failed_user_not_found"
+    assert table_counts(world.store) == (0, 0)
 
 
 @pytest.mark.parametrize("name", ["self", "Kioku", "the-bot"])
@@ -166,6 +167,7 @@ def test_invalid_content_too_long(world: World) -> None:
     result = create(world, {"memory_content": "a" * 1001, "memory_scope": "server_wide"})
     assert result["status"] == "memory_save_failed_invalid_content"
     assert "1000" in str(result["reason"])
+    assert table_counts(world.store) == (0, 0)
     assert create(world, {"memory_content": "a" * 1000, "memory_scope": "server_wide"})[
         "status"
     ] == ("memory_saved_successfully")
@@ -269,3 +271,16 @@ def test_privacy_is_taken_from_the_conversation(world: World) -> None:
         participants=(shy, world.bob),
     )
     assert result["status"] == "memory_save_failed_privacy_restricted"
+
+
+def test_directory_matches_names_after_nfkc_normalisation(world: World) -> None:
+    with world.store.accounts() as accounts:
+        accounts.upsert_user("u-wide", "Ｗｉｄｅ Ｗｉｌｌ")
+        accounts.add_member("srv-a", "u-wide", nickname="ＷＷ")
+    for name in ("wide will", "@ww"):
+        result = create(
+            world,
+            {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": name},
+        )
+        assert result["status"] == "memory_saved_successfully", result
+        assert result["target_user"] == "Ｗｉｄｅ Ｗｉｌｌ"

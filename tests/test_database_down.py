@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_world, run_tool
+from tests.helpers import arun_tool, make_world, run_tool
 from toolkit import (
     KiokuSettings,
     KiokuStore,
@@ -49,9 +50,13 @@ def test_db_down_and_back(
         down_update = run_tool(
             update, {"memory_id": first.result["memory_id"], "memory_content": "x"}, world.context()
         )
+        down_async = arun_tool(
+            create, {"memory_content": "during", "memory_scope": "server_wide"}, world.context()
+        )
     assert down.result["status"] == "memory_save_failed_db_error"
     assert "unavailable" in down.result["reason"]
     assert down_update.result["status"] == "memory_update_failed_db_error"
+    assert down_async.result["status"] == "memory_save_failed_db_error"
     assert "kioku: database error during create_long_term_memory" in caplog.text
     assert world.notices[-1].content == "before"  # nothing was announced while down
 
@@ -60,9 +65,13 @@ def test_db_down_and_back(
         create, {"memory_content": "after", "memory_scope": "server_wide"}, world.context()
     )
     assert again.result["status"] == "memory_saved_successfully"
+    again_async = arun_tool(
+        create, {"memory_content": "after, async", "memory_scope": "server_wide"}, world.context()
+    )
+    assert again_async.result["status"] == "memory_saved_successfully"
     with store.sessions() as session:
         from sqlalchemy import text
 
         contents = session.execute(text("SELECT content FROM memories ORDER BY id")).scalars().all()
-    assert contents == ["before", "after"]
-    store.engine.dispose()
+    assert contents == ["before", "after", "after, async"]
+    asyncio.run(store.aclose())

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import World, make_world, memory_row, run_tool, table_counts
+from tests.helpers import World, make_world, memory_row, table_counts
 from toolkit import (
     KiokuStore,
     Participant,
@@ -16,20 +16,20 @@ from toolkit import (
 from toolkit.context import Persona
 
 
-@pytest.fixture
-def world(store: KiokuStore) -> World:
-    return make_world(store)
+@pytest.fixture(params=["sync", "async"])
+def world(store: KiokuStore, request: pytest.FixtureRequest) -> World:
+    return make_world(store, runner=request.param)
 
 
 def create(world: World, args: dict[str, Any], **ctx: Any) -> int:
-    result = run_tool(create_long_term_memory_tool(world.store), args, world.context(**ctx)).result
+    result = world.run(create_long_term_memory_tool(world.store), args, world.context(**ctx)).result
     assert result["status"] == "memory_saved_successfully", result
     return int(result["memory_id"])
 
 
 def update(world: World, args: dict[str, Any], **ctx: Any) -> str:
     return str(
-        run_tool(update_long_term_memory_tool(world.store), args, world.context(**ctx)).result[
+        world.run(update_long_term_memory_tool(world.store), args, world.context(**ctx)).result[
             "status"
         ]
     )
@@ -102,7 +102,7 @@ def test_not_found_hint_never_names_invisible_owners(world: World) -> None:
         world, {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": "Alice"}
     )
     outsider = Participant("u-zoe", "Zoe")
-    result = run_tool(
+    result = world.run(
         update_long_term_memory_tool(world.store),
         {"memory_id": memory_id, "memory_content": "y"},
         world.context(user=outsider, participants=(outsider,)),

@@ -91,6 +91,7 @@ class _ServerWithoutPgvector:
     """Stands in for an engine whose server answers that ``vector`` is not available."""
 
     url = make_url("postgresql+psycopg://app@db.internal/app")
+    row: tuple[str] | None = None
 
     def connect(self) -> _ServerWithoutPgvector:
         return self
@@ -104,10 +105,19 @@ class _ServerWithoutPgvector:
     def execute(self, *args: object) -> _ServerWithoutPgvector:
         return self
 
-    def first(self) -> None:
-        return None
+    def first(self) -> tuple[str] | None:
+        return self.row
+
+
+class _ServerWithOldPgvector(_ServerWithoutPgvector):
+    row = ("0.6.0",)
 
 
 def test_missing_pgvector_says_how_to_install_it() -> None:
     with pytest.raises(DatabaseUnavailableError, match="pgvector.*Install it"):
         check_pgvector(_ServerWithoutPgvector())  # type: ignore[arg-type]
+
+
+def test_old_pgvector_is_refused() -> None:
+    with pytest.raises(DatabaseUnavailableError, match="offers pgvector 0.6.0"):
+        check_pgvector(_ServerWithOldPgvector())  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import World, make_world, memory_row, run_tool, table_counts
+from tests.helpers import World, make_world, memory_row, table_counts
 from toolkit import (
     KiokuStore,
     Participant,
@@ -21,13 +21,13 @@ from toolkit.memory.repository import MemoryRepository
 from toolkit.memory.resolution import DirectoryMember
 
 
-@pytest.fixture
-def world(store: KiokuStore) -> World:
-    return make_world(store)
+@pytest.fixture(params=["sync", "async"])
+def world(store: KiokuStore, request: pytest.FixtureRequest) -> World:
+    return make_world(store, runner=request.param)
 
 
 def create(world: World, args: dict[str, Any], **context: Any) -> int:
-    result = run_tool(
+    result = world.run(
         create_long_term_memory_tool(world.store), args, world.context(**context)
     ).result
     assert result["status"] == "memory_saved_successfully", result
@@ -35,7 +35,7 @@ def create(world: World, args: dict[str, Any], **context: Any) -> int:
 
 
 def update(world: World, args: dict[str, Any], **context: Any) -> dict[str, Any]:
-    return run_tool(
+    return world.run(
         update_long_term_memory_tool(world.store), args, world.context(**context)
     ).result
 
@@ -48,6 +48,12 @@ def personal_memory(world: World, owner: str = "Alice", text: str = "{user} like
     return create(
         world, {"memory_content": text, "memory_scope": "target_user", "target_user": owner}
     )
+
+
+def assert_untouched(world: World, memory_id: int, content: str) -> None:
+    row = memory_row(world.store, memory_id)
+    assert row is not None and row.content == content
+    assert [a for a, _, _ in history_actions(world, memory_id)] == ["create"]
 
 
 def history_actions(world: World, memory_id: int) -> list[tuple[str, str | None, str | None]]:
@@ -153,10 +159,11 @@ def test_disabled(store: KiokuStore) -> None:
 
 
 def test_missing_context(world: World) -> None:
-    result = run_tool(
+    result = world.run(
         update_long_term_memory_tool(world.store), {"memory_id": 1, "memory_content": "x"}, None
     )
     assert result.result["status"] == "memory_update_failed_internal_error"
+    assert table_counts(world.store) == (0, 0)
 
 
 def test_invalid_content(world: World) -> None:
@@ -176,12 +183,14 @@ def test_ambiguous_user(world: World) -> None:
     )
     # Two people display as "Alice": the label match is not unique, so it is ambiguous.
     assert result["status"] == "memory_update_failed_ambiguous_user"
+    assert_untouched(world, memory_id, "{user} likes tea")
 
 
 def test_user_not_found(world: World) -> None:
     memory_id = personal_memory(world)
     result = update(world, {"memory_id": memory_id, "memory_content": "x", "target_user": "Nobody"})
     assert result["status"] == "memory_update_failed_user_not_found"
+    assert_untouched(world, memory_id, "{user} likes tea")
 
 
 def test_bridge_user_is_invalid_scope(world: World) -> None:
@@ -190,12 +199,14 @@ def test_bridge_user_is_invalid_scope(world: World) -> None:
         world, {"memory_id": memory_id, "memory_content": "x", "target_user": "Matrix Max"}
     )
     assert result["status"] == "memory_update_failed_invalid_scope"
+    assert_untouched(world, memory_id, "{bot} likes tea")
 
 
 def test_bot_is_invalid_target(world: World) -> None:
     memory_id = server_memory(world)
     result = update(world, {"memory_id": memory_id, "memory_content": "x", "target_user": "self"})
     assert result["status"] == "memory_update_failed_invalid_target"
+    assert_untouched(world, memory_id, "{bot} likes tea")
 
 
 class StaleDirectory:
@@ -212,7 +223,7 @@ def test_owner_not_member_is_invalid_scope(world: World, store: KiokuStore) -> N
     memory_id = personal_memory(world)
     app_store = KiokuStore(store.engine, settings=store.settings, directory=StaleDirectory())
     assert isinstance(app_store.directory, UserDirectory)
-    result = run_tool(
+    result = world.run(
         update_long_term_memory_tool(app_store),
         {"memory_id": memory_id, "memory_content": "x", "target_user": "Old Alice"},
         world.context(participants=(world.bob,), user=world.bob),
@@ -269,6 +280,7 @@ def test_privacy_restricted_update_but_delete_allowed(world: World) -> None:
         participants=participants,
     )
     assert result["status"] == "memory_update_failed_privacy_restricted"
+    assert_untouched(world, memory_id, "{user} likes tea")
     result = update(
         world,
         {"memory_id": memory_id, "memory_content": "", "target_user": "Alice"},

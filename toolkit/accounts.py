@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, literal_column, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -143,7 +143,14 @@ class AccountRepository:
             select(User, ServerMember.nickname)
             .join(ServerMember, ServerMember.user_id == User.id)
             .where(ServerMember.server_id == server_id)
-            .where(or_(*(func.lower(column) == name_key for column in columns)))
+            .where(
+                or_(
+                    *(
+                        func.lower(func.normalize(column, literal_column("NFKC"))) == name_key
+                        for column in columns
+                    )
+                )
+            )
             .limit(50)
         ).all()
         return [

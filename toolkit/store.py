@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from sqlalchemy import Engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from toolkit.accounts import AccountRepository
 from toolkit.config import KiokuSettings, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import check_pgvector, make_engine
+from toolkit.db.engine import ENGINE_OPTIONS, check_pgvector, make_engine
 from toolkit.db.schema import upgrade_schema
 from toolkit.memory.cache import ScopeCache
 from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
@@ -29,7 +35,7 @@ CacheKey = ServerScope | PersonalScope
 
 
 class KiokuStore:
-    """Owns the engine and hands out sessions; tools and the graph share one store.
+    """Owns the engines and hands out sessions; tools and the graph share one store.
 
     Example:
         ```python
@@ -51,8 +57,11 @@ class KiokuStore:
         self.settings = settings or load_settings()
         self.embedded = embedded
         self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
-        self.directory: UserDirectory = directory or DatabaseUserDirectory(self.sessions)
+        self.directory = directory
+        """The application's directory; ``None`` uses kioku's own tables."""
         self.cache: ScopeCache[CacheKey, list[MemoryRecord]] = ScopeCache()
+        self._async_engine: AsyncEngine | None = None
+        self._async_sessions: async_sessionmaker[AsyncSession] | None = None
 
     @classmethod
     def open(
@@ -78,10 +87,22 @@ class KiokuStore:
         upgrade_schema(self.engine)
 
     def close(self) -> None:
-        """Dispose of pooled connections and stop the embedded server if this started it."""
+        """Dispose of pooled connections and stop the embedded server if this started it.
+
+        Call :meth:`aclose` instead when the store was used through async tools.
+        """
         self.engine.dispose()
+        if self._async_engine is not None:
+            self._async_engine.sync_engine.dispose(close=False)
         if self.embedded is not None:
             self.embedded.stop()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: closes async connections on their event loop."""
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
+            self._async_engine = None
+        self.close()
 
     def __enter__(self) -> KiokuStore:
         return self
@@ -95,11 +116,24 @@ class KiokuStore:
         with self.sessions() as session, session.begin():
             yield session
 
+    @asynccontextmanager
+    async def async_session(self) -> AsyncIterator[AsyncSession]:
+        """An ``AsyncSession`` on the same database (the async engine is made on first use)."""
+        if self._async_sessions is None:
+            self._async_engine = create_async_engine(self.engine.url, **ENGINE_OPTIONS)
+            self._async_sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
+        async with self._async_sessions() as session:
+            yield session
+
     @contextmanager
     def accounts(self) -> Iterator[AccountRepository]:
         """Administer servers, users, members and personas in one transaction."""
         with self.transaction() as session:
             yield AccountRepository(session)
+
+    def directory_for(self, session: Session) -> UserDirectory:
+        """The directory to resolve names with during a unit of work in ``session``."""
+        return self.directory if self.directory is not None else DatabaseUserDirectory(session)
 
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
         """Active memories of ``scope``, newest first (cached until the next write)."""
@@ -113,8 +147,8 @@ class KiokuStore:
     def invalidate(self, scope: CacheKey) -> None:
         """Drop cached memories of ``scope`` (called after a committed write)."""
         if isinstance(scope, PersonalScope):
-            # Personal reads of other lineages include the globals, so drop them all.
-            for key in [k for k in self.cache.cached_keys() if isinstance(k, PersonalScope)]:
-                if key.user_id == scope.user_id:
+            # Personal reads of every lineage include the globals, so drop them all.
+            for key in self.cache.cached_keys():
+                if isinstance(key, PersonalScope) and key.user_id == scope.user_id:
                     self.cache.invalidate(key)
         self.cache.invalidate(scope)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from toolkit.db.errors import describe
 from toolkit.errors import DatabaseUnavailableError
+
+MIN_PGVECTOR = (0, 8)
+"""Iterative index scans (filtered vector search) need pgvector 0.8."""
 
 _PGVECTOR_HELP = (
     "kioku needs the pgvector extension (>= 0.8). Install it on the server "
@@ -36,15 +41,19 @@ def normalise_url(url: str) -> str:
     return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
+ENGINE_OPTIONS: dict[str, Any] = {
+    "pool_size": 10,
+    "max_overflow": 10,
+    "pool_pre_ping": True,
+    "pool_timeout": 10,
+}
+"""Pool settings shared by the sync and async engines: pre-ping survives server restarts."""
+
+
 def make_engine(url: str, *, pool_size: int = 10) -> Engine:
     """Create a pooled engine that survives server restarts (pre-ping)."""
-    return create_engine(
-        normalise_url(url),
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_pre_ping=True,
-        pool_timeout=10,
-    )
+    options = {**ENGINE_OPTIONS, "pool_size": pool_size, "max_overflow": pool_size}
+    return create_engine(normalise_url(url), **options)
 
 
 def check_pgvector(engine: Engine) -> None:
@@ -55,8 +64,11 @@ def check_pgvector(engine: Engine) -> None:
     """
     try:
         with engine.connect() as connection:
-            available = connection.execute(
-                text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+            row = connection.execute(
+                text(
+                    "SELECT coalesce(installed_version, default_version) "
+                    "FROM pg_available_extensions WHERE name = 'vector'"
+                )
             ).first()
     except SQLAlchemyError as exc:
         raise DatabaseUnavailableError(
@@ -64,5 +76,12 @@ def check_pgvector(engine: Engine) -> None:
             f"{describe(exc)}. Check KIOKU_DATABASE_URL, or unset it to use the "
             "embedded server."
         ) from exc
-    if available is None:
+    if row is None:
         raise DatabaseUnavailableError(_PGVECTOR_HELP)
+    if version_tuple(str(row[0])) < MIN_PGVECTOR:
+        raise DatabaseUnavailableError(f"The server offers pgvector {row[0]}. {_PGVECTOR_HELP}")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"0.8.1"`` → ``(0, 8, 1)``; non-numeric parts count as 0."""
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))

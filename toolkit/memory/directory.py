@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from toolkit.accounts import AccountRepository
 from toolkit.memory.resolution import DirectoryMember
@@ -15,8 +15,9 @@ from toolkit.memory.resolution import DirectoryMember
 class UserDirectory(Protocol):
     """Where kioku looks up people who are not in the conversation.
 
-    Implement it to resolve names against your platform's member list; kioku ships
-    :class:`DatabaseUserDirectory`, backed by its own users and members tables.
+    Implement it to resolve names against your platform's member list and pass it to
+    ``KiokuStore(..., directory=...)``; without one, kioku uses its own users and
+    members tables (:class:`DatabaseUserDirectory`).
     """
 
     def find_members(self, server_id: str, name_key: str) -> Sequence[DirectoryMember]:
@@ -32,18 +33,20 @@ class UserDirectory(Protocol):
 
 
 class DatabaseUserDirectory:
-    """:class:`UserDirectory` backed by kioku's ``users`` and ``server_members`` tables."""
+    """:class:`UserDirectory` over kioku's ``users`` and ``server_members`` tables.
 
-    def __init__(self, session_factory: sessionmaker[Session]) -> None:
-        """Use sessions from ``session_factory`` for each look-up."""
-        self._sessions = session_factory
+    It works inside the session of the tool call that uses it, so look-ups share the
+    call's transaction (and its async connection when called through ``ainvoke``).
+    """
+
+    def __init__(self, session: Session) -> None:
+        """Look members up inside ``session``."""
+        self._accounts = AccountRepository(session)
 
     def find_members(self, server_id: str, name_key: str) -> Sequence[DirectoryMember]:
-        """Members of ``server_id`` with a name equal to ``name_key`` ignoring case."""
-        with self._sessions() as session:
-            return AccountRepository(session).find_members(server_id, name_key)
+        """Members of ``server_id`` with a name equal to ``name_key`` (NFKC, any case)."""
+        return self._accounts.find_members(server_id, name_key)
 
     def is_member(self, server_id: str, user_id: str) -> bool:
         """Whether a ``server_members`` row links the two."""
-        with self._sessions() as session:
-            return AccountRepository(session).is_member(server_id, user_id)
+        return self._accounts.is_member(server_id, user_id)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from toolkit.accounts import AccountRepository, ServerSettings
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.db.errors import StorageError, storage_errors
@@ -56,7 +58,8 @@ def run_flow(
 ) -> ToolResult:
     """Run ``body`` and map every way it can fail onto a status; never raises."""
     try:
-        return body()
+        with storage_errors(operation):
+            return body()
     except FlowFailure as failure:
         return failure.result
     except ArgumentError as exc:
@@ -83,16 +86,15 @@ def require_context(context: object, status: str) -> TurnContext:
     return context
 
 
-def server_settings(store: KiokuStore, context: TurnContext, operation: str) -> ServerSettings:
+def server_settings(session: Session, context: TurnContext) -> ServerSettings:
     """Per-server settings of the turn's server (or DM key)."""
-    with storage_errors(operation), store.sessions() as session:
-        return AccountRepository(session).server_settings(
-            context.memory_server_key, is_dm=context.is_dm
-        )
+    return AccountRepository(session).server_settings(
+        context.memory_server_key, is_dm=context.is_dm
+    )
 
 
 def resolve_person(
-    store: KiokuStore, context: TurnContext, name: str, operation: str
+    store: KiokuStore, session: Session, context: TurnContext, name: str
 ) -> Resolution:
     """Resolve a model-supplied name to a person (SPEC §6); ``self`` is the bot."""
     key = normalise_name(name)
@@ -101,8 +103,7 @@ def resolve_person(
         return Resolved(bot)
     found = match_participants(key, context.all_participants(), context.bot_user_id)
     if isinstance(found, NotFound) and context.server_id is not None:
-        with storage_errors(operation):
-            members = store.directory.find_members(context.server_id, key)
+        members = store.directory_for(session).find_members(context.server_id, key)
         found = match_directory(key, members, context.bot_user_id)
     if isinstance(found, NotFound) and key == normalise_name(context.persona.name):
         return Resolved(bot)
@@ -110,15 +111,14 @@ def resolve_person(
 
 
 def is_current_member(
-    store: KiokuStore, context: TurnContext, user_id: str, operation: str
+    store: KiokuStore, session: Session, context: TurnContext, user_id: str
 ) -> bool:
     """Whether the owner of a personal memory may be addressed from this conversation."""
     if context.server_id is None:
         return user_id == context.user.user_id
     if any(p.user_id == user_id for p in context.all_participants()):
         return True
-    with storage_errors(operation):
-        return store.directory.is_member(context.server_id, user_id)
+    return store.directory_for(session).is_member(context.server_id, user_id)
 
 
 def notify(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from toolkit.accounts import ServerSettings
 from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.db.errors import storage_errors
 from toolkit.memory.arguments import UpdateArgs, parse_update_args
 from toolkit.memory.flow import (
     FailureStatuses,
@@ -38,17 +39,24 @@ _STATUSES = FailureStatuses(S.INVALID_ARGS, S.INTERNAL_ERROR, S.DB_ERROR)
 
 
 def update_long_term_memory(
+    session: Session,
     store: KiokuStore,
     context: object,
     arguments: Mapping[str, Any],
     *,
     stream_writer: Callable[[Any], None] | None = None,
 ) -> ToolResult:
-    """Update or delete one memory the turn may address; never raises."""
-    return run_flow(OPERATION, _STATUSES, lambda: _update(store, context, arguments, stream_writer))
+    """Update or delete one memory the turn may address: one unit of work in ``session``.
+
+    Commits on success; never raises (every failure is a status and writes nothing).
+    """
+    return run_flow(
+        OPERATION, _STATUSES, lambda: _update(session, store, context, arguments, stream_writer)
+    )
 
 
 def _update(
+    session: Session,
     store: KiokuStore,
     raw_context: object,
     arguments: Mapping[str, Any],
@@ -56,7 +64,7 @@ def _update(
 ) -> ToolResult:
     args = parse_update_args(arguments)
     context = require_context(raw_context, S.INTERNAL_ERROR)
-    settings = server_settings(store, context, OPERATION)
+    settings = server_settings(session, context)
     if not settings.self_teaching_enabled:
         raise fail(
             S.DISABLED,
@@ -73,13 +81,14 @@ def _update(
             f"memory_content is {len(content)} characters; the maximum is "
             f"{store.settings.max_memory_length}.",
         )
-    owner = _resolve_owner(store, context, args, deleting=deleting)
+    owner = _resolve_owner(store, session, context, args, deleting=deleting)
     scope: ServerScope | PersonalScope = (
         PersonalScope(owner.user_id, context.persona.lineage_id)
         if owner is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    old = _write(store, context, args.memory_id, scope, content)
+    old = _change(session, context, args.memory_id, scope, content)
+    session.commit()
     store.invalidate(scope)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"
@@ -115,12 +124,12 @@ def _footer(
 
 
 def _resolve_owner(
-    store: KiokuStore, context: TurnContext, args: UpdateArgs, *, deleting: bool
+    store: KiokuStore, session: Session, context: TurnContext, args: UpdateArgs, *, deleting: bool
 ) -> Person | None:
     """The owner named by ``target_user`` (``None``: the server-wide path)."""
     if args.target_user is None:
         return None
-    found = resolve_person(store, context, args.target_user, OPERATION)
+    found = resolve_person(store, session, context, args.target_user)
     if isinstance(found, Ambiguous):
         raise fail(
             S.AMBIGUOUS_USER,
@@ -147,7 +156,7 @@ def _resolve_owner(
             "There are no personal memories about yourself; memories about you are "
             "server-wide (omit target_user).",
         )
-    if not is_current_member(store, context, person.user_id, OPERATION):
+    if not is_current_member(store, session, context, person.user_id):
         where = "this server" if context.server_id is not None else "this conversation"
         raise fail(
             S.INVALID_SCOPE,
@@ -163,8 +172,8 @@ def _resolve_owner(
     return person
 
 
-def _write(
-    store: KiokuStore,
+def _change(
+    session: Session,
     context: TurnContext,
     memory_id: int,
     scope: ServerScope | PersonalScope,
@@ -172,18 +181,15 @@ def _write(
 ) -> MemoryRecord:
     """Update or delete the row inside ``scope``; returns the row as it was."""
     actor, persona_id = context.user.user_id, context.persona.persona_id
-    with storage_errors(OPERATION), store.transaction() as session:
-        memories = MemoryRepository(session)
-        old = memories.find_for_update(memory_id, scope)
-        if old is None:
-            raise fail(S.NOT_FOUND, _not_found_reason(memories, context, memory_id, scope))
-        if content:
-            memories.update_content(
-                memory_id, old.content, content, actor=actor, persona_id=persona_id
-            )
-        else:
-            memories.delete(memory_id, old.content, actor=actor, persona_id=persona_id)
-        return old
+    memories = MemoryRepository(session)
+    old = memories.find_for_update(memory_id, scope)
+    if old is None:
+        raise fail(S.NOT_FOUND, _not_found_reason(memories, context, memory_id, scope))
+    if content:
+        memories.update_content(memory_id, old.content, content, actor=actor, persona_id=persona_id)
+    else:
+        memories.delete(memory_id, old.content, actor=actor, persona_id=persona_id)
+    return old
 
 
 def _not_found_reason(

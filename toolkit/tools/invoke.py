@@ -27,6 +27,28 @@ class ToolCallOutcome:
     custom_events: list[Any]
 
 
+def _single_call_graph(tools: Sequence[BaseTool]) -> Any:
+    builder = StateGraph(MessagesState, context_schema=TurnContext)
+    builder.add_node("tools", ToolNode(list(tools)))
+    builder.add_edge(START, "tools")
+    return builder.compile()
+
+
+def _request(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    call_id = f"call_{uuid.uuid4().hex[:12]}"
+    message = AIMessage(
+        content="", tool_calls=[{"name": name, "args": dict(arguments), "id": call_id}]
+    )
+    return call_id, {"messages": [message]}
+
+
+def _outcome(name: str, call_id: str, last: dict[str, Any], custom: list[Any]) -> ToolCallOutcome:
+    message = last["messages"][-1]
+    if not isinstance(message, ToolMessage) or message.tool_call_id != call_id:
+        raise RuntimeError(f"tool node returned no answer to {name}")
+    return ToolCallOutcome(message, custom)
+
+
 def run_tool_call(
     tools: Sequence[BaseTool],
     name: str,
@@ -34,24 +56,34 @@ def run_tool_call(
     context: TurnContext | None,
 ) -> ToolCallOutcome:
     """Execute one tool call named ``name`` as a ``ToolNode`` inside a graph would."""
-    builder = StateGraph(MessagesState, context_schema=TurnContext)
-    builder.add_node("tools", ToolNode(list(tools)))
-    builder.add_edge(START, "tools")
-    graph = builder.compile()
-    call_id = f"call_{uuid.uuid4().hex[:12]}"
-    request = AIMessage(
-        content="", tool_calls=[{"name": name, "args": dict(arguments), "id": call_id}]
-    )
+    call_id, state = _request(name, arguments)
     custom: list[Any] = []
     last: dict[str, Any] = {}
-    for mode, chunk in graph.stream(
-        {"messages": [request]}, context=context, stream_mode=["values", "custom"]
+    for mode, chunk in _single_call_graph(tools).stream(
+        state, context=context, stream_mode=["values", "custom"]
     ):
         if mode == "custom":
             custom.append(chunk)
         elif isinstance(chunk, dict):
             last = chunk
-    message = last["messages"][-1]
-    if not isinstance(message, ToolMessage) or message.tool_call_id != call_id:
-        raise RuntimeError(f"tool node returned no answer to {name}")
-    return ToolCallOutcome(message, custom)
+    return _outcome(name, call_id, last, custom)
+
+
+async def arun_tool_call(
+    tools: Sequence[BaseTool],
+    name: str,
+    arguments: Mapping[str, Any],
+    context: TurnContext | None,
+) -> ToolCallOutcome:
+    """Async twin of :func:`run_tool_call` (the tools run their async path)."""
+    call_id, state = _request(name, arguments)
+    custom: list[Any] = []
+    last: dict[str, Any] = {}
+    async for mode, chunk in _single_call_graph(tools).astream(
+        state, context=context, stream_mode=["values", "custom"]
+    ):
+        if mode == "custom":
+            custom.append(chunk)
+        elif isinstance(chunk, dict):
+            last = chunk
+    return _outcome(name, call_id, last, custom)

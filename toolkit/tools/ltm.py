@@ -3,22 +3,29 @@
 The model-facing schemas are plain JSON schemas, so malformed arguments reach the
 flow (which answers with ``…_invalid_args``) instead of failing validation inside
 the tool node. The turn context arrives through LangGraph's ``ToolRuntime``.
+
+Each call is one unit of work: the sync tool opens a ``Session``; the async twin opens an
+``AsyncSession`` and runs the same flow through ``run_sync``, so the body exists once and
+the async path does its I/O on the event loop (psycopg's async driver), not in a thread.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
+from sqlalchemy.orm import Session
 
 from toolkit.memory.create import create_long_term_memory
 from toolkit.memory.results import ToolResult
+from toolkit.memory.statuses import CreateStatus, UpdateStatus
 from toolkit.memory.update import update_long_term_memory
 from toolkit.store import KiokuStore
+
+logger = logging.getLogger(__name__)
 
 CREATE_DESCRIPTION = (
     "Save a NEW, distinct, durable fact or preference to long-term memory so you remember it "
@@ -88,19 +95,53 @@ UPDATE_SCHEMA: dict[str, Any] = {
     "required": ["memory_id", "memory_content"],
 }
 
-Flow = Callable[..., ToolResult]
+
+class Flow(Protocol):
+    """A tool flow: one unit of work in the session it is given; never raises."""
+
+    def __call__(
+        self,
+        session: Session,
+        store: KiokuStore,
+        context: object,
+        arguments: Mapping[str, Any],
+        *,
+        stream_writer: Callable[[Any], None] | None = None,
+    ) -> ToolResult:
+        """Run the flow for one tool call."""
+        ...
 
 
 def _build(
-    flow: Flow, store: KiokuStore, *, name: str, description: str, schema: dict[str, Any]
+    flow: Flow,
+    store: KiokuStore,
+    *,
+    name: str,
+    description: str,
+    schema: dict[str, Any],
+    internal_error: str,
 ) -> StructuredTool:
+    """Wrap ``flow`` as a tool; the session (the unit of work) is opened here, at the edge."""
+
     def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
-        return _invoke(flow, store, runtime, arguments)
+        context, writer = _unpack(runtime)
+        try:
+            with store.sessions() as session:
+                result = flow(session, store, context, arguments, stream_writer=writer)
+        except Exception:
+            result = _edge_failure(name, internal_error)
+        return result.to_json()
 
     async def arun(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
-        # The flows use the synchronous engine; run them off the event loop.
-        call = functools.partial(_invoke, flow, store, runtime, arguments)
-        return await asyncio.to_thread(call)
+        context, writer = _unpack(runtime)
+        try:
+            async with store.async_session() as session:
+                result = await session.run_sync(
+                    flow, store, context, arguments, stream_writer=writer
+                )
+        except Exception:
+            result = _edge_failure(name, internal_error)
+        return result.to_json()
 
     return StructuredTool.from_function(
         func=run,
@@ -112,12 +153,16 @@ def _build(
     )
 
 
-def _invoke(
-    flow: Flow, store: KiokuStore, runtime: ToolRuntime | None, arguments: Mapping[str, Any]
-) -> str:
-    context = runtime.context if runtime is not None else None
-    writer = runtime.stream_writer if runtime is not None else None
-    return flow(store, context, arguments, stream_writer=writer).to_json()
+def _unpack(runtime: ToolRuntime | None) -> tuple[object, Callable[[Any], None] | None]:
+    if runtime is None:
+        return None, None
+    return runtime.context, runtime.stream_writer
+
+
+def _edge_failure(name: str, status: str) -> ToolResult:
+    # Only opening or closing the session can get here; the flows map their own errors.
+    logger.exception("kioku: %s failed outside its unit of work", name)
+    return ToolResult(status, "An internal error occurred; nothing was changed.")
 
 
 def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
@@ -132,6 +177,7 @@ def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
         name="create_long_term_memory",
         description=CREATE_DESCRIPTION,
         schema=CREATE_SCHEMA,
+        internal_error=CreateStatus.INTERNAL_ERROR,
     )
 
 
@@ -143,6 +189,7 @@ def update_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
         name="update_long_term_memory",
         description=UPDATE_DESCRIPTION,
         schema=UPDATE_SCHEMA,
+        internal_error=UpdateStatus.INTERNAL_ERROR,
     )
 
 

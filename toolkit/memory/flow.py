@@ -1,11 +1,14 @@
-"""What the create and update flows share: the error boundary, settings and resolution."""
+"""What the create and update flows share.
+
+The call, the error boundary, the opening checks, target resolution and notices.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -15,6 +18,7 @@ from toolkit.db.errors import StorageError, storage_errors
 from toolkit.memory.arguments import ArgumentError
 from toolkit.memory.notices import MemoryNotice, emit_notice
 from toolkit.memory.resolution import (
+    Ambiguous,
     NotFound,
     Person,
     Resolution,
@@ -28,16 +32,47 @@ from toolkit.store import KiokuStore
 
 logger = logging.getLogger("toolkit.memory")
 
-SELF_NAMES = frozenset({"self", "yourself", "me (the bot)"})
+SELF_NAMES = frozenset({"self", "yourself"})
+StreamWriter = Callable[[Any], None]
 
 
 @dataclass(frozen=True, slots=True)
-class FailureStatuses:
-    """The statuses a flow's boundary reports for each kind of failure."""
+class FlowStatuses:
+    """The statuses a flow reports for the failures every flow shares."""
 
     invalid_args: str
+    disabled: str
     internal_error: str
     db_error: str
+    ambiguous_user: str
+    user_not_found: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowCall:
+    """One tool call: the unit of work's session and what the call brought."""
+
+    session: Session
+    store: KiokuStore
+    raw_context: object
+    arguments: Mapping[str, Any]
+    stream_writer: StreamWriter | None
+
+
+class Flow(Protocol):
+    """A tool flow: one unit of work in the session it is given; never raises."""
+
+    def __call__(
+        self,
+        session: Session,
+        store: KiokuStore,
+        context: object,
+        arguments: Mapping[str, Any],
+        *,
+        stream_writer: StreamWriter | None = None,
+    ) -> ToolResult:
+        """Run the flow for one tool call."""
+        ...
 
 
 class FlowFailure(Exception):
@@ -53,32 +88,59 @@ def fail(status: str, reason: str, **data: Any) -> FlowFailure:
     return FlowFailure(ToolResult(status, reason, data))
 
 
-def run_flow(
-    operation: str, statuses: FailureStatuses, body: Callable[[], ToolResult]
-) -> ToolResult:
-    """Run ``body`` and map every way it can fail onto a status; never raises."""
-    try:
-        with storage_errors(operation):
-            return body()
-    except FlowFailure as failure:
-        return failure.result
-    except ArgumentError as exc:
-        return ToolResult(statuses.invalid_args, str(exc))
-    except StorageError as exc:
-        return ToolResult(
-            statuses.db_error,
-            f"The memory database is unavailable ({exc}). Nothing was changed; "
-            "tell the user and try again later.",
-        )
-    except Exception:
-        logger.exception("kioku: unexpected error in %s", operation)
-        return ToolResult(
-            statuses.internal_error, "An internal error occurred; nothing was changed."
-        )
+def tool_flow(
+    operation: str, statuses: FlowStatuses, body: Callable[[FlowCall], ToolResult]
+) -> Flow:
+    """Turn ``body`` into a :class:`Flow` that maps every failure onto a status."""
+
+    def flow(
+        session: Session,
+        store: KiokuStore,
+        context: object,
+        arguments: Mapping[str, Any],
+        *,
+        stream_writer: StreamWriter | None = None,
+    ) -> ToolResult:
+        call = FlowCall(session, store, context, arguments, stream_writer)
+        try:
+            with storage_errors(operation):
+                return body(call)
+        except FlowFailure as failure:
+            return failure.result
+        except ArgumentError as exc:
+            return ToolResult(statuses.invalid_args, str(exc))
+        except StorageError as exc:
+            return ToolResult(
+                statuses.db_error,
+                f"The memory database is unavailable ({exc}). Nothing was changed; "
+                "tell the user and try again later.",
+            )
+        except Exception:
+            logger.exception("kioku: unexpected error in %s", operation)
+            return ToolResult(
+                statuses.internal_error, "An internal error occurred; nothing was changed."
+            )
+
+    flow.__name__ = flow.__qualname__ = operation
+    return flow
 
 
-def require_context(context: object, status: str) -> TurnContext:
-    """Return the turn context or fail with ``status`` when it is missing or incomplete."""
+def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, ServerSettings]:
+    """The turn context and server settings, once self-teaching is known to be on."""
+    context = _require_context(call.raw_context, statuses.internal_error)
+    settings = AccountRepository(call.session).server_settings(
+        context.memory_server_key, is_dm=context.is_dm
+    )
+    if not settings.self_teaching_enabled:
+        raise fail(
+            statuses.disabled,
+            "Self-teaching is turned off here, so long-term memories cannot be saved or "
+            "changed. A server admin can enable it.",
+        )
+    return context, settings
+
+
+def _require_context(context: object, status: str) -> TurnContext:
     if not isinstance(context, TurnContext):
         raise fail(status, "No turn context was provided to the memory tool (a setup problem).")
     if not context.channel_id or not context.user.user_id or not context.persona.name:
@@ -86,11 +148,25 @@ def require_context(context: object, status: str) -> TurnContext:
     return context
 
 
-def server_settings(session: Session, context: TurnContext) -> ServerSettings:
-    """Per-server settings of the turn's server (or DM key)."""
-    return AccountRepository(session).server_settings(
-        context.memory_server_key, is_dm=context.is_dm
-    )
+def resolve_or_fail(
+    call: FlowCall, context: TurnContext, name: str, statuses: FlowStatuses
+) -> Person:
+    """The one person ``name`` refers to; ambiguous or unknown names end the flow."""
+    found = resolve_person(call.store, call.session, context, name)
+    if isinstance(found, Ambiguous):
+        raise fail(
+            statuses.ambiguous_user,
+            f"'{name}' matches several people: {', '.join(found.candidates)}. "
+            "Use the exact name shown in the conversation.",
+            candidates=list(found.candidates),
+        )
+    if isinstance(found, NotFound):
+        raise fail(
+            statuses.user_not_found,
+            f"Nobody called '{name}' is in this conversation or server. "
+            "Use the name as shown in the conversation.",
+        )
+    return found.person
 
 
 def resolve_person(
@@ -110,19 +186,15 @@ def resolve_person(
     return found
 
 
-def is_current_member(
-    store: KiokuStore, session: Session, context: TurnContext, user_id: str
-) -> bool:
+def is_current_member(call: FlowCall, context: TurnContext, user_id: str) -> bool:
     """Whether the owner of a personal memory may be addressed from this conversation."""
     if context.server_id is None:
         return user_id == context.user.user_id
     if any(p.user_id == user_id for p in context.all_participants()):
         return True
-    return store.directory_for(session).is_member(context.server_id, user_id)
+    return call.store.directory_for(call.session).is_member(context.server_id, user_id)
 
 
-def notify(
-    notice: MemoryNotice, context: TurnContext, stream_writer: Callable[[Any], None] | None
-) -> None:
+def notify(notice: MemoryNotice, context: TurnContext, call: FlowCall) -> None:
     """Emit a notice after commit; never changes the tool's result."""
-    emit_notice(notice, stream_writer=stream_writer, notifier=context.notifier)
+    emit_notice(notice, stream_writer=call.stream_writer, notifier=context.notifier)

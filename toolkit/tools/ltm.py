@@ -12,14 +12,14 @@ the async path does its I/O on the event loop (psycopg's async driver), not in a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
-from sqlalchemy.orm import Session
 
 from toolkit.memory.create import create_long_term_memory
+from toolkit.memory.flow import Flow
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus, UpdateStatus
 from toolkit.memory.update import update_long_term_memory
@@ -94,22 +94,6 @@ UPDATE_SCHEMA: dict[str, Any] = {
     },
     "required": ["memory_id", "memory_content"],
 }
-
-
-class Flow(Protocol):
-    """A tool flow: one unit of work in the session it is given; never raises."""
-
-    def __call__(
-        self,
-        session: Session,
-        store: KiokuStore,
-        context: object,
-        arguments: Mapping[str, Any],
-        *,
-        stream_writer: Callable[[Any], None] | None = None,
-    ) -> ToolResult:
-        """Run the flow for one tool call."""
-        ...
 
 
 def _build(

@@ -14,6 +14,7 @@ from toolkit.memory.resolution import DirectoryMember
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus, UpdateStatus
 from toolkit.store import KiokuStore
+from toolkit.tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
 from toolkit.tools.ltm import (
     create_long_term_memory_tool,
     long_term_memory_tools,
@@ -34,12 +35,15 @@ __all__ = [
     "Persona",
     "PrivacyLevel",
     "ServerSettings",
+    "ToolCallOutcome",
     "ToolResult",
     "TurnContext",
     "UpdateStatus",
     "UserDirectory",
+    "arun_tool_call",
     "create_long_term_memory_tool",
     "load_settings",
     "long_term_memory_tools",
+    "run_tool_call",
     "update_long_term_memory_tool",
 ]

@@ -53,11 +53,6 @@ class EmbeddedPostgres:
         """Stop the server now unless another process still uses it."""
         self._server.cleanup()
 
-    def restart(self) -> None:
-        """Stop the server and start it again in the same data directory (tests)."""
-        self.kill()
-        self.start_again()
-
     def kill(self) -> None:
         """Stop the server immediately, leaving this handle able to :meth:`start_again`."""
         # pgserver generates its command wrappers at import time, invisible to mypy.

@@ -30,8 +30,3 @@ class ToolResult:
     def to_json(self) -> str:
         """Serialise for a ``ToolMessage`` (non-ASCII kept readable)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, default=str)
-
-    @property
-    def succeeded(self) -> bool:
-        """Whether the status reports success."""
-        return "_successfully" in self.status

@@ -109,23 +109,25 @@ def _build(
 
     def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
         context, writer = _unpack(runtime)
+        result = None
         try:
             with store.sessions() as session:
                 result = flow(session, store, context, arguments, stream_writer=writer)
         except Exception:
-            result = _edge_failure(name, internal_error)
-        return result.to_json()
+            logger.exception("kioku: %s failed while opening or closing its session", name)
+        return _answer(result, internal_error)
 
     async def arun(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
         context, writer = _unpack(runtime)
+        result = None
         try:
             async with store.async_session() as session:
                 result = await session.run_sync(
                     flow, store, context, arguments, stream_writer=writer
                 )
         except Exception:
-            result = _edge_failure(name, internal_error)
-        return result.to_json()
+            logger.exception("kioku: %s failed while opening or closing its session", name)
+        return _answer(result, internal_error)
 
     return StructuredTool.from_function(
         func=run,
@@ -143,10 +145,12 @@ def _unpack(runtime: ToolRuntime | None) -> tuple[object, Callable[[Any], None] 
     return runtime.context, runtime.stream_writer
 
 
-def _edge_failure(name: str, status: str) -> ToolResult:
-    # Only opening or closing the session can get here; the flows map their own errors.
-    logger.exception("kioku: %s failed outside its unit of work", name)
-    return ToolResult(status, "An internal error occurred; nothing was changed.")
+def _answer(result: ToolResult | None, internal_error: str) -> str:
+    # The flows map their own errors; only opening or closing the session can leave no
+    # result. A result that exists stands: its transaction had already ended.
+    if result is None:
+        result = ToolResult(internal_error, "An internal error occurred; nothing was changed.")
+    return result.to_json()
 
 
 def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:

@@ -15,7 +15,10 @@ from toolkit import KiokuSettings, KiokuStore
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import make_engine
 
-TABLES = "memory_history, memories, server_members, personas, users, servers"
+TABLES = (
+    "memory_history, memories, server_members, personas, users, servers, stm_threads, "
+    "checkpoints, checkpoint_blobs, checkpoint_writes"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +58,7 @@ def engine(database_url: str) -> Iterator[Engine]:
     engine = make_engine(database_url, pool_size=20)
     store = KiokuStore(engine, settings=KiokuSettings(database_url=database_url))
     store.setup()
+    store.close()
     yield engine
     engine.dispose()
 
@@ -67,6 +71,8 @@ def settings(database_url: str) -> KiokuSettings:
 @pytest.fixture
 def store(engine: Engine, settings: KiokuSettings) -> Iterator[KiokuStore]:
     """A store on a clean database; tables are emptied after each test."""
-    yield KiokuStore(engine, settings=settings)
+    store = KiokuStore(engine, settings=settings)
+    yield store
+    store.close()
     with engine.begin() as connection:
         connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))

@@ -5,7 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 from sqlalchemy import Engine
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -18,8 +22,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from toolkit.accounts import AccountRepository
 from toolkit.config import KiokuSettings, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import ENGINE_OPTIONS, check_pgvector, make_engine
-from toolkit.db.schema import upgrade_schema
+from toolkit.db.engine import ENGINE_OPTIONS, check_pgvector, libpq_url, make_engine
+from toolkit.db.schema import serialised_setup, upgrade_schema
 from toolkit.memory.cache import ScopeCache
 from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
 from toolkit.memory.repository import (
@@ -62,6 +66,8 @@ class KiokuStore:
         self.cache: ScopeCache[CacheKey, list[MemoryRecord]] = ScopeCache()
         self._async_engine: AsyncEngine | None = None
         self._async_sessions: async_sessionmaker[AsyncSession] | None = None
+        self._checkpointer: PostgresSaver | None = None
+        self._checkpoint_pool: ConnectionPool[Any] | None = None
 
     @classmethod
     def open(
@@ -83,8 +89,29 @@ class KiokuStore:
         return cls(engine, settings=settings, directory=directory, embedded=embedded)
 
     def setup(self) -> None:
-        """Create or upgrade the schema; safe to run repeatedly and from several processes."""
-        upgrade_schema(self.engine)
+        """Create or upgrade the schema; safe to run repeatedly and from several processes.
+
+        Also creates LangGraph's checkpoint tables, where short-term memory lives.
+        """
+        with serialised_setup(self.engine):
+            upgrade_schema(self.engine)
+            self.checkpointer().setup()
+
+    def checkpointer(self) -> PostgresSaver:
+        """LangGraph's ``PostgresSaver`` on this database, pooled (made on first use).
+
+        Pass it to the per-turn graph; short-term memory entries are its threads too.
+        """
+        if self._checkpointer is None:
+            self._checkpoint_pool = ConnectionPool(
+                libpq_url(self.engine),
+                min_size=1,
+                max_size=10,
+                kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+                open=True,
+            )
+            self._checkpointer = PostgresSaver(self._checkpoint_pool)
+        return self._checkpointer
 
     def close(self) -> None:
         """Dispose of pooled connections and stop the embedded server if this started it.
@@ -92,6 +119,10 @@ class KiokuStore:
         Call :meth:`aclose` instead when the store was used through async tools.
         """
         self.engine.dispose()
+        if self._checkpoint_pool is not None:
+            self._checkpoint_pool.close()
+            self._checkpoint_pool = None
+            self._checkpointer = None
         if self._async_engine is not None:
             self._async_engine.sync_engine.dispose(close=False)
         if self.embedded is not None:

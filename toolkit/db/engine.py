@@ -85,3 +85,8 @@ def check_pgvector(engine: Engine) -> None:
 def version_tuple(version: str) -> tuple[int, ...]:
     """``"0.8.1"`` → ``(0, 8, 1)``; non-numeric parts count as 0."""
     return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def libpq_url(engine: Engine) -> str:
+    """The engine's URL as psycopg/libpq expects it (no SQLAlchemy driver suffix)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)

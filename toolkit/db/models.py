@@ -196,3 +196,34 @@ class MemoryHistory(Base):
         CheckConstraint("action IN ('create', 'update', 'delete')", name="action"),
         Index("ix_memory_history_memory_id", "memory_id"),
     )
+
+
+class StmThread(Base):
+    """Index of short-term-memory threads kept in the LangGraph checkpointer.
+
+    Other-channel look-ups query this table instead of scanning checkpoints.
+    """
+
+    __tablename__ = "stm_threads"
+
+    thread_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    kind: Mapped[str] = mapped_column(Text)
+    owner_id: Mapped[str] = mapped_column(Text)
+    channel_id: Mapped[str] = mapped_column(Text)
+    lineage_id: Mapped[int] = mapped_column(BigInteger)
+    server_id: Mapped[str | None] = mapped_column(Text)
+    parent_channel_id: Mapped[str | None] = mapped_column(Text)
+    has_summary: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    last_updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('server', 'user')", name="kind"),
+        Index(
+            "ix_stm_threads_owner_recent",
+            "kind",
+            "owner_id",
+            "lineage_id",
+            text("last_updated DESC"),
+        ),
+        Index("ix_stm_threads_last_updated", "last_updated"),
+    )

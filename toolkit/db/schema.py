@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, text
 
+from toolkit.errors import DatabaseUnavailableError
+
 _MIGRATIONS = Path(__file__).with_name("migrations")
-_SETUP_LOCK_KEY = 0x6B696F6B75  # "kioku": serialises concurrent setup() calls
+_SETUP_LOCK_KEY = 0x6B696F6B75  # "kioku": serialises setup() across processes
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -22,14 +27,39 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
-def upgrade_schema(engine: Engine) -> None:
-    """Bring the schema to the newest revision.
+@contextmanager
+def serialised_setup(engine: Engine, *, timeout: float = 120.0) -> Iterator[None]:
+    """Hold the setup lock (session-level) while other libraries create their tables.
 
-    Holds a transaction-scoped advisory lock, so two processes running this at once
-    apply the migrations once; running it again is a no-op.
+    The lock is polled with ``pg_try_advisory_lock`` rather than waited for: a statement
+    blocked on the lock would hold a snapshot, and LangGraph's ``CREATE INDEX
+    CONCURRENTLY`` in the other process would wait for it forever.
+
+    Raises:
+        DatabaseUnavailableError: when the lock is not free within ``timeout`` seconds.
+    """
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        deadline = time.monotonic() + timeout
+        try_lock = text("SELECT pg_try_advisory_lock(:key)")
+        while not connection.execute(try_lock, {"key": _SETUP_LOCK_KEY}).scalar_one():
+            if time.monotonic() > deadline:
+                raise DatabaseUnavailableError(
+                    f"Another process has held kioku's setup lock for {timeout:.0f} s; "
+                    "is a setup() stuck? Retry once it has finished."
+                )
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _SETUP_LOCK_KEY})
+
+
+def upgrade_schema(engine: Engine) -> None:
+    """Bring the schema to the newest revision (a no-op when it is there already).
+
+    Run it inside :func:`serialised_setup` when other processes may do the same.
     """
     config = alembic_config(engine)
     with engine.begin() as connection:
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SETUP_LOCK_KEY})
         config.attributes["connection"] = connection
         command.upgrade(config, "head")

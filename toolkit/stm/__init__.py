@@ -1,0 +1,1 @@
+"""Short-term memory: recent messages and summaries per channel (SPEC §7)."""

@@ -1,0 +1,155 @@
+"""Short-term memory entries and their rules (SPEC §7): pure, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+ScopeKind = Literal["server", "user"]
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The default clock."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class StmMessage:
+    """One captured message."""
+
+    role: Literal["user", "assistant"]
+    speaker: str
+    """Display name of whoever wrote it (the persona's name for the bot)."""
+    text: str
+    at: datetime
+    """When the original message was sent (not when it was captured)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form stored in the checkpoint."""
+        return {
+            "role": self.role,
+            "speaker": self.speaker,
+            "text": self.text,
+            "at": self.at.isoformat(),
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> StmMessage:
+        """Inverse of :meth:`to_dict`."""
+        return StmMessage(
+            data["role"], data["speaker"], data["text"], datetime.fromisoformat(data["at"])
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StmKey:
+    """Identity of one entry: ``(scope kind, owner, channel, persona lineage)``."""
+
+    kind: ScopeKind
+    owner_id: str
+    """Server id for ``server`` entries, user id for ``user`` entries."""
+    channel_id: str
+    lineage_id: int
+
+    @property
+    def thread_id(self) -> str:
+        """The LangGraph thread holding this entry."""
+        return f"kioku-stm:{self.kind}:{self.owner_id}:{self.channel_id}:{self.lineage_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StmCandidate:
+    """A registry row: enough to decide, before loading, whether an entry may be shown."""
+
+    key: StmKey
+    server_id: str | None
+    parent_channel_id: str | None
+    last_updated: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StmEntry:
+    """An entry: recent messages, an optional summary, and where it came from."""
+
+    key: StmKey
+    messages: tuple[StmMessage, ...] = ()
+    summary: str | None = None
+    server_id: str | None = None
+    server_name: str | None = None
+    channel_name: str | None = None
+    parent_channel_id: str | None = None
+    persona_id: int | None = None
+    last_updated: datetime = field(default_factory=utc_now)
+
+    def to_state(self) -> dict[str, Any]:
+        """The values stored in the entry's LangGraph thread."""
+        return {
+            "messages": [m.to_dict() for m in self.messages],
+            "summary": self.summary,
+            "meta": {
+                "server_id": self.server_id,
+                "server_name": self.server_name,
+                "channel_name": self.channel_name,
+                "parent_channel_id": self.parent_channel_id,
+                "persona_id": self.persona_id,
+                "last_updated": self.last_updated.isoformat(),
+            },
+        }
+
+    @staticmethod
+    def from_state(key: StmKey, values: dict[str, Any]) -> StmEntry | None:
+        """Rebuild an entry from thread values (``None`` for an empty thread)."""
+        meta = values.get("meta")
+        if not meta:
+            return None
+        return StmEntry(
+            key=key,
+            messages=tuple(StmMessage.from_dict(m) for m in values.get("messages") or ()),
+            summary=values.get("summary"),
+            server_id=meta.get("server_id"),
+            server_name=meta.get("server_name"),
+            channel_name=meta.get("channel_name"),
+            parent_channel_id=meta.get("parent_channel_id"),
+            persona_id=meta.get("persona_id"),
+            last_updated=datetime.fromisoformat(meta["last_updated"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StmPolicy:
+    """Lengths and lifetimes (SPEC §12)."""
+
+    max_messages: int = 10
+    max_summary_length: int = 1500
+    ttl: timedelta = timedelta(hours=12)
+    summary_ttl: timedelta = timedelta(hours=24)
+
+    def is_expired(self, entry: StmEntry, now: datetime) -> bool:
+        """Expired when idle longer than its TTL (the longer one once it has a summary)."""
+        return now - entry.last_updated > (self.summary_ttl if entry.summary else self.ttl)
+
+
+def with_captured(
+    entry: StmEntry, messages: Sequence[StmMessage], policy: StmPolicy, now: datetime
+) -> StmEntry:
+    """``entry`` with ``messages`` merged in: deduplicated, in time order, the last N kept.
+
+    The summary is preserved; ``last_updated`` becomes ``now``.
+    """
+    seen = {(m.at, m.speaker, m.text) for m in entry.messages}
+    merged = list(entry.messages)
+    for message in messages:
+        identity = (message.at, message.speaker, message.text)
+        if identity not in seen:
+            seen.add(identity)
+            merged.append(message)
+    merged.sort(key=lambda m: m.at)
+    return replace(entry, messages=tuple(merged[-policy.max_messages :]), last_updated=now)
+
+
+def with_summary(entry: StmEntry, summary: str, policy: StmPolicy, now: datetime) -> StmEntry:
+    """``entry`` with ``summary`` (truncated silently), messages kept, ``last_updated`` = now."""
+    return replace(entry, summary=summary[: policy.max_summary_length], last_updated=now)

@@ -1,0 +1,111 @@
+"""The ``stm_threads`` index: which short-term-memory threads exist and how fresh they are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import cast
+
+from sqlalchemy import and_, delete, or_, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from toolkit.db.models import StmThread
+from toolkit.stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
+
+
+class StmRegistry:
+    """Reads and writes the registry in the caller's session (the caller commits)."""
+
+    def __init__(self, session: Session) -> None:
+        """Work inside ``session``."""
+        self.session = session
+
+    def record(self, entry: StmEntry) -> None:
+        """Insert or refresh the row of ``entry``'s thread."""
+        key = entry.key
+        values = {
+            "thread_id": key.thread_id,
+            "kind": key.kind,
+            "owner_id": key.owner_id,
+            "channel_id": key.channel_id,
+            "lineage_id": key.lineage_id,
+            "server_id": entry.server_id,
+            "parent_channel_id": entry.parent_channel_id,
+            "has_summary": bool(entry.summary),
+            "last_updated": entry.last_updated,
+        }
+        statement = insert(StmThread).values(**values)
+        self.session.execute(
+            statement.on_conflict_do_update(
+                index_elements=[StmThread.thread_id],
+                set_={k: v for k, v in values.items() if k != "thread_id"},
+            )
+        )
+
+    def recent(
+        self,
+        owners: Sequence[tuple[ScopeKind, str]],
+        lineage_id: int,
+        *,
+        exclude_channel: str,
+        now: datetime,
+        ttl: timedelta,
+        summary_ttl: timedelta,
+        limit: int,
+    ) -> list[StmCandidate]:
+        """Unexpired entries of ``owners``, newest first, other than ``exclude_channel``.
+
+        Served by the ``(kind, owner_id, lineage_id, last_updated DESC)`` index.
+        """
+        if not owners:
+            return []
+        fresh = or_(
+            and_(StmThread.has_summary, StmThread.last_updated >= now - summary_ttl),
+            and_(~StmThread.has_summary, StmThread.last_updated >= now - ttl),
+        )
+        rows = self.session.execute(
+            select(
+                StmThread.kind,
+                StmThread.owner_id,
+                StmThread.channel_id,
+                StmThread.server_id,
+                StmThread.parent_channel_id,
+                StmThread.last_updated,
+            )
+            .where(
+                or_(*(and_(StmThread.kind == k, StmThread.owner_id == o) for k, o in owners)),
+                StmThread.lineage_id == lineage_id,
+                StmThread.channel_id != exclude_channel,
+                StmThread.last_updated >= now - max(ttl, summary_ttl),
+                fresh,
+            )
+            .order_by(StmThread.last_updated.desc())
+            .limit(limit)
+        ).all()
+        return [
+            StmCandidate(
+                StmKey(cast(ScopeKind, kind), owner, channel, lineage_id),
+                server_id,
+                parent,
+                updated,
+            )
+            for kind, owner, channel, server_id, parent, updated in rows
+        ]
+
+    def idle_since(self, cutoff: datetime) -> list[str]:
+        """Threads not updated since ``cutoff``."""
+        return list(
+            self.session.scalars(select(StmThread.thread_id).where(StmThread.last_updated < cutoff))
+        )
+
+    def updated_since(self, since: datetime) -> list[str]:
+        """Threads updated at or after ``since``."""
+        return list(
+            self.session.scalars(select(StmThread.thread_id).where(StmThread.last_updated >= since))
+        )
+
+    def forget(self, thread_ids: Sequence[str]) -> None:
+        """Remove registry rows."""
+        if thread_ids:
+            self.session.execute(delete(StmThread).where(StmThread.thread_id.in_(thread_ids)))

@@ -1,0 +1,215 @@
+"""Short-term memory kept in LangGraph persistence, indexed by ``stm_threads``.
+
+Each entry (SPEC §7: scope kind, owner, channel, persona lineage) is one LangGraph thread
+of a one-node graph compiled with the per-turn graph's checkpointer, written with
+``update_state`` and read with ``get_state``; so entries survive restarts and are shared
+by every process that uses the same database (``PostgresSaver``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+
+from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.stm.model import (
+    Clock,
+    StmCandidate,
+    StmEntry,
+    StmKey,
+    StmMessage,
+    StmPolicy,
+    utc_now,
+    with_captured,
+    with_summary,
+)
+from toolkit.stm.registry import StmRegistry
+from toolkit.store import KiokuStore
+
+logger = logging.getLogger(__name__)
+
+CANDIDATE_LIMIT = 50
+"""Registry rows read per other-channel look-up, before privacy filtering."""
+
+
+class _EntryState(TypedDict, total=False):
+    messages: list[dict[str, Any]]
+    summary: str | None
+    meta: dict[str, Any]
+
+
+def _noop(state: _EntryState) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    """What :meth:`ShortTermMemory.sweep` did."""
+
+    pruned_threads: int
+    deleted_threads: int
+
+
+def policy_from(store: KiokuStore) -> StmPolicy:
+    """Lengths and lifetimes from the store's settings."""
+    s = store.settings
+    return StmPolicy(
+        max_messages=s.stm_max_messages_per_channel,
+        max_summary_length=s.stm_max_summary_length,
+        ttl=timedelta(hours=s.stm_ttl_hours),
+        summary_ttl=timedelta(hours=s.stm_summary_ttl_hours),
+    )
+
+
+def entry_keys(context: TurnContext) -> list[StmKey]:
+    """The entries a turn writes: the user's, plus the server's outside DMs."""
+    lineage = context.persona.lineage_id
+    keys = [StmKey("user", context.user.user_id, context.channel_id, lineage)]
+    if context.server_id is not None:
+        keys.append(StmKey("server", context.server_id, context.channel_id, lineage))
+    return keys
+
+
+class ShortTermMemory:
+    """Reads and writes short-term memory entries.
+
+    Args:
+        store: the kioku store (its database holds the ``stm_threads`` index).
+        checkpointer: the per-turn graph's checkpointer (``PostgresSaver`` in production,
+            ``InMemorySaver`` for throwaway use).
+        clock: returns "now"; tests inject one to move time.
+    """
+
+    def __init__(
+        self, store: KiokuStore, checkpointer: BaseCheckpointSaver[Any], *, clock: Clock = utc_now
+    ) -> None:
+        """See the class docstring."""
+        self.store = store
+        self.checkpointer = checkpointer
+        self.clock = clock
+        self.policy = policy_from(store)
+        builder = StateGraph(_EntryState)
+        builder.add_node("write", _noop)
+        builder.add_edge(START, "write")
+        self._graph = builder.compile(checkpointer=checkpointer)
+
+    @staticmethod
+    def _config(key: StmKey) -> RunnableConfig:
+        return {"configurable": {"thread_id": key.thread_id}}
+
+    def load(self, key: StmKey) -> StmEntry | None:
+        """The stored entry, expired or not (``None`` if there is none)."""
+        snapshot = self._graph.get_state(self._config(key))
+        return StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
+
+    def get(self, key: StmKey) -> StmEntry | None:
+        """The entry unless it is missing or expired (TTL judged now)."""
+        entry = self.load(key)
+        if entry is None or self.policy.is_expired(entry, self.clock()):
+            return None
+        return entry
+
+    def _save(self, entries: Sequence[StmEntry]) -> None:
+        for entry in entries:
+            self._graph.update_state(self._config(entry.key), entry.to_state(), as_node="write")
+        with self.store.transaction() as session:
+            registry = StmRegistry(session)
+            for entry in entries:
+                registry.record(entry)
+
+    def _current_or_new(self, key: StmKey, context: TurnContext, now: datetime) -> StmEntry:
+        existing = self.load(key)
+        if existing is not None and not self.policy.is_expired(existing, now):
+            return existing
+        return StmEntry(
+            key=key,
+            summary=None,
+            server_id=context.server_id,
+            server_name=context.server_name,
+            channel_name=context.channel_name,
+            parent_channel_id=context.parent_channel_id,
+            persona_id=context.persona.persona_id,
+            last_updated=now,
+        )
+
+    def capture(self, context: TurnContext, messages: Sequence[StmMessage]) -> bool:
+        """Passive capture after a turn; skipped (``False``) for FULL-privacy triggerers."""
+        if context.user.privacy == PrivacyLevel.FULL:
+            return False
+        now = self.clock()
+        self._save(
+            [
+                with_captured(self._current_or_new(key, context, now), messages, self.policy, now)
+                for key in entry_keys(context)
+            ]
+        )
+        return True
+
+    def write_summary(self, context: TurnContext, summary: str) -> str:
+        """Store ``summary`` (truncated silently) in this channel's entries; returns it."""
+        now = self.clock()
+        entries = [
+            with_summary(self._current_or_new(key, context, now), summary, self.policy, now)
+            for key in entry_keys(context)
+        ]
+        self._save(entries)
+        return entries[0].summary or ""
+
+    def candidates(self, context: TurnContext, *, cross_server: bool) -> list[StmCandidate]:
+        """Other-channel entries this turn might recall, newest first, before privacy filtering."""
+        lineage = context.persona.lineage_id
+        owners: list[tuple[Any, str]] = []
+        if context.server_id is None or cross_server:
+            owners.append(("user", context.user.user_id))
+        if context.server_id is not None:
+            owners.append(("server", context.server_id))
+        with self.store.sessions() as session:
+            rows = StmRegistry(session).recent(
+                owners,
+                lineage,
+                exclude_channel=context.channel_id,
+                now=self.clock(),
+                ttl=self.policy.ttl,
+                summary_ttl=self.policy.summary_ttl,
+                limit=CANDIDATE_LIMIT,
+            )
+        if context.server_id is None:
+            return rows
+        # The user's own entries of this server's channels duplicate the server's entries.
+        return [
+            row for row in rows if row.key.kind == "server" or row.server_id != context.server_id
+        ]
+
+    def sweep(self, *, retention: timedelta, pruned_since: datetime | None = None) -> SweepReport:
+        """Keep checkpoint tables bounded.
+
+        Threads idle longer than ``retention`` are deleted with their registry rows;
+        threads updated since ``pruned_since`` keep only their latest checkpoint.
+        """
+        now = self.clock()
+        with self.store.sessions() as session:
+            registry = StmRegistry(session)
+            idle = registry.idle_since(now - retention)
+            active = registry.updated_since(pruned_since) if pruned_since else []
+        if idle:
+            for thread_id in idle:
+                self.checkpointer.delete_thread(thread_id)
+            with self.store.transaction() as session:
+                StmRegistry(session).forget(idle)
+        pruned = 0
+        if active:
+            try:
+                self.checkpointer.prune(active, strategy="keep_latest")
+                pruned = len(active)
+            except NotImplementedError:
+                logger.info(
+                    "kioku: %s cannot prune history; skipped", type(self.checkpointer).__name__
+                )
+        return SweepReport(pruned_threads=pruned, deleted_threads=len(idle))

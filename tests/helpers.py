@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -14,6 +15,7 @@ from sqlalchemy import func, select
 
 from toolkit import KiokuStore, MemoryNotice, Participant, Persona, PrivacyLevel, TurnContext
 from toolkit.db.models import Memory, MemoryHistory
+from toolkit.stm.model import StmKey, StmMessage
 from toolkit.tools.invoke import arun_tool_call, run_tool_call
 
 BOT_ID = "bot-1"
@@ -109,3 +111,37 @@ def arun_tool(tool: BaseTool, args: dict[str, Any], context: TurnContext | None)
     """Like :func:`run_tool`, through the tool's async path (one event loop per call)."""
     outcome = asyncio.run(arun_tool_call([tool], tool.name, args, context))
     return ToolRun(json.loads(str(outcome.message.content)), outcome.message, outcome.custom_events)
+
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def msgs(*texts: str, start: datetime = T0) -> list[StmMessage]:
+    return [
+        StmMessage(
+            "user" if i % 2 == 0 else "assistant",
+            "Alice" if i % 2 == 0 else "Kioku",
+            t,
+            start + timedelta(minutes=i),
+        )
+        for i, t in enumerate(texts)
+    ]
+
+
+def server_key(world: World, channel: str = "chan-1") -> StmKey:
+    return StmKey("server", "srv-a", channel, world.persona.lineage_id)
+
+
+def user_key(world: World, channel: str = "chan-1", user: str = "u-alice") -> StmKey:
+    return StmKey("user", user, channel, world.persona.lineage_id)

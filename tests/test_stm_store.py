@@ -6,30 +6,17 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import func, select, text
 
-from tests.helpers import World, make_world
+from tests.helpers import T0, Clock, World, make_world, msgs, server_key, user_key
 from toolkit import KiokuStore, PrivacyLevel
 from toolkit.db.models import StmThread
-from toolkit.stm.model import StmKey, StmMessage
+from toolkit.stm.model import StmKey
 from toolkit.stm.store import ShortTermMemory
-
-T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture
@@ -47,22 +34,9 @@ def stm(store: KiokuStore, clock: Clock) -> ShortTermMemory:
     return ShortTermMemory(store, store.checkpointer(), clock=clock)
 
 
-def msgs(*texts: str, start: datetime = T0) -> list[StmMessage]:
-    return [
-        StmMessage("user" if i % 2 == 0 else "assistant", "Alice" if i % 2 == 0 else "Kioku", t, start + timedelta(minutes=i))
-        for i, t in enumerate(texts)
-    ]
-
-
-def server_key(world: World, channel: str = "chan-1") -> StmKey:
-    return StmKey("server", "srv-a", channel, world.persona.lineage_id)
-
-
-def user_key(world: World, channel: str = "chan-1", user: str = "u-alice") -> StmKey:
-    return StmKey("user", user, channel, world.persona.lineage_id)
-
-
-def test_capture_writes_server_and_user_entries(stm: ShortTermMemory, world: World, clock: Clock) -> None:
+def test_capture_writes_server_and_user_entries(
+    stm: ShortTermMemory, world: World, clock: Clock
+) -> None:
     clock.advance(hours=1)
     assert stm.capture(world.context(), msgs("hi", "hello!"))
     for key in (server_key(world), user_key(world)):
@@ -88,7 +62,9 @@ def test_full_privacy_is_not_captured(stm: ShortTermMemory, world: World) -> Non
     assert stm.get(server_key(world)) is None
 
 
-def test_keeps_the_last_ten_and_the_summary(stm: ShortTermMemory, world: World, clock: Clock) -> None:
+def test_keeps_the_last_ten_and_the_summary(
+    stm: ShortTermMemory, world: World, clock: Clock
+) -> None:
     stm.write_summary(world.context(), "We are planning a picnic.")
     for batch in range(3):
         clock.advance(minutes=10)
@@ -100,7 +76,9 @@ def test_keeps_the_last_ten_and_the_summary(stm: ShortTermMemory, world: World, 
     assert entry.summary == "We are planning a picnic."
 
 
-def test_recapturing_the_same_messages_does_not_duplicate(stm: ShortTermMemory, world: World) -> None:
+def test_recapturing_the_same_messages_does_not_duplicate(
+    stm: ShortTermMemory, world: World
+) -> None:
     history = msgs("a", "b", "c")
     stm.capture(world.context(), history[:2])
     stm.capture(world.context(), history)
@@ -108,7 +86,9 @@ def test_recapturing_the_same_messages_does_not_duplicate(stm: ShortTermMemory, 
     assert entry is not None and [m.text for m in entry.messages] == ["a", "b", "c"]
 
 
-def test_summary_is_truncated_and_written_to_both_entries(stm: ShortTermMemory, world: World) -> None:
+def test_summary_is_truncated_and_written_to_both_entries(
+    stm: ShortTermMemory, world: World
+) -> None:
     stm.capture(world.context(), msgs("x"))
     written = stm.write_summary(world.context(), "s" * 2000)
     assert len(written) == 1500
@@ -138,7 +118,9 @@ def test_expired_entry_starts_fresh(stm: ShortTermMemory, world: World, clock: C
     clock.advance(hours=30)
     stm.capture(world.context(), msgs("new", start=clock.now))
     entry = stm.get(server_key(world))
-    assert entry is not None and entry.summary is None and [m.text for m in entry.messages] == ["new"]
+    assert (
+        entry is not None and entry.summary is None and [m.text for m in entry.messages] == ["new"]
+    )
 
 
 def test_survives_a_restart_and_is_shared_between_processes(
@@ -151,9 +133,10 @@ def test_survives_a_restart_and_is_shared_between_processes(
         f"""
         from toolkit import KiokuSettings, KiokuStore
         from toolkit.db.engine import make_engine
-        from toolkit.stm.model import StmKey, StmMessage
+        from toolkit.stm.model import StmKey
         from toolkit.stm.store import ShortTermMemory
-        store = KiokuStore(make_engine({database_url!r}), settings=KiokuSettings(database_url={database_url!r}))
+        url = {database_url!r}
+        store = KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url))
         stm = ShortTermMemory(store, store.checkpointer())
         key = StmKey("server", "srv-a", "chan-1", {world.persona.lineage_id})
         entry = stm.load(key)
@@ -162,7 +145,9 @@ def test_survives_a_restart_and_is_shared_between_processes(
         store.close()
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "restart-proof before restart"
 
@@ -186,34 +171,53 @@ def test_candidates_come_from_the_index(stm: ShortTermMemory, world: World, cloc
     assert stm.candidates(other, cross_server=False) == []
 
 
-def test_cross_server_candidates_need_the_opt_in(stm: ShortTermMemory, world: World, clock: Clock) -> None:
-    stm.capture(world.context(server_id="srv-b", server_name="Server B", channel_id="b-1"), msgs("over in B"))
+def test_cross_server_candidates_need_the_opt_in(
+    stm: ShortTermMemory, world: World, clock: Clock
+) -> None:
+    stm.capture(
+        world.context(server_id="srv-b", server_name="Server B", channel_id="b-1"),
+        msgs("over in B"),
+    )
     stm.capture(world.context(server_id=None, channel_id="dm-1"), msgs("in a DM"))
     here = world.context(channel_id="a-9")
     assert stm.candidates(here, cross_server=False) == []
     channels = [r.key.channel_id for r in stm.candidates(here, cross_server=True)]
     assert sorted(channels) == ["b-1", "dm-1"]
     # In a DM the user's own entries are always candidates.
-    assert [r.key.channel_id for r in stm.candidates(world.context(server_id=None, channel_id="dm-2"), cross_server=False)] != []
+    assert [
+        r.key.channel_id
+        for r in stm.candidates(
+            world.context(server_id=None, channel_id="dm-2"), cross_server=False
+        )
+    ] != []
 
 
-def test_expired_entries_are_not_candidates(stm: ShortTermMemory, world: World, clock: Clock) -> None:
+def test_expired_entries_are_not_candidates(
+    stm: ShortTermMemory, world: World, clock: Clock
+) -> None:
     stm.capture(world.context(channel_id="old"), msgs("x"))
     clock.advance(hours=13)
     assert stm.candidates(world.context(channel_id="now"), cross_server=False) == []
 
 
-def test_lookup_uses_the_index(stm: ShortTermMemory, world: World, store: KiokuStore, clock: Clock) -> None:
+def test_lookup_uses_the_index(
+    stm: ShortTermMemory, world: World, store: KiokuStore, clock: Clock
+) -> None:
     stm.capture(world.context(channel_id="x"), msgs("x"))
     with store.sessions() as session:
         session.execute(text("SET LOCAL enable_seqscan = off"))
-        plan = session.execute(
-            text(
-                "EXPLAIN SELECT channel_id FROM stm_threads WHERE kind = 'server' AND owner_id = 'srv-a' "
-                "AND lineage_id = :l ORDER BY last_updated DESC LIMIT 50"
-            ),
-            {"l": world.persona.lineage_id},
-        ).scalars().all()
+        plan = (
+            session.execute(
+                text(
+                    "EXPLAIN SELECT channel_id FROM stm_threads WHERE kind = 'server' "
+                    "AND owner_id = 'srv-a' AND lineage_id = :l "
+                    "ORDER BY last_updated DESC LIMIT 50"
+                ),
+                {"l": world.persona.lineage_id},
+            )
+            .scalars()
+            .all()
+        )
     assert any("ix_stm_threads_owner_recent" in line for line in plan), plan
 
 

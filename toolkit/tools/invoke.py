@@ -13,10 +13,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from toolkit.context import TurnContext
+from toolkit.state import TurnState
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,18 +29,20 @@ class ToolCallOutcome:
 
 
 def _single_call_graph(tools: Sequence[BaseTool]) -> Any:
-    builder = StateGraph(MessagesState, context_schema=TurnContext)
+    builder = StateGraph(TurnState, context_schema=TurnContext)
     builder.add_node("tools", ToolNode(list(tools)))
     builder.add_edge(START, "tools")
     return builder.compile()
 
 
-def _request(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def _request(
+    name: str, arguments: Mapping[str, Any], state: Mapping[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
     call_id = f"call_{uuid.uuid4().hex[:12]}"
     message = AIMessage(
         content="", tool_calls=[{"name": name, "args": dict(arguments), "id": call_id}]
     )
-    return call_id, {"messages": [message]}
+    return call_id, {**(state or {}), "messages": [message]}
 
 
 def _outcome(name: str, call_id: str, last: dict[str, Any], custom: list[Any]) -> ToolCallOutcome:
@@ -54,13 +57,18 @@ def run_tool_call(
     name: str,
     arguments: Mapping[str, Any],
     context: TurnContext | None,
+    *,
+    state: Mapping[str, Any] | None = None,
 ) -> ToolCallOutcome:
-    """Execute one tool call named ``name`` as a ``ToolNode`` inside a graph would."""
-    call_id, state = _request(name, arguments)
+    """Execute one tool call named ``name`` as a ``ToolNode`` inside a graph would.
+
+    ``state`` adds graph-state values (e.g. the per-turn flags of :class:`TurnState`).
+    """
+    call_id, values = _request(name, arguments, state)
     custom: list[Any] = []
     last: dict[str, Any] = {}
     for mode, chunk in _single_call_graph(tools).stream(
-        state, context=context, stream_mode=["values", "custom"]
+        values, context=context, stream_mode=["values", "custom"]
     ):
         if mode == "custom":
             custom.append(chunk)
@@ -74,13 +82,15 @@ async def arun_tool_call(
     name: str,
     arguments: Mapping[str, Any],
     context: TurnContext | None,
+    *,
+    state: Mapping[str, Any] | None = None,
 ) -> ToolCallOutcome:
     """Async twin of :func:`run_tool_call` (the tools run their async path)."""
-    call_id, state = _request(name, arguments)
+    call_id, values = _request(name, arguments, state)
     custom: list[Any] = []
     last: dict[str, Any] = {}
     async for mode, chunk in _single_call_graph(tools).astream(
-        state, context=context, stream_mode=["values", "custom"]
+        values, context=context, stream_mode=["values", "custom"]
     ):
         if mode == "custom":
             custom.append(chunk)

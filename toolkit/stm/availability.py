@@ -1,0 +1,43 @@
+"""When the short-term-memory tool is offered (SPEC §7): pure rules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolkit.context import NO_STM_PROVIDERS, TurnContext
+
+LTM_INTENT_KEY = "kioku_ltm_intent"
+"""Graph-state key: the triggering message asked for long-term memory."""
+STM_UPDATED_KEY = "kioku_stm_updated"
+"""Graph-state key: short-term memory was already updated this turn."""
+
+
+def stm_tool_refusal(
+    context: TurnContext,
+    *,
+    ltm_intent: bool,
+    already_updated: bool,
+    no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
+) -> str | None:
+    """Why the STM tool is not available this turn, or ``None`` when it is."""
+    if not context.has_tools:
+        return "Tools are disabled for this turn."
+    if context.provider.lower() in no_stm_providers:
+        return f"Short-term memory is not available with the {context.provider} provider."
+    if ltm_intent:
+        return (
+            "The user asked you to remember something long-term; use create_long_term_memory "
+            "instead of short-term memory."
+        )
+    if already_updated:
+        return "Short-term memory was already updated this turn."
+    return None
+
+
+def turn_flags(state: object) -> tuple[bool, bool]:
+    """``(ltm_intent, already_updated)`` read from graph state (missing keys are ``False``)."""
+    if not isinstance(state, Mapping):
+        return False, False
+    values: Mapping[str, Any] = state
+    return bool(values.get(LTM_INTENT_KEY)), bool(values.get(STM_UPDATED_KEY))

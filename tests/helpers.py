@@ -127,11 +127,12 @@ class Clock:
         self.now += timedelta(**delta)
 
 
-def msgs(*texts: str, start: datetime = T0) -> list[StmMessage]:
+def msgs(*texts: str, start: datetime = T0, speaker: str = "Alice") -> list[StmMessage]:
+    """Alternating user/bot messages a minute apart, starting at ``start``."""
     return [
         StmMessage(
             "user" if i % 2 == 0 else "assistant",
-            "Alice" if i % 2 == 0 else "Kioku",
+            speaker if i % 2 == 0 else "Kioku",
             t,
             start + timedelta(minutes=i),
         )

@@ -181,7 +181,8 @@ class ShortTermMemory:
                 limit=CANDIDATE_LIMIT,
             )
         if context.server_id is None:
-            return rows
+            # In a DM: other DMs; the user's server conversations only with the opt-in.
+            return [row for row in rows if cross_server or row.server_id is None]
         # The user's own entries of this server's channels duplicate the server's entries.
         return [
             row for row in rows if row.key.kind == "server" or row.server_id != context.server_id

@@ -1,0 +1,312 @@
+"""Context build (SPEC §10): a golden scenario and every rule around it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from syrupy.assertion import SnapshotAssertion
+
+from tests.helpers import T0, Clock, msgs
+from toolkit import KiokuStore, Participant, PrivacyLevel, TurnContext
+from toolkit.context_build import loader
+from toolkit.context_build.build import ContextBuilder
+from toolkit.context_build.render import ContextBudgets
+from toolkit.context_build.tokens import TiktokenCounter
+from toolkit.db.models import Memory
+from toolkit.stm.store import ShortTermMemory
+
+ALICE = Participant("u-alice", "Alice", ("ali",))
+BOB = Participant("u-bob", "Bob")
+CAROL = Participant("u-carol", "Carol", privacy=PrivacyLevel.PARTIAL)
+DAVE = Participant("u-dave", "Dave", privacy=PrivacyLevel.FULL)
+DIALOGUE: list[BaseMessage] = [
+    HumanMessage("Bob: shall we try the new oolong?"),
+    AIMessage("Oolong it is!"),
+    HumanMessage("Alice: what did we decide about Friday, <@u-bob>?"),
+]
+
+
+class Scenario:
+    def __init__(self, store: KiokuStore) -> None:
+        self.store = store
+        self.clock = Clock()
+        self.stm = ShortTermMemory(store, store.checkpointer(), clock=self.clock)
+        with store.accounts() as accounts:
+            accounts.upsert_server(
+                "srv-a", "Tea House", self_teaching_enabled=True, private_channel_ids=["staff"]
+            )
+            accounts.upsert_server("srv-b", "Go Club", self_teaching_enabled=True)
+            self.kioku = accounts.create_persona("srv-a", "Kioku")
+            self.go_kioku = accounts.create_persona("srv-b", "Kioku Go")
+            self.shadow = accounts.create_persona("srv-a", "Shadow")
+            accounts.upsert_user("u-alice", "Alice", aliases=["ali"], cross_server_stm=True)
+            accounts.upsert_user("u-bob", "Bob")
+            accounts.upsert_user("u-carol", "Carol", privacy=PrivacyLevel.PARTIAL)
+            accounts.upsert_user("u-dave", "Dave", privacy=PrivacyLevel.FULL)
+        lineage = self.kioku.lineage_id
+        with store.transaction() as session:
+            rows = [
+                ("server", "srv-a", None, lineage, "{bot} serves tea on Fridays"),
+                ("server", "srv-a", None, lineage, "The shop cat is called <@u-bob>'s Mochi"),
+                ("server", "srv-a", None, self.shadow.lineage_id, "SHADOW LINEAGE: must not show"),
+                ("server", "srv-b", None, self.go_kioku.lineage_id, "SERVER B: must not show"),
+                ("personal", None, "u-alice", 0, "{user} is learning Japanese"),
+                (
+                    "personal",
+                    None,
+                    "u-alice",
+                    lineage,
+                    "{user} prefers jasmine tea over {bot}'s coffee",
+                ),
+                ("personal", None, "u-bob", lineage, "{user} is allergic to milk"),
+                ("personal", None, "u-carol", lineage, "CAROL IS PARTIAL: must not show"),
+                ("personal", None, "u-dave", lineage, "DAVE IS FULL: must not show"),
+            ]
+            for scope, server, user, row_lineage, content in rows:
+                session.add(
+                    Memory(
+                        scope=scope,
+                        server_id=server,
+                        user_id=user,
+                        persona_lineage_id=row_lineage,
+                        content=content,
+                    )
+                )
+                session.flush()
+
+    def context(self, **overrides: Any) -> TurnContext:
+        base = TurnContext(
+            server_id="srv-a",
+            server_name="Tea House",
+            channel_id="general",
+            channel_name="general",
+            user=ALICE,
+            persona=self.kioku,
+            bot_user_id="bot-1",
+            participants=(ALICE, BOB, CAROL, DAVE),
+        )
+        return replace(base, **overrides)
+
+    def capture(self, minutes_ago: float, *texts: str, **overrides: Any) -> None:
+        self.clock.now = T0 - timedelta(minutes=minutes_ago)
+        speaker = overrides.get("user", ALICE).display_name
+        self.stm.capture(
+            self.context(**overrides), msgs(*texts, start=self.clock.now, speaker=speaker)
+        )
+
+    def build_world(self) -> None:
+        self.capture(300, "old news", channel_id="old", channel_name="old")  # expires: 13 h later
+        self.clock.now = T0 - timedelta(hours=13)
+        self.stm.capture(
+            self.context(channel_id="old", channel_name="old"),
+            msgs("ancient", start=self.clock.now),
+        )
+        self.capture(50, "the roster is secret", channel_id="staff", channel_name="staff")
+        self.capture(
+            45,
+            "thread under staff",
+            channel_id="staff-t",
+            channel_name="staff-thread",
+            parent_channel_id="staff",
+        )
+        self.capture(
+            40,
+            "Bob asked about <@u-carol>",
+            "We set up the garden table",
+            channel_id="garden",
+            channel_name="garden",
+            user=BOB,
+        )
+        self.capture(
+            30,
+            "joseki study tonight",
+            "I'll bring the board",
+            channel_id="board",
+            channel_name="board",
+            server_id="srv-b",
+            server_name="Go Club",
+            persona=self.kioku,
+        )
+        self.capture(
+            20,
+            "can you keep a secret?",
+            "always",
+            channel_id="dm-alice",
+            channel_name=None,
+            server_id=None,
+            server_name=None,
+        )
+        self.capture(10, *(f"general message {i}" for i in range(6)))
+        self.clock.now = T0 - timedelta(minutes=5)
+        self.stm.write_summary(
+            self.context(), "Alice and Bob are choosing tea for Friday's tasting."
+        )
+        self.clock.now = T0
+
+    def builder(self, **kwargs: Any) -> ContextBuilder:
+        return ContextBuilder(self.store, self.stm, **kwargs)
+
+
+@pytest.fixture
+def scenario(store: KiokuStore) -> Scenario:
+    scenario = Scenario(store)
+    scenario.build_world()
+    return scenario
+
+
+def test_golden_context(scenario: Scenario, snapshot: SnapshotAssertion) -> None:
+    built = scenario.builder().build(
+        scenario.context(), DIALOGUE, system_prompt="You are Kioku, a tea-loving assistant."
+    )
+    assert built.failed_stages == ()
+    assert built.render() == snapshot
+    assert built.tokens == snapshot(name="tokens")
+    text = built.render()
+    assert "must not show" not in text
+    assert "roster" not in text and "thread under staff" not in text and "ancient" not in text
+
+
+def test_other_channels_capped_at_three_newest(scenario: Scenario) -> None:
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    other = [i.text for i in built.items if i.tag == "stm_other_channels"]
+    assert len(other) == 3
+    assert (
+        "a direct message" in other[0] and "#board on Go Club" in other[1] and "#garden" in other[2]
+    )
+
+
+def test_without_the_opt_in_only_this_server(scenario: Scenario) -> None:
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", aliases=["ali"], cross_server_stm=False)
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    other = [i.text for i in built.items if i.tag == "stm_other_channels"]
+    assert len(other) == 1 and "#garden" in other[0]
+
+
+def test_private_channels_visible_from_a_private_channel_or_with_bypass(scenario: Scenario) -> None:
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=False)
+    from_private = scenario.builder().build(scenario.context(is_private_channel=True), DIALOGUE)
+    texts = " ".join(i.text for i in from_private.items)
+    assert "roster" in texts and "thread under staff" in texts
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_server("srv-a", stm_privacy_bypass=True)
+    bypass = scenario.builder().build(scenario.context(), DIALOGUE)
+    assert "thread under staff" in " ".join(i.text for i in bypass.items)
+
+
+def test_create_directive_before_the_latest_pair(scenario: Scenario) -> None:
+    scenario.capture(1, *(f"talk {i}" for i in range(6)), channel_id="fresh", channel_name="fresh")
+    scenario.clock.now = T0
+    built = scenario.builder().build(
+        scenario.context(channel_id="fresh", channel_name="fresh"), DIALOGUE
+    )
+    tags = [m.additional_kwargs.get("kioku_tag", "dialogue") for m in built.dialogue]
+    assert tags == ["dialogue", "stm_create_directive", "dialogue", "dialogue"]
+    assert "stm_create_directive" in built.tokens
+    assert not any(i.tag == "stm_same_channel" for i in built.items)
+
+
+def test_no_directive_below_six_messages_or_without_the_tool(scenario: Scenario) -> None:
+    scenario.capture(1, "a", "b", channel_id="quiet", channel_name="quiet")
+    scenario.clock.now = T0
+    quiet = scenario.builder().build(scenario.context(channel_id="quiet"), DIALOGUE)
+    assert len(quiet.dialogue) == len(DIALOGUE)
+    scenario.capture(1, *(f"t{i}" for i in range(6)), channel_id="busy", channel_name="busy")
+    scenario.clock.now = T0
+    no_tools = scenario.builder().build(
+        scenario.context(channel_id="busy", has_tools=False), DIALOGUE
+    )
+    assert len(no_tools.dialogue) == len(DIALOGUE)
+
+
+def test_intent_suppresses_the_stm_hint(scenario: Scenario) -> None:
+    normal = scenario.builder().build(scenario.context(), DIALOGUE)
+    assert [i.tag for i in normal.items].count("stm_hint") == 1
+    intent = scenario.builder().build(scenario.context(), DIALOGUE, ltm_intent=True)
+    assert "stm_hint" not in [i.tag for i in intent.items]
+    assert "stm_same_channel" in [i.tag for i in intent.items]  # the summary itself stays
+    novelai = scenario.builder().build(scenario.context(provider="novelai"), DIALOGUE)
+    assert "stm_hint" not in [i.tag for i in novelai.items]
+
+
+def test_personal_memories_disabled_on_the_server(scenario: Scenario) -> None:
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_server("srv-a", personal_memories_enabled=False)
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    [personal] = [i for i in built.items if i.tag == "personal_memories"]
+    assert "Memories:" not in personal.text and "Alice" in personal.text
+
+
+def test_budgets_drop_the_oldest_and_say_so(scenario: Scenario) -> None:
+    lineage = scenario.kioku.lineage_id
+    with scenario.store.transaction() as session:
+        for i in range(40):
+            session.add(
+                Memory(
+                    scope="server",
+                    server_id="srv-a",
+                    persona_lineage_id=lineage,
+                    content=f"filler fact number {i} about the tea shop",
+                )
+            )
+            session.flush()
+    for key in scenario.store.cache.cached_keys():
+        scenario.store.cache.invalidate(key)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    built = scenario.builder(budgets=budgets).build(scenario.context(), DIALOGUE)
+    [server] = [i for i in built.items if i.tag == "server_memories"]
+    assert "filler fact number 39" in server.text  # newest kept
+    assert "filler fact number 0 " not in server.text
+    assert built.omitted["server_memories"] > 30
+    assert f"({built.omitted['server_memories']} older memories not shown)" in server.text
+    assert server.tokens <= 120
+    [personal] = [i for i in built.items if i.tag == "personal_memories"]
+    assert "older personal memor" in personal.text and built.omitted["personal_memories"] >= 1
+
+
+def test_a_failing_stage_contributes_nothing(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: object) -> object:
+        raise RuntimeError("loader exploded")
+
+    monkeypatch.setattr(loader, "load_server_memories", broken)
+    monkeypatch.setattr(loader, "load_other_channel_entries", broken)
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    assert built.failed_stages == ("server_memories", "stm_other_channels")
+    tags = [i.tag for i in built.items]
+    assert "server_memories" not in tags and "stm_other_channels" not in tags
+    assert "personal_memories" in tags and "stm_same_channel" in tags
+    assert "context stage server_memories failed" in caplog.text
+
+
+@pytest.mark.parametrize("opted_in", [True, False])
+def test_dm_context(scenario: Scenario, opted_in: bool) -> None:
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=opted_in)
+    dm = scenario.context(
+        server_id=None, server_name=None, channel_id="dm-alice", participants=(ALICE,)
+    )
+    built = scenario.builder().build(dm, DIALOGUE)
+    [personal] = [i.text for i in built.items if i.tag == "personal_memories"]
+    assert "Bob" not in personal and "jasmine" in personal
+    assert not any(i.tag == "server_memories" for i in built.items)  # nothing saved in this DM
+    other = " ".join(i.text for i in built.items if i.tag == "stm_other_channels")
+    assert ("#general on Tea House" in other) is opted_in
+    assert ("#board on Go Club" in other) is opted_in
+
+
+def test_token_counter_is_offline_and_lazy() -> None:
+    counter = TiktokenCounter()
+    assert counter._encoding is None
+    assert counter("hello world") == 2
+    assert counter("こんにちは") > 0
+
+
+def test_unknown_encoding_falls_back_to_offline_cl100k() -> None:
+    assert TiktokenCounter("o200k_base")("hello world") == 2

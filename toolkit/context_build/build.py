@@ -1,0 +1,184 @@
+"""Assembling the context (SPEC §10): stages in order, each guarded, with token accounting."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from toolkit.accounts import ServerSettings
+from toolkit.context import NO_STM_PROVIDERS, TurnContext
+from toolkit.context_build import loader
+from toolkit.context_build.items import (
+    DIALOGUE,
+    SYSTEM_PROMPT,
+    BuiltContext,
+    ContextItem,
+    total,
+)
+from toolkit.context_build.render import (
+    ContextBudgets,
+    Names,
+    Rendered,
+    other_channels_stage,
+    personal_memories_stage,
+    same_channel_stage,
+    server_memories_stage,
+    visible_participants,
+)
+from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
+from toolkit.stm.availability import stm_tool_refusal
+from toolkit.stm.model import utc_now
+from toolkit.stm.store import ShortTermMemory
+from toolkit.store import KiokuStore
+
+logger = logging.getLogger(__name__)
+
+
+def insert_tail_directive(
+    dialogue: Sequence[BaseMessage], directive: BaseMessage
+) -> list[BaseMessage]:
+    """Insert ``directive`` just before the latest user/assistant pair of ``dialogue``."""
+    messages = list(dialogue)
+    position = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            position = index
+            if index > 0 and isinstance(messages[index - 1], AIMessage):
+                position = index - 1
+            break
+    messages.insert(position, directive)
+    return messages
+
+
+@dataclass
+class ContextBuilder:
+    """Builds the model's context for one turn from kioku's memories.
+
+    Loading (database, checkpointer) and rendering (pure stages) are separate; a stage
+    whose loading or rendering fails is logged and contributes nothing.
+    """
+
+    store: KiokuStore
+    stm: ShortTermMemory | None = None
+    """Short-term memory; ``None`` leaves the STM stages out."""
+    counter: TokenCounter = field(default_factory=TiktokenCounter)
+    budgets: ContextBudgets = field(default_factory=ContextBudgets)
+    no_stm_providers: frozenset[str] = NO_STM_PROVIDERS
+
+    def build(
+        self,
+        context: TurnContext,
+        dialogue: Sequence[BaseMessage],
+        *,
+        system_prompt: str = "",
+        ltm_intent: bool = False,
+        stm_updated: bool = False,
+        now: datetime | None = None,
+    ) -> BuiltContext:
+        """Render every stage for ``context`` in SPEC order, followed by ``dialogue``."""
+        now = now or (self.stm.clock() if self.stm is not None else utc_now())
+        names = Names.of(context)
+        failed: list[str] = []
+
+        def guarded(stage: str, run: Callable[[], Rendered]) -> Rendered:
+            try:
+                return run()
+            except Exception:
+                logger.exception("kioku: context stage %s failed; it contributes nothing", stage)
+                failed.append(stage)
+                return Rendered()
+
+        settings_box: list[ServerSettings] = [ServerSettings()]
+
+        def settings_stage() -> Rendered:
+            settings_box[0] = loader.load_settings(self.store, context)
+            return Rendered()
+
+        guarded("settings", settings_stage)
+        settings = settings_box[0]
+        stm_available = (
+            stm_tool_refusal(
+                context,
+                ltm_intent=ltm_intent,
+                already_updated=stm_updated,
+                no_stm_providers=self.no_stm_providers,
+            )
+            is None
+        )
+        participants = visible_participants(context)
+        counter, budgets = self.counter, self.budgets
+        stages: list[tuple[str, Callable[[], Rendered]]] = [
+            (
+                "server_memories",
+                lambda: server_memories_stage(
+                    loader.load_server_memories(self.store, context),
+                    context,
+                    names,
+                    counter,
+                    budgets.server_memories,
+                ),
+            ),
+            (
+                "personal_memories",
+                lambda: personal_memories_stage(
+                    participants,
+                    loader.load_personal_memories(self.store, context, participants, settings),
+                    names,
+                    counter,
+                    budgets.personal_memories,
+                ),
+            ),
+        ]
+        stm = self.stm
+        if stm is not None:
+            stages += [
+                (
+                    "stm_other_channels",
+                    lambda: other_channels_stage(
+                        loader.load_other_channel_entries(self.store, stm, context, settings),
+                        context,
+                        names,
+                        now,
+                        counter,
+                        budgets.stm_other_channels,
+                    ),
+                ),
+                (
+                    "stm_same_channel",
+                    lambda: same_channel_stage(
+                        stm.get(loader.same_channel_key(context)),
+                        names,
+                        counter,
+                        budgets.stm_same_channel,
+                        stm_tool_available=stm_available,
+                        min_messages_for_summary=self.store.settings.stm_min_messages_for_summary,
+                    ),
+                ),
+            ]
+        items: list[ContextItem] = []
+        if system_prompt:
+            items.append(
+                ContextItem("system", system_prompt, SYSTEM_PROMPT, counter(system_prompt))
+            )
+        omitted: dict[str, int] = {}
+        tail: ContextItem | None = None
+        for name, run in stages:
+            rendered = guarded(name, run)
+            items.extend(rendered.items)
+            if rendered.omitted:
+                omitted[name] = rendered.omitted
+            tail = rendered.tail_directive or tail
+        tokens: dict[str, int] = {}
+        for item in items:
+            tokens[item.tag] = tokens.get(item.tag, 0) + item.tokens
+        messages = list(dialogue)
+        if tail is not None:
+            messages = insert_tail_directive(messages, tail.to_message())
+            tokens[tail.tag] = tail.tokens
+        tokens[DIALOGUE] = sum(counter(str(m.content)) for m in dialogue)
+        tokens["total"] = total(items) + (tail.tokens if tail else 0) + tokens[DIALOGUE]
+        return BuiltContext(tuple(items), tuple(messages), tokens, omitted, tuple(failed))

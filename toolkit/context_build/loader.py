@@ -1,0 +1,77 @@
+"""Loading what the context stages render: the I/O side of the context build."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from toolkit.accounts import AccountRepository, ServerSettings
+from toolkit.context import Participant, PrivacyLevel, TurnContext
+from toolkit.context_build.select import select_other_channels
+from toolkit.db.models import User
+from toolkit.memory.repository import MemoryRecord, PersonalScope, ServerScope
+from toolkit.stm.model import StmEntry, StmKey
+from toolkit.stm.store import ShortTermMemory
+from toolkit.store import KiokuStore
+
+
+def load_settings(store: KiokuStore, context: TurnContext) -> ServerSettings:
+    """Settings of the turn's server (or DM key)."""
+    with store.sessions() as session:
+        return AccountRepository(session).server_settings(
+            context.memory_server_key, is_dm=context.is_dm
+        )
+
+
+def load_server_memories(store: KiokuStore, context: TurnContext) -> list[MemoryRecord]:
+    """Server-wide memories of the active lineage (cached per scope)."""
+    return store.memories(ServerScope(context.memory_server_key, context.persona.lineage_id))
+
+
+def load_personal_memories(
+    store: KiokuStore,
+    context: TurnContext,
+    participants: Sequence[Participant],
+    settings: ServerSettings,
+) -> dict[str, list[MemoryRecord]]:
+    """Personal memories of MINIMAL-privacy participants, when the server allows them."""
+    if not settings.personal_memories_enabled:
+        return {}
+    lineage = context.persona.lineage_id
+    return {
+        p.user_id: store.memories(PersonalScope(p.user_id, lineage))
+        for p in participants
+        if p.privacy == PrivacyLevel.MINIMAL
+    }
+
+
+def load_other_channel_entries(
+    store: KiokuStore,
+    stm: ShortTermMemory,
+    context: TurnContext,
+    settings: ServerSettings,
+) -> list[StmEntry]:
+    """Recallable entries of other channels, privacy-filtered, newest first, capped."""
+    with store.sessions() as session:
+        user = session.get(User, context.user.user_id)
+        cross_server = bool(user is not None and user.cross_server_stm)
+    candidates = stm.candidates(context, cross_server=cross_server)
+    if not candidates:
+        return []
+    servers = {c.server_id for c in candidates if c.server_id is not None}
+    settings_by_server = {context.server_id or "": settings}
+    with store.sessions() as session:
+        accounts = AccountRepository(session)
+        for server_id in servers - set(settings_by_server):
+            settings_by_server[server_id] = accounts.server_settings(server_id, is_dm=False)
+    chosen = select_other_channels(
+        candidates, context, settings_by_server, limit=store.settings.stm_max_other_channels
+    )
+    entries = [stm.get(c.key) for c in chosen]
+    return [e for e in entries if e is not None]
+
+
+def same_channel_key(context: TurnContext) -> StmKey:
+    """The entry rendered as this channel's memory: the server's, or the user's in a DM."""
+    if context.server_id is None:
+        return StmKey("user", context.user.user_id, context.channel_id, context.persona.lineage_id)
+    return StmKey("server", context.server_id, context.channel_id, context.persona.lineage_id)

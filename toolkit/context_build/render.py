@@ -1,0 +1,247 @@
+"""The memory stages of the context (SPEC §10) as pure functions from data to items."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from toolkit.context import Participant, PrivacyLevel, TurnContext
+from toolkit.context_build.items import (
+    PERSONAL_MEMORIES,
+    SERVER_MEMORIES,
+    STM_CREATE_DIRECTIVE,
+    STM_HINT,
+    STM_OTHER_CHANNELS,
+    STM_SAME_CHANNEL,
+    ContextItem,
+    Role,
+)
+from toolkit.context_build.mentions import convert_mentions
+from toolkit.context_build.tokens import TokenCounter
+from toolkit.memory.rendering import server_memories_header
+from toolkit.memory.repository import MemoryRecord
+from toolkit.stm.model import StmEntry
+
+RECENT_MESSAGES_SHOWN = 5
+"""Messages shown for an other-channel entry without a summary."""
+
+
+@dataclass(frozen=True)
+class ContextBudgets:
+    """Token budget per memory block; over budget, the oldest items are dropped first."""
+
+    server_memories: int = 2000
+    personal_memories: int = 2000
+    stm_other_channels: int = 800
+    stm_same_channel: int = 800
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What one stage contributes."""
+
+    items: tuple[ContextItem, ...] = ()
+    omitted: int = 0
+    tail_directive: ContextItem | None = None
+
+
+@dataclass(frozen=True)
+class Names:
+    """How people are named in rendered text."""
+
+    bot: str
+    by_id: Mapping[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def of(context: TurnContext) -> Names:
+        """Names of the turn's participants, and the persona for the bot."""
+        by_id = {p.user_id: p.display_name for p in context.all_participants()}
+        by_id[context.bot_user_id] = context.persona.name
+        return Names(context.persona.name, by_id)
+
+    def text(self, content: str, *, user_name: str) -> str:
+        """Memory text with tokens and mentions rendered."""
+        return convert_mentions(
+            content, user_name=user_name, bot_name=self.bot, names_by_id=self.by_id
+        )
+
+
+def _item(role: Role, text: str, tag: str, counter: TokenCounter) -> ContextItem:
+    return ContextItem(role, text, tag, counter(text))
+
+
+def _keep_newest(costs: Sequence[int], budget: int) -> int:
+    """How many of the items (newest first) fit in ``budget`` tokens."""
+    used = 0
+    for kept, cost in enumerate(costs):
+        used += cost
+        if used > budget:
+            return kept
+    return len(costs)
+
+
+NOTE_RESERVE = 16
+"""Tokens kept free in a block for its "(N older … not shown)" note."""
+
+
+def _left_out(count: int, one: str, many: str) -> str:
+    return f"({count} older {one if count == 1 else many} not shown)"
+
+
+def server_memories_stage(
+    memories: Sequence[MemoryRecord],
+    context: TurnContext,
+    names: Names,
+    counter: TokenCounter,
+    budget: int,
+) -> Rendered:
+    """``## {bot}'s Memories about …`` then ``ID:N content`` lines, newest first."""
+    if not memories:
+        return Rendered()
+    header = server_memories_header(names.bot, context.server_name, is_dm=context.is_dm)
+    lines = [f"ID:{m.id} {names.text(m.content, user_name='User')}" for m in memories]
+    kept = _keep_newest(
+        [counter(line) + 1 for line in lines], budget - counter(header) - NOTE_RESERVE
+    )
+    shown = [header, *lines[:kept]]
+    if kept < len(lines):
+        shown.append(_left_out(len(lines) - kept, "memory", "memories"))
+    return Rendered(
+        (_item("system", "\n".join(shown), SERVER_MEMORIES, counter),), len(lines) - kept
+    )
+
+
+def visible_participants(context: TurnContext) -> list[Participant]:
+    """Participants other than the bot, without FULL-privacy (invisible) people."""
+    return [
+        p
+        for p in context.all_participants()
+        if p.privacy != PrivacyLevel.FULL and p.user_id != context.bot_user_id
+    ]
+
+
+def personal_memories_stage(
+    participants: Sequence[Participant],
+    memories_by_user: Mapping[str, Sequence[MemoryRecord]],
+    names: Names,
+    counter: TokenCounter,
+    budget: int,
+) -> Rendered:
+    """Each participant, with ``- Memories: ID:12 …; ID:9 …`` for those who allow them."""
+    if not participants:
+        return Rendered()
+    rendered: dict[str, list[tuple[MemoryRecord, str]]] = {}
+    for person in participants:
+        if person.privacy == PrivacyLevel.MINIMAL:
+            rendered[person.user_id] = [
+                (m, f"ID:{m.id} {names.text(m.content, user_name=person.display_name)}")
+                for m in memories_by_user.get(person.user_id, ())
+            ]
+    every = sorted(
+        (pair for pairs in rendered.values() for pair in pairs),
+        key=lambda pair: (pair[0].created_at, pair[0].id),
+        reverse=True,
+    )
+    fixed = sum(counter(p.display_name) + 8 for p in participants) + NOTE_RESERVE
+    kept_count = _keep_newest([counter(text) + 2 for _, text in every], budget - fixed)
+    kept_ids = {m.id for m, _ in every[:kept_count]}
+    lines = ["## Participants"]
+    for person in participants:
+        aliases = f" (also known as {', '.join(person.aliases)})" if person.aliases else ""
+        lines.append(f"{person.display_name}{aliases}")
+        shown = [text for m, text in rendered.get(person.user_id, ()) if m.id in kept_ids]
+        if shown:
+            lines.append("- Memories: " + "; ".join(shown))
+    omitted = len(every) - kept_count
+    if omitted:
+        lines.append(_left_out(omitted, "personal memory", "personal memories"))
+    return Rendered((_item("user", "\n".join(lines), PERSONAL_MEMORIES, counter),), omitted)
+
+
+def relative_time(then: datetime, now: datetime) -> str:
+    """``just now``, ``5 minutes ago``, ``2 hours ago``, ``3 days ago``."""
+    seconds = max(0, int((now - then).total_seconds()))
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'} ago"
+    return "just now"
+
+
+def _where(entry: StmEntry, context: TurnContext) -> str:
+    if entry.server_id is None:
+        return "a direct message"
+    channel = f"#{entry.channel_name or entry.key.channel_id}"
+    if entry.server_id != context.server_id:
+        return f"{channel} on {entry.server_name or 'another server'}"
+    return channel
+
+
+def other_channels_stage(
+    entries: Sequence[StmEntry],
+    context: TurnContext,
+    names: Names,
+    now: datetime,
+    counter: TokenCounter,
+    budget: int,
+) -> Rendered:
+    """``[System: {bot} remembers a recent conversation in #{channel} ({when}): …]``."""
+    texts = []
+    for entry in sorted(entries, key=lambda e: e.last_updated, reverse=True):
+        if entry.summary:
+            body = names.text(entry.summary, user_name="User")
+        else:
+            recent = entry.messages[-RECENT_MESSAGES_SHOWN:]
+            body = "; ".join(
+                f'{m.speaker}: "{names.text(m.text, user_name=m.speaker)}"' for m in recent
+            )
+        when = relative_time(entry.last_updated, now)
+        texts.append(
+            f"[System: {names.bot} remembers a recent conversation in "
+            f"{_where(entry, context)} ({when}): {body}]"
+        )
+    items = [_item("user", text, STM_OTHER_CHANNELS, counter) for text in texts]
+    kept = _keep_newest([i.tokens for i in items], budget)
+    return Rendered(tuple(items[:kept]), len(items) - kept)
+
+
+def same_channel_stage(
+    entry: StmEntry | None,
+    names: Names,
+    counter: TokenCounter,
+    budget: int,
+    *,
+    stm_tool_available: bool,
+    min_messages_for_summary: int,
+) -> Rendered:
+    """The channel's summary and the tool hint, or the create directive (a tail item)."""
+    if entry is None:
+        return Rendered()
+    if not entry.summary:
+        if stm_tool_available and len(entry.messages) >= min_messages_for_summary:
+            directive = (
+                "[System: This conversation has no short-term memory yet. After responding, "
+                "silently create one with update_short_term_memory: a compact summary of the "
+                "conversation so far. Do not mention doing so.]"
+            )
+            return Rendered(tail_directive=_item("user", directive, STM_CREATE_DIRECTIVE, counter))
+        return Rendered()
+    summary = _item(
+        "user",
+        f"[System: {names.bot}'s short term memory for this ongoing conversation: "
+        f"{names.text(entry.summary, user_name='User')}]",
+        STM_SAME_CHANNEL,
+        counter,
+    )
+    if summary.tokens > budget:
+        return Rendered(omitted=1)
+    items = [summary]
+    if stm_tool_available:
+        hint = (
+            "[System: After responding, if the topic has changed, update this short-term "
+            "memory with update_short_term_memory. Never use it for requests to remember "
+            "something long-term; those need create_long_term_memory.]"
+        )
+        items.append(_item("user", hint, STM_HINT, counter))
+    return Rendered(tuple(items))

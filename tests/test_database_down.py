@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,9 @@ from toolkit import (
 )
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import make_engine
+from toolkit.stm.store import ShortTermMemory
+from toolkit.tools.invoke import run_tool_call
+from toolkit.tools.stm import update_short_term_memory_tool
 
 
 @pytest.fixture
@@ -34,6 +38,7 @@ def test_db_down_and_back(
     url = private_server.url
     store = KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url))
     store.setup()
+    stm = ShortTermMemory(store, store.checkpointer())
     world = make_world(store)
     create = create_long_term_memory_tool(store)
     update = update_long_term_memory_tool(store)
@@ -50,6 +55,12 @@ def test_db_down_and_back(
         down_update = run_tool(
             update, {"memory_id": first.result["memory_id"], "memory_content": "x"}, world.context()
         )
+        down_stm = run_tool_call(
+            [update_short_term_memory_tool(stm)],
+            "update_short_term_memory",
+            {"summary": "while down"},
+            world.context(),
+        )
         down_async = arun_tool(
             create, {"memory_content": "during", "memory_scope": "server_wide"}, world.context()
         )
@@ -57,6 +68,9 @@ def test_db_down_and_back(
     assert "unavailable" in down.result["reason"]
     assert down_update.result["status"] == "memory_update_failed_db_error"
     assert down_async.result["status"] == "memory_save_failed_db_error"
+    assert json.loads(str(down_stm.message.content))["status"] == (
+        "short_term_memory_update_failed_db_error"
+    )
     assert "kioku: database error during create_long_term_memory" in caplog.text
     assert world.notices[-1].content == "before"  # nothing was announced while down
 
@@ -69,6 +83,15 @@ def test_db_down_and_back(
         create, {"memory_content": "after, async", "memory_scope": "server_wide"}, world.context()
     )
     assert again_async.result["status"] == "memory_saved_successfully"
+    again_stm = run_tool_call(
+        [update_short_term_memory_tool(stm)],
+        "update_short_term_memory",
+        {"summary": "after"},
+        world.context(),
+    )
+    assert json.loads(str(again_stm.message.content))["status"] == (
+        "short_term_memory_updated_successfully"
+    )
     with store.sessions() as session:
         from sqlalchemy import text
 

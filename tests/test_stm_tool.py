@@ -114,3 +114,31 @@ def test_dm_summary_goes_to_the_user_entry_only(stm: ShortTermMemory, world: Wor
     result = call(stm, world, {"summary": "dm talk"}, server_id=None, channel_id="dm-3")
     assert result["status"] == "short_term_memory_updated_successfully"
     assert stm.get(user_key(world, channel="dm-3")) is not None
+
+
+def test_one_successful_write_per_turn_even_for_parallel_calls(
+    stm: ShortTermMemory, world: World
+) -> None:
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from toolkit import TurnContext
+    from toolkit.state import TurnState
+
+    builder = StateGraph(TurnState, context_schema=TurnContext)
+    builder.add_node("tools", ToolNode([update_short_term_memory_tool(stm)]))
+    builder.add_edge(START, "tools")
+    graph = builder.compile()
+    calls = [
+        {"name": "update_short_term_memory", "args": {"summary": f"version {i}"}, "id": f"c{i}"}
+        for i in range(3)
+    ]
+    context = world.context()
+    state = graph.invoke({"messages": [AIMessage(content="", tool_calls=calls)]}, context=context)
+    statuses = [json.loads(m.content)["status"] for m in state["messages"][1:]]
+    assert statuses.count("short_term_memory_updated_successfully") == 1
+    assert statuses.count("short_term_memory_update_refused") == 2
+    # A new turn (a new context) may write again.
+    again = call(stm, world, {"summary": "next turn"})
+    assert again["status"] == "short_term_memory_updated_successfully"

@@ -6,6 +6,7 @@ Passed to the graph as its ``context_schema`` and read by tools through LangGrap
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -87,6 +88,8 @@ class TurnContext:
     """``False`` means no tools are offered at all."""
     notifier: Callable[[MemoryNotice], None] | None = field(default=None, compare=False)
     """Optional callback receiving every long-term-memory notice."""
+    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Identifies the turn (one per context object); per-turn limits are keyed on it."""
 
     @property
     def is_dm(self) -> bool:

@@ -108,6 +108,8 @@ class KiokuStore:
                 min_size=1,
                 max_size=10,
                 kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+                check=ConnectionPool.check_connection,
+                timeout=5,
                 open=True,
             )
             self._checkpointer = PostgresSaver(self._checkpoint_pool)

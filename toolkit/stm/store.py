@@ -9,6 +9,8 @@ by every process that uses the same database (``PostgresSaver``).
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,6 +36,9 @@ from toolkit.stm.registry import StmRegistry
 from toolkit.store import KiokuStore
 
 logger = logging.getLogger(__name__)
+
+REMEMBERED_TURNS = 10_000
+"""Turns whose summary claim is remembered (oldest forgotten first)."""
 
 CANDIDATE_LIMIT = 50
 """Registry rows read per other-channel look-up, before privacy filtering."""
@@ -95,6 +100,8 @@ class ShortTermMemory:
         self.checkpointer = checkpointer
         self.clock = clock
         self.policy = policy_from(store)
+        self._summarised_turns: OrderedDict[str, None] = OrderedDict()
+        self._turn_lock = threading.Lock()
         builder = StateGraph(_EntryState)
         builder.add_node("write", _noop)
         builder.add_edge(START, "write")
@@ -161,6 +168,24 @@ class ShortTermMemory:
         ]
         self._save(entries)
         return entries[0].summary or ""
+
+    def claim_summary_turn(self, turn_id: str) -> bool:
+        """Reserve this turn's one summary write; ``False`` if it was already taken.
+
+        Atomic within the process, so parallel tool calls of one turn cannot both write.
+        """
+        with self._turn_lock:
+            if turn_id in self._summarised_turns:
+                return False
+            self._summarised_turns[turn_id] = None
+            while len(self._summarised_turns) > REMEMBERED_TURNS:
+                self._summarised_turns.popitem(last=False)
+            return True
+
+    def release_summary_turn(self, turn_id: str) -> None:
+        """Give a claim back after a failed write."""
+        with self._turn_lock:
+            self._summarised_turns.pop(turn_id, None)
 
     def candidates(self, context: TurnContext, *, cross_server: bool) -> list[StmCandidate]:
         """Other-channel entries this turn might recall, newest first, before privacy filtering."""

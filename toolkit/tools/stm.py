@@ -80,14 +80,22 @@ def update_short_term_memory(
     summary = sanitise_content(summary)
     if not summary:
         return ToolResult(StmStatus.INVALID_ARGS, "summary is blank; write the summary text.")
+    if not stm.claim_summary_turn(context.turn_id):
+        return ToolResult(
+            StmStatus.REFUSED,
+            "Short-term memory was already updated this turn. Do not call this tool again "
+            "this turn.",
+        )
     try:
         stored = stm.write_summary(context, summary)
-    except (SQLAlchemyError, psycopg.Error) as exc:
-        logger.error("kioku: database error during update_short_term_memory: %s", exc)
-        return ToolResult(
-            StmStatus.DB_ERROR, "The memory database is unavailable; the summary was not saved."
-        )
-    except Exception:
+    except Exception as exc:
+        stm.release_summary_turn(context.turn_id)
+        if isinstance(exc, SQLAlchemyError | psycopg.Error):
+            logger.error("kioku: database error during update_short_term_memory: %s", exc)
+            return ToolResult(
+                StmStatus.DB_ERROR,
+                "The memory database is unavailable; the summary was not saved.",
+            )
         logger.exception("kioku: unexpected error in update_short_term_memory")
         return ToolResult(
             StmStatus.INTERNAL_ERROR, "An internal error occurred; nothing was saved."

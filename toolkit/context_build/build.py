@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlalchemy.orm import Session
 
 from toolkit.accounts import ServerSettings
 from toolkit.context import NO_STM_PROVIDERS, TurnContext
@@ -80,7 +81,28 @@ class ContextBuilder:
         now: datetime | None = None,
     ) -> BuiltContext:
         """Render every stage for ``context`` in SPEC order, followed by ``dialogue``."""
-        now = now or (self.stm.clock() if self.stm is not None else utc_now())
+        with self.store.sessions() as session:
+            return self._build(
+                session,
+                context,
+                dialogue,
+                system_prompt=system_prompt,
+                ltm_intent=ltm_intent,
+                stm_updated=stm_updated,
+                now=now or (self.stm.clock() if self.stm is not None else utc_now()),
+            )
+
+    def _build(
+        self,
+        session: Session,
+        context: TurnContext,
+        dialogue: Sequence[BaseMessage],
+        *,
+        system_prompt: str,
+        ltm_intent: bool,
+        stm_updated: bool,
+        now: datetime,
+    ) -> BuiltContext:
         names = Names.of(context)
         failed: list[str] = []
 
@@ -90,12 +112,13 @@ class ContextBuilder:
             except Exception:
                 logger.exception("kioku: context stage %s failed; it contributes nothing", stage)
                 failed.append(stage)
+                session.rollback()  # the next stage starts from a clean transaction
                 return Rendered()
 
         settings_box: list[ServerSettings] = [ServerSettings()]
 
         def settings_stage() -> Rendered:
-            settings_box[0] = loader.load_settings(self.store, context)
+            settings_box[0] = loader.load_settings(session, context)
             return Rendered()
 
         guarded("settings", settings_stage)
@@ -139,7 +162,9 @@ class ContextBuilder:
                 (
                     "stm_other_channels",
                     lambda: other_channels_stage(
-                        loader.load_other_channel_entries(self.store, stm, context, settings),
+                        loader.load_other_channel_entries(
+                            session, self.store, stm, context, settings
+                        ),
                         context,
                         names,
                         now,
@@ -150,7 +175,7 @@ class ContextBuilder:
                 (
                     "stm_same_channel",
                     lambda: same_channel_stage(
-                        stm.get(loader.same_channel_key(context)),
+                        loader.load_same_channel_entry(session, stm, context),
                         names,
                         counter,
                         budgets.stm_same_channel,

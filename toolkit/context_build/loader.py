@@ -1,8 +1,13 @@
-"""Loading what the context stages render: the I/O side of the context build."""
+"""Loading what the context stages render: the I/O side of the context build.
+
+Functions take the build's session (one unit of work per build) where they query.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
 
 from toolkit.accounts import AccountRepository, ServerSettings
 from toolkit.context import Participant, PrivacyLevel, TurnContext
@@ -10,16 +15,16 @@ from toolkit.context_build.select import select_other_channels
 from toolkit.db.models import User
 from toolkit.memory.repository import MemoryRecord, PersonalScope, ServerScope
 from toolkit.stm.model import StmEntry, StmKey
+from toolkit.stm.registry import StmRegistry
 from toolkit.stm.store import ShortTermMemory
 from toolkit.store import KiokuStore
 
 
-def load_settings(store: KiokuStore, context: TurnContext) -> ServerSettings:
+def load_settings(session: Session, context: TurnContext) -> ServerSettings:
     """Settings of the turn's server (or DM key)."""
-    with store.sessions() as session:
-        return AccountRepository(session).server_settings(
-            context.memory_server_key, is_dm=context.is_dm
-        )
+    return AccountRepository(session).server_settings(
+        context.memory_server_key, is_dm=context.is_dm
+    )
 
 
 def load_server_memories(store: KiokuStore, context: TurnContext) -> list[MemoryRecord]:
@@ -45,28 +50,27 @@ def load_personal_memories(
 
 
 def load_other_channel_entries(
+    session: Session,
     store: KiokuStore,
     stm: ShortTermMemory,
     context: TurnContext,
     settings: ServerSettings,
 ) -> list[StmEntry]:
     """Recallable entries of other channels, privacy-filtered, newest first, capped."""
-    with store.sessions() as session:
-        user = session.get(User, context.user.user_id)
-        cross_server = bool(user is not None and user.cross_server_stm)
-    candidates = stm.candidates(context, cross_server=cross_server)
+    user = session.get(User, context.user.user_id)
+    cross_server = bool(user is not None and user.cross_server_stm)
+    candidates = stm.candidates(context, cross_server=cross_server, session=session)
     if not candidates:
         return []
-    servers = {c.server_id for c in candidates if c.server_id is not None}
     settings_by_server = {context.server_id or "": settings}
-    with store.sessions() as session:
-        accounts = AccountRepository(session)
-        for server_id in servers - set(settings_by_server):
+    accounts = AccountRepository(session)
+    for server_id in {c.server_id for c in candidates if c.server_id is not None}:
+        if server_id not in settings_by_server:
             settings_by_server[server_id] = accounts.server_settings(server_id, is_dm=False)
     chosen = select_other_channels(
         candidates, context, settings_by_server, limit=store.settings.stm_max_other_channels
     )
-    entries = [stm.get(c.key) for c in chosen]
+    entries = [stm.load_version(c.key, c.last_updated) for c in chosen]
     return [e for e in entries if e is not None]
 
 
@@ -75,3 +79,17 @@ def same_channel_key(context: TurnContext) -> StmKey:
     if context.server_id is None:
         return StmKey("user", context.user.user_id, context.channel_id, context.persona.lineage_id)
     return StmKey("server", context.server_id, context.channel_id, context.persona.lineage_id)
+
+
+def load_same_channel_entry(
+    session: Session, stm: ShortTermMemory, context: TurnContext
+) -> StmEntry | None:
+    """This channel's unexpired entry, if any."""
+    key = same_channel_key(context)
+    version = StmRegistry(session).version(key.thread_id)
+    if version is None:
+        return None
+    entry = stm.load_version(key, version)
+    if entry is None or stm.policy.is_expired(entry, stm.clock()):
+        return None
+    return entry

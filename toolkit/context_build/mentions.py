@@ -15,5 +15,9 @@ def convert_mentions(
 
     Unknown ids become ``someone`` so raw ids never reach the model.
     """
-    text = text.replace("{user}", user_name).replace("{bot}", bot_name).replace("{char}", bot_name)
+    if "{" in text:
+        text = text.replace("{user}", user_name).replace("{bot}", bot_name)
+        text = text.replace("{char}", bot_name)
+    if "<@" not in text:
+        return text
     return _PLATFORM_MENTION.sub(lambda m: names_by_id.get(m.group(1), "someone"), text)

@@ -28,11 +28,16 @@ class TiktokenCounter:
     and, when that fails (no network), replaced by offline cl100k with a warning.
     """
 
-    def __init__(self, encoding: str = "cl100k_base") -> None:
-        """Count with ``encoding`` (loaded lazily)."""
+    def __init__(self, encoding: str = "cl100k_base", *, cache_size: int = 100_000) -> None:
+        """Count with ``encoding`` (loaded lazily), remembering up to ``cache_size`` texts.
+
+        Memory lines repeat from turn to turn, so counts are cached by text.
+        """
         self.encoding_name = encoding
         self._encoding: Any = None
         self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._cache_size = cache_size
 
     def _load(self) -> Any:
         import tiktoken
@@ -60,4 +65,10 @@ class TiktokenCounter:
 
     def __call__(self, text: str) -> int:
         """Number of tokens in ``text`` (special-token text counts as plain text)."""
-        return len(self.encoding.encode(text, disallowed_special=()))
+        count = self._counts.get(text)
+        if count is None:
+            count = len(self.encoding.encode(text, disallowed_special=()))
+            if len(self._counts) >= self._cache_size:
+                self._counts.clear()
+            self._counts[text] = count
+        return count

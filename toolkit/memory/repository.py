@@ -55,6 +55,19 @@ class MemoryRecord:
     updated_at: datetime
 
 
+_RECORD_COLUMNS = (
+    Memory.id,
+    Memory.scope,
+    Memory.server_id,
+    Memory.user_id,
+    Memory.persona_lineage_id,
+    Memory.content,
+    Memory.created_at,
+    Memory.updated_at,
+)
+"""The columns of :class:`MemoryRecord`, in its field order."""
+
+
 def _record(row: Memory) -> MemoryRecord:
     return MemoryRecord(
         id=row.id,
@@ -89,13 +102,13 @@ class MemoryRepository:
         return int(self.session.execute(statement).scalar_one())
 
     def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
-        """Active memories in ``scope``, newest first."""
-        rows = self.session.scalars(
-            select(Memory)
+        """Active memories in ``scope``, newest first (only the columns a record needs)."""
+        rows = self.session.execute(
+            select(*_RECORD_COLUMNS)
             .where(Memory.status == "active", *self._scope_filter(scope))
             .order_by(Memory.created_at.desc(), Memory.id.desc())
         )
-        return [_record(row) for row in rows]
+        return [MemoryRecord(*row) for row in rows]
 
     def add(
         self,

@@ -93,6 +93,12 @@ class StmRegistry:
             for kind, owner, channel, server_id, parent, updated in rows
         ]
 
+    def version(self, thread_id: str) -> datetime | None:
+        """``last_updated`` of one thread (``None`` when unknown)."""
+        return self.session.scalar(
+            select(StmThread.last_updated).where(StmThread.thread_id == thread_id)
+        )
+
     def idle_since(self, cutoff: datetime) -> list[str]:
         """Threads not updated since ``cutoff``."""
         return list(

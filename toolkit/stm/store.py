@@ -12,6 +12,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
@@ -19,6 +20,7 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
+from sqlalchemy.orm import Session
 
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.stm.model import (
@@ -36,6 +38,9 @@ from toolkit.stm.registry import StmRegistry
 from toolkit.store import KiokuStore
 
 logger = logging.getLogger(__name__)
+
+ENTRY_CACHE_SIZE = 10_000
+"""Entries kept in process; each is revalidated against the registry before use."""
 
 REMEMBERED_TURNS = 10_000
 """Turns whose summary claim is remembered (oldest forgotten first)."""
@@ -100,6 +105,8 @@ class ShortTermMemory:
         self.checkpointer = checkpointer
         self.clock = clock
         self.policy = policy_from(store)
+        self._entries: dict[str, StmEntry] = {}
+        """Entries last read or written, reused while the registry shows no newer write."""
         self._summarised_turns: OrderedDict[str, None] = OrderedDict()
         self._turn_lock = threading.Lock()
         builder = StateGraph(_EntryState)
@@ -114,7 +121,25 @@ class ShortTermMemory:
     def load(self, key: StmKey) -> StmEntry | None:
         """The stored entry, expired or not (``None`` if there is none)."""
         snapshot = self._graph.get_state(self._config(key))
-        return StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
+        entry = StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
+        if entry is not None:
+            self._remember(entry)
+        return entry
+
+    def load_version(self, key: StmKey, last_updated: datetime) -> StmEntry | None:
+        """The entry as of ``last_updated`` (the registry's version of it).
+
+        Read from the checkpointer only when this process has not seen that version yet.
+        """
+        cached = self._entries.get(key.thread_id)
+        if cached is not None and cached.last_updated == last_updated:
+            return cached
+        return self.load(key)
+
+    def _remember(self, entry: StmEntry) -> None:
+        if len(self._entries) >= ENTRY_CACHE_SIZE:
+            self._entries.clear()
+        self._entries[entry.key.thread_id] = entry
 
     def get(self, key: StmKey) -> StmEntry | None:
         """The entry unless it is missing or expired (TTL judged now)."""
@@ -126,6 +151,7 @@ class ShortTermMemory:
     def _save(self, entries: Sequence[StmEntry]) -> None:
         for entry in entries:
             self._graph.update_state(self._config(entry.key), entry.to_state(), as_node="write")
+            self._remember(entry)
         with self.store.transaction() as session:
             registry = StmRegistry(session)
             for entry in entries:
@@ -187,15 +213,22 @@ class ShortTermMemory:
         with self._turn_lock:
             self._summarised_turns.pop(turn_id, None)
 
-    def candidates(self, context: TurnContext, *, cross_server: bool) -> list[StmCandidate]:
-        """Other-channel entries this turn might recall, newest first, before privacy filtering."""
+    def candidates(
+        self, context: TurnContext, *, cross_server: bool, session: Session | None = None
+    ) -> list[StmCandidate]:
+        """Other-channel entries this turn might recall, newest first, before privacy filtering.
+
+        Uses ``session`` when given (the caller's unit of work), else a session of its own.
+        """
         lineage = context.persona.lineage_id
         owners: list[tuple[Any, str]] = []
         if context.server_id is None or cross_server:
             owners.append(("user", context.user.user_id))
         if context.server_id is not None:
             owners.append(("server", context.server_id))
-        with self.store.sessions() as session:
+        with ExitStack() as stack:
+            if session is None:
+                session = stack.enter_context(self.store.sessions())
             rows = StmRegistry(session).recent(
                 owners,
                 lineage,

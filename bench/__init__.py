@@ -1,0 +1,1 @@
+"""kioku benchmarks: numbers, not assertions (see bench/RESULTS.md)."""

@@ -310,3 +310,10 @@ def test_token_counter_is_offline_and_lazy() -> None:
 
 def test_unknown_encoding_falls_back_to_offline_cl100k() -> None:
     assert TiktokenCounter("o200k_base")("hello world") == 2
+
+
+def test_expired_same_channel_entry_is_not_rendered(scenario: Scenario) -> None:
+    scenario.clock.now = T0 + timedelta(hours=25)
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    tags = [i.tag for i in built.items]
+    assert "stm_same_channel" not in tags and "stm_other_channels" not in tags

@@ -247,3 +247,16 @@ def test_sweeper_prunes_history_and_drops_idle_threads(
     with store.sessions() as session:
         assert session.scalar(select(func.count()).select_from(StmThread)) == 2
     assert stm.load(server_key(world)) is None
+
+
+def test_kioku_sweep_command(
+    store: KiokuStore,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from toolkit.cli import main
+
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+    assert main(["sweep"]) == 0
+    assert "Pruned the history of" in capsys.readouterr().out

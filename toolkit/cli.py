@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from datetime import timedelta
 
 from rich.console import Console
 
@@ -26,6 +27,20 @@ def _open_store(console: Console) -> KiokuStore:
     return store
 
 
+def _sweep(store: KiokuStore, *, since_hours: float) -> str:
+    from toolkit.stm.store import ShortTermMemory
+
+    stm = ShortTermMemory(store, store.checkpointer())
+    report = stm.sweep(
+        retention=timedelta(days=store.settings.stm_retention_days),
+        pruned_since=stm.clock() - timedelta(hours=since_hours),
+    )
+    return (
+        f"Pruned the history of {report.pruned_threads} threads; "
+        f"deleted {report.deleted_threads} idle threads."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kioku`` console script."""
     parser = argparse.ArgumentParser(
@@ -34,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="walk through the memory tools on the (embedded) database")
     sub.add_parser("setup", help="create or upgrade the database schema")
+    sweep = sub.add_parser("sweep", help="prune short-term memory checkpoints; drop idle threads")
+    sweep.add_argument(
+        "--since-hours",
+        type=float,
+        default=24.0,
+        help="prune the history of threads updated in this many hours (default 24)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console()
@@ -45,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     with store:
         if args.command == "setup":
             console.print("Schema is up to date.")
+        elif args.command == "sweep":
+            console.print(_sweep(store, since_hours=args.since_hours))
         else:
             from toolkit.demo import run_demo
 

@@ -99,6 +99,13 @@ class KiokuSettings(BaseSettings):
     )
     """Messages a channel needs before the model is asked to write a summary."""
 
+    stm_retention_days: float = Field(
+        default=7,
+        gt=0,
+        validation_alias=AliasChoices("SHORT_TERM_MEMORY_RETENTION_DAYS", "stm_retention_days"),
+    )
+    """Short-term memory threads idle this long are deleted by the sweeper."""
+
     stm_max_other_channels: int = Field(
         default=3,
         ge=0,

@@ -1,1 +1,6 @@
-"""LangGraph graphs built on kioku (the per-turn memory graph arrives with issue #4)."""
+"""LangGraph graphs built on kioku: the per-turn memory graph."""
+
+from graphs.state import TurnGraphState
+from graphs.turn import build_graph
+
+__all__ = ["TurnGraphState", "build_graph"]

@@ -206,4 +206,4 @@ class ContextBuilder:
             tokens[tail.tag] = tail.tokens
         tokens[DIALOGUE] = sum(counter(str(m.content)) for m in dialogue)
         tokens["total"] = total(items) + (tail.tokens if tail else 0) + tokens[DIALOGUE]
-        return BuiltContext(tuple(items), tuple(messages), tokens, omitted, tuple(failed))
+        return BuiltContext(tuple(items), tuple(messages), tokens, omitted, tuple(failed), tail)

@@ -52,6 +52,8 @@ class BuiltContext:
     """Items left out per block because of its token budget."""
     failed_stages: tuple[str, ...] = ()
     """Stages that raised and contributed nothing."""
+    tail_directive: ContextItem | None = None
+    """The lower-priority directive already inserted into ``dialogue``, if any."""
 
     def messages(self) -> list[BaseMessage]:
         """Memory items followed by the dialogue, ready for a chat model."""

@@ -1,0 +1,173 @@
+"""The per-turn graph end to end, with a scripted tool-calling model and real Postgres."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from syrupy.assertion import SnapshotAssertion
+
+from graphs import build_graph
+from tests.helpers import World, make_world
+from toolkit import KiokuStore
+from toolkit.testing import Script, ScriptedChatModel, call_tool, say
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+def config(thread: str = "conv-1") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+def statuses(messages: list[Any]) -> list[str]:
+    return [json.loads(m.content)["status"] for m in messages if isinstance(m, ToolMessage)]
+
+
+def test_mermaid_drawing(store: KiokuStore, snapshot: SnapshotAssertion) -> None:
+    graph = build_graph(ScriptedChatModel(script=Script()), store, checkpointer=InMemorySaver())
+    assert graph.get_graph().draw_mermaid() == snapshot
+
+
+def test_remember_request_saves_a_memory_and_streams_the_notice(
+    store: KiokuStore, world: World
+) -> None:
+    script = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} likes jasmine tea",
+                memory_scope="target_user",
+                target_user="Alice",
+            ),
+            say("I'll remember that you like jasmine tea."),
+        ]
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=store.checkpointer())
+    chunks = list(
+        graph.stream(
+            {"messages": [HumanMessage("Please remember I like jasmine tea", name="Alice")]},
+            config(),
+            context=world.context(),
+            stream_mode=["custom", "values"],
+        )
+    )
+    custom = [c for mode, c in chunks if mode == "custom"]
+    final = [c for mode, c in chunks if mode == "values"][-1]
+    assert custom[0]["type"] == "kioku.memory_notice"
+    assert statuses(final["messages"]) == ["memory_saved_successfully"]
+    assert final["messages"][-1].content.startswith("I'll remember")
+    # Intent: the STM tool was not offered this turn.
+    assert script.offered[0] == ("create_long_term_memory", "update_long_term_memory")
+    assert final["kioku_ltm_intent"] is True
+    assert final["kioku_context_tokens"]["total"] > 0
+
+
+def test_three_stm_calls_one_success(store: KiokuStore, world: World) -> None:
+    script = Script(
+        [
+            call_tool("update_short_term_memory", summary="first"),
+            call_tool("update_short_term_memory", summary="second"),
+            call_tool("update_short_term_memory", summary="third"),
+            say("done"),
+        ]
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=InMemorySaver())
+    state = graph.invoke(
+        {"messages": [HumanMessage("let's talk about tea")]}, config(), context=world.context()
+    )
+    assert statuses(state["messages"]) == [
+        "short_term_memory_updated_successfully",
+        "short_term_memory_update_refused",
+        "short_term_memory_update_refused",
+    ]
+    assert "update_short_term_memory" in script.offered[0]
+    assert "update_short_term_memory" not in script.offered[1]  # the dedup flag hid it
+    assert state["kioku_stm_updated"] is True
+
+
+def test_tool_rounds_are_bounded_and_every_call_answered(store: KiokuStore, world: World) -> None:
+    loop = [
+        call_tool("update_long_term_memory", memory_id=999, memory_content="x") for _ in range(6)
+    ]
+    script = Script(loop)
+    graph = build_graph(
+        ScriptedChatModel(script=script), store, checkpointer=InMemorySaver(), max_tool_rounds=2
+    )
+    state = graph.invoke(
+        {"messages": [HumanMessage("fix memory 999")]}, config(), context=world.context()
+    )
+    calls = [c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    answered = [m.tool_call_id for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert calls == answered
+    assert statuses(state["messages"])[-1] == "tool_round_limit_reached"
+    assert script.offered[-1] == ()  # no tools bound once the limit is reached
+
+
+def test_tool_errors_come_back_as_tool_results(store: KiokuStore, world: World) -> None:
+    script = Script([call_tool("no_such_tool", x=1), say("sorry")])
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=InMemorySaver())
+    state = graph.invoke({"messages": [HumanMessage("hi")]}, config(), context=world.context())
+    [tool_message] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert "no_such_tool" in str(tool_message.content)
+    assert state["messages"][-1].content == "sorry"
+
+
+def test_flags_reset_each_turn_and_capture_keeps_send_times(
+    store: KiokuStore, world: World
+) -> None:
+    script = Script(
+        [call_tool("update_short_term_memory", summary="tea talk"), say("ok"), say("hello again")]
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=store.checkpointer())
+    context = world.context()
+    graph.invoke({"messages": [HumanMessage("tea?")]}, config(), context=context)
+    state = graph.invoke({"messages": [HumanMessage("hi")]}, config(), context=world.context())
+    assert state["kioku_stm_updated"] is False
+    stamps = [
+        m.additional_kwargs.get("kioku_sent_at")
+        for m in state["messages"]
+        if not isinstance(m, ToolMessage) and (not isinstance(m, AIMessage) or not m.tool_calls)
+    ]
+    assert all(stamps)
+    prompt = script.prompts[-1]
+    assert any("tea talk" in str(m.content) for m in prompt)  # the summary is in the context
+
+
+def test_restart_keeps_short_and_long_term_memory(store: KiokuStore, world: World) -> None:
+    first = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} drinks oolong",
+                memory_scope="target_user",
+                target_user="Alice",
+            ),
+            call_tool("update_short_term_memory", summary="Alice talked about oolong"),
+            say("noted"),
+        ]
+    )
+    graph = build_graph(ScriptedChatModel(script=first), store, checkpointer=store.checkpointer())
+    graph.invoke(
+        {"messages": [HumanMessage("I drink oolong daily")]}, config(), context=world.context()
+    )
+
+    restarted = KiokuStore(store.engine, settings=store.settings)  # a new process's objects
+    second = Script([say("welcome back")])
+    graph2 = build_graph(
+        ScriptedChatModel(script=second), restarted, checkpointer=restarted.checkpointer()
+    )
+    state = graph2.invoke({"messages": [HumanMessage("hello")]}, config(), context=world.context())
+    prompt_text = "\n".join(str(m.content) for m in second.prompts[0])
+    assert "Alice drinks oolong" in prompt_text
+    assert "Alice talked about oolong" in prompt_text
+    assert [m.content for m in state["messages"] if isinstance(m, HumanMessage)] == [
+        "I drink oolong daily",
+        "hello",
+    ]
+    restarted.close()

@@ -53,12 +53,15 @@ def test_demo_runs_and_is_repeatable(store: KiokuStore) -> None:
         statuses = [r["status"] for r in results]
         assert statuses == [
             "memory_saved_successfully",
-            "memory_saved_successfully",
             "memory_save_failed_privacy_restricted",
-            "memory_updated_successfully",
             "memory_saved_successfully",
+            "memory_updated_successfully",
+            "short_term_memory_updated_successfully",
             "memory_deleted_successfully",
         ]
         text = out.getvalue()
         assert "Kioku's Memories about Tea House" in text
-        assert "- Memories: ID:" in text and "Alice prefers jasmine tea" in text
+        assert "- Memories: ID:" in text and "Alice loves jasmine tea" in text
+        assert "remembers a recent conversation in #general" in text
+        assert "short-term memory of #general" in text
+        assert "tokens per context block" in text and "scripted" in text

@@ -1,26 +1,166 @@
-"""``kioku demo``: a scripted walk through the long-term memory tools on a real database."""
+"""``kioku demo``: a scripted two-channel, two-user conversation through the per-turn graph.
+
+The chat model is scripted (no network, no API key); everything else is real: the
+embedded PostgreSQL, the long-term memory tools, short-term memory in LangGraph's
+PostgresSaver, and the context the model is shown.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
 
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.panel import Panel
+from rich.table import Table
 from sqlalchemy import delete
 
-from toolkit.context import Participant, PrivacyLevel, TurnContext
+from toolkit.context import Participant, Persona, PrivacyLevel, TurnContext
 from toolkit.db.models import Server, User
-from toolkit.memory.notices import MemoryNotice
-from toolkit.memory.rendering import render_personal_memories, render_server_memories
-from toolkit.memory.repository import PersonalScope, ServerScope
 from toolkit.store import KiokuStore
-from toolkit.tools.invoke import run_tool_call
-from toolkit.tools.ltm import long_term_memory_tools
+from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 SERVER = "demo-server"
 ALICE = Participant("demo-alice", "Alice", aliases=("ali",))
 BOB = Participant("demo-bob", "Bob", privacy=PrivacyLevel.PARTIAL)
+
+
+def _last_tool_result(prompt: Sequence[BaseMessage]) -> dict[str, Any]:
+    for message in reversed(prompt):
+        if isinstance(message, ToolMessage):
+            result: dict[str, Any] = json.loads(str(message.content))
+            return result
+    return {}
+
+
+def _memory_id(prompt: Sequence[BaseMessage], fragment: str) -> int:
+    for message in prompt:
+        match = re.search(rf"ID:(\d+) [^\n;]*{re.escape(fragment)}", str(message.content))
+        if match:
+            return int(match.group(1))
+    return 0
+
+
+def _explain_refusal(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+    return say(f"I can't keep that one, Bob: {_last_tool_result(prompt).get('reason', '')}")
+
+
+def _correct_tasting(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+    memory_id = _memory_id(prompt, "tea tasting")
+    return call_tool(
+        "update_long_term_memory",
+        memory_id=memory_id,
+        memory_content="The tea tasting is on Saturday at 4pm",
+    )
+
+
+def _forget_tasting(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+    return call_tool(
+        "update_long_term_memory", memory_id=_memory_id(prompt, "tea tasting"), memory_content=""
+    )
+
+
+def _summarise(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+    if "update_short_term_memory" not in offered:
+        return say("Happy brewing!")
+    return call_tool(
+        "update_short_term_memory",
+        summary="Alice and Bob are planning Saturday's tea tasting: jasmine for Alice, "
+        "no coffee anywhere near Bob.",
+    )
+
+
+@dataclass
+class Turn:
+    """One user message, in a channel, with the model's scripted replies."""
+
+    channel: str
+    speaker: Participant
+    text: str
+    replies: tuple[Any, ...]
+
+
+TURNS = (
+    Turn(
+        "general",
+        ALICE,
+        "Please remember that I love jasmine tea.",
+        (
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} loves jasmine tea",
+                memory_scope="target_user",
+                target_user="Alice",
+            ),
+            say("Noted, Alice: jasmine it is."),
+        ),
+    ),
+    Turn(
+        "general",
+        BOB,
+        "Kioku, remember that I can't stand coffee.",
+        (
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} can't stand coffee",
+                memory_scope="target_user",
+                target_user="Bob",
+            ),
+            _explain_refusal,
+        ),
+    ),
+    Turn(
+        "general",
+        ALICE,
+        "Note that the tea tasting is on Friday.",
+        (
+            call_tool(
+                "create_long_term_memory",
+                memory_content="The tea tasting is on Friday",
+                memory_scope="server_wide",
+            ),
+            say("Friday's tasting is in my notes."),
+        ),
+    ),
+    Turn(
+        "general",
+        BOB,
+        "Correction: the tasting moved to Saturday at 4pm.",
+        (
+            _correct_tasting,
+            say("Updated: Saturday at 4pm."),
+        ),
+    ),
+    Turn(
+        "general",
+        ALICE,
+        "Should we bring jasmine and oolong?",
+        (
+            _summarise,
+            say("Jasmine and oolong sound perfect."),
+        ),
+    ),
+    Turn(
+        "garden",
+        ALICE,
+        "Hello from the garden! What were we planning?",
+        (say("The tasting on Saturday at 4pm, with jasmine and oolong."),),
+    ),
+    Turn(
+        "garden",
+        ALICE,
+        "The tasting is cancelled, please forget it.",
+        (
+            _forget_tasting,
+            say("Forgotten. No tasting this week."),
+        ),
+    ),
+)
 
 
 def _reset(store: KiokuStore) -> None:
@@ -30,9 +170,7 @@ def _reset(store: KiokuStore) -> None:
         session.execute(delete(User).where(User.id.in_([ALICE.user_id, BOB.user_id])))
 
 
-def run_demo(store: KiokuStore, console: Console | None = None) -> list[dict[str, Any]]:
-    """Create a server, a persona and two users, then drive the tools; returns the results."""
-    console = console or Console()
+def _setup(store: KiokuStore) -> Persona:
     _reset(store)
     with store.accounts() as accounts:
         accounts.upsert_server(SERVER, "Tea House", self_teaching_enabled=True)
@@ -41,106 +179,126 @@ def run_demo(store: KiokuStore, console: Console | None = None) -> list[dict[str
         accounts.upsert_user(BOB.user_id, BOB.display_name, privacy=BOB.privacy)
         accounts.add_member(SERVER, ALICE.user_id)
         accounts.add_member(SERVER, BOB.user_id)
-    console.print(
-        f"Server [bold]Tea House[/], persona [bold]{persona.name}[/] "
-        f"(lineage {persona.lineage_id}), users Alice (MINIMAL) and Bob (PARTIAL privacy)\n"
-    )
+    return persona
 
-    notices: list[MemoryNotice] = []
-    context = TurnContext(
+
+def _context(persona: Persona, turn: Turn) -> TurnContext:
+    return TurnContext(
         server_id=SERVER,
         server_name="Tea House",
-        channel_id="demo-general",
-        channel_name="general",
-        user=ALICE,
+        channel_id=f"demo-{turn.channel}",
+        channel_name=turn.channel,
+        user=turn.speaker,
         persona=persona,
         bot_user_id="demo-bot",
         participants=(ALICE, BOB),
-        notifier=notices.append,
     )
-    tools = long_term_memory_tools(store)
+
+
+def _token_table(tokens: dict[str, int]) -> Table:
+    table = Table("block", "tokens", title="tokens per context block")
+    for block, count in tokens.items():
+        table.add_row(block, str(count))
+    return table
+
+
+def run_demo(store: KiokuStore, console: Console | None = None) -> list[dict[str, Any]]:
+    """Play the scripted conversation; returns every tool result, in order."""
+    from graphs.turn import build_graph
+
+    console = console or Console()
+    persona = _setup(store)
+    console.print(
+        "[dim]Model: scripted (no API key needed). For a real model: set OPENAI_API_KEY "
+        "and run `kioku chat`.[/]\n"
+        f"Server [bold]Tea House[/], persona [bold]{persona.name}[/] (lineage "
+        f"{persona.lineage_id}); Alice (privacy MINIMAL), Bob (privacy PARTIAL); channels "
+        "#general and #garden.\n"
+    )
+    script = Script()
+    graph = build_graph(
+        ScriptedChatModel(script=script),
+        store,
+        checkpointer=store.checkpointer(),
+        system_prompt="You are Kioku, the tea house's assistant.",
+    )
     results: list[dict[str, Any]] = []
-
-    def call(title: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = run_tool_call(tools, name, arguments, context)
-        result: dict[str, Any] = json.loads(str(outcome.message.content))
-        results.append(result)
-        ok = "_successfully" in result["status"]
-        console.print(f"[bold]{title}[/]")
-        console.print(f"  model → {name}({json.dumps(arguments, ensure_ascii=False)})")
-        console.print(f"  tool  → [{'green' if ok else 'yellow'}]{result['status']}[/]")
-        if "reason" in result:
-            console.print(f"          {result['reason']}")
-        while notices:
-            notice = notices.pop(0)
-            console.print(
-                Panel(
-                    f"{notice.content}\n[dim]{notice.footer}[/]",
-                    title=f"notice: memory {notice.kind} ({notice.scope})",
-                    expand=False,
+    last_state: dict[str, Any] = {}
+    previous: Turn | None = None
+    for turn in TURNS:
+        if previous is not None and previous.channel != turn.channel:
+            _show_stm(console, store, _context(persona, previous))
+        previous = turn
+        script.add(*turn.replies)
+        console.rule(f"#{turn.channel}")
+        console.print(f"[bold cyan]{turn.speaker.display_name}[/]: {turn.text}")
+        config: RunnableConfig = {
+            "configurable": {"thread_id": f"demo-{persona.lineage_id}-{turn.channel}"}
+        }
+        stream = graph.stream(
+            {"messages": [HumanMessage(turn.text, name=turn.speaker.display_name)]},
+            config,
+            context=_context(persona, turn),
+            stream_mode=["custom", "updates", "values"],
+        )
+        for mode, part in stream:
+            chunk = cast(dict[str, Any], part)
+            if mode == "custom":
+                notice = chunk["notice"]
+                console.print(
+                    Panel(
+                        f"{notice['content']}\n[dim]{notice['footer']}[/]",
+                        expand=False,
+                        title=f"memory {notice['kind']} ({notice['scope']})",
+                    )
                 )
-            )
-        console.print()
-        return result
-
-    first = call(
-        "1. A server-wide fact",
-        "create_long_term_memory",
-        {"memory_content": "{bot} serves tea every Friday evening", "memory_scope": "server_wide"},
-    )
-    call(
-        "2. A personal fact about Alice (named by her alias)",
-        "create_long_term_memory",
-        {
-            "memory_content": "{user} prefers jasmine tea",
-            "memory_scope": "target_user",
-            "target_user": "@ali",
-        },
-    )
-    call(
-        "3. A personal fact about Bob, whose privacy level is PARTIAL",
-        "create_long_term_memory",
-        {
-            "memory_content": "{user} dislikes tea",
-            "memory_scope": "target_user",
-            "target_user": "Bob",
-        },
-    )
-    memory_id = first.get("memory_id", 0)
-    call(
-        "4. Correcting the server-wide fact by its ID",
-        "update_long_term_memory",
-        {"memory_id": f"ID:{memory_id}", "memory_content": "{bot} serves tea every Saturday"},
-    )
-    call(
-        "5. A placeholder the model made up is unwrapped",
-        "create_long_term_memory",
-        {"memory_content": "The {teahouse} opens at {bot}'s call", "memory_scope": "server_wide"},
-    )
-    _show_blocks(store, console, context)
-    call(
-        "6. Forgetting the corrected fact (empty content deletes)",
-        "update_long_term_memory",
-        {"memory_id": memory_id, "memory_content": ""},
-    )
-    _show_blocks(store, console, context)
+            elif mode == "values":
+                last_state = chunk
+            else:
+                _show_update(console, chunk, results)
+    console.rule("what the model saw in #garden, last turn")
+    context_text = "\n\n".join(str(m.content) for m in last_state.get("kioku_memory_context", []))
+    console.print(Panel(context_text, expand=False))
+    console.print(_token_table(last_state.get("kioku_context_tokens", {})))
     return results
 
 
-def _show_blocks(store: KiokuStore, console: Console, context: TurnContext) -> None:
-    lineage = context.persona.lineage_id
-    server_block = render_server_memories(
-        store.memories(ServerScope(SERVER, lineage)),
-        bot_name=context.persona.name,
-        server_name=context.server_name,
-        is_dm=False,
-    )
-    personal = store.memories(PersonalScope(ALICE.user_id, lineage))
-    lines = [server_block, "", "## Participants", "Alice"]
-    if personal:
-        lines.append(
-            render_personal_memories(personal, owner_name="Alice", bot_name=context.persona.name)
+def _show_stm(console: Console, store: KiokuStore, context: TurnContext) -> None:
+    from toolkit.stm.model import StmKey
+    from toolkit.stm.store import ShortTermMemory
+
+    assert context.server_id is not None
+    key = StmKey("server", context.server_id, context.channel_id, context.persona.lineage_id)
+    entry = ShortTermMemory(store, store.checkpointer()).get(key)
+    if entry is None:
+        return
+    console.print(
+        Panel(
+            f"{len(entry.messages)} messages captured (newest: "
+            f"{entry.messages[-1].speaker}: {entry.messages[-1].text!r})\n"
+            f"summary: {entry.summary or '(none yet)'}",
+            title=f"short-term memory of #{context.channel_name}",
+            expand=False,
         )
-    lines.append("Bob (privacy: no personal memories)")
-    console.print(Panel("\n".join(lines), title="memory blocks the model would see", expand=False))
-    console.print()
+    )
+
+
+def _show_update(console: Console, update: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    for node, values in update.items():
+        for message in (values or {}).get("messages", []):
+            if node == "generate" and isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    console.print(
+                        f"  [magenta]→ {call['name']}[/]("
+                        f"{json.dumps(call['args'], ensure_ascii=False)})"
+                    )
+                if message.content:
+                    console.print(f"[bold green]Kioku[/]: {message.content}")
+            elif node == "tools" and isinstance(message, ToolMessage):
+                result = json.loads(str(message.content))
+                results.append(result)
+                ok = "successfully" in result.get("status", "")
+                colour = "green" if ok else "yellow"
+                console.print(f"  [{colour}]← {result.get('status')}[/]")
+                if not ok and result.get("reason"):
+                    console.print(f"    [dim]{result['reason']}[/]")

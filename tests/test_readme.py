@@ -29,10 +29,11 @@ def test_quickstart_runs(
         quickstart_output = out.getvalue()
         for block in later:
             exec(compile(block, "README.md", "exec"), namespace)
-    printed = quickstart_output.splitlines()
-    assert json.loads(printed[0])["status"] == "memory_saved_successfully"
-    assert "kioku.memory_notice" in printed[1]
-    assert "jasmine tea" in out.getvalue() and "Shall we brew oolong?" not in out.getvalue()
+    assert quickstart_output.startswith("Noted: jasmine tea. {")
+    assert "'total':" in quickstart_output
+    rest = out.getvalue()[len(quickstart_output) :]
+    assert json.loads(rest.splitlines()[0])["status"] == "memory_updated_successfully"
+    assert "Alice loves jasmine tea" in rest and "Shall we brew oolong?" not in rest
     assert "'total':" in out.getvalue()
     opened = namespace["store"]
     assert isinstance(opened, KiokuStore)

@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="kioku", description="Memory toolkit for LangGraph agents."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="walk through the memory tools on the (embedded) database")
+    sub.add_parser("demo", help="a scripted conversation through the memory graph")
+    sub.add_parser("chat", help="chat with a real model (needs OPENAI_API_KEY)")
     sub.add_parser("setup", help="create or upgrade the database schema")
     sweep = sub.add_parser("sweep", help="prune short-term memory checkpoints; drop idle threads")
     sweep.add_argument(
@@ -59,6 +60,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console()
+    model = None
+    if args.command == "chat":
+        from toolkit.models import openai_model_from_env
+
+        model = openai_model_from_env()
+        if model is None:
+            console.print(
+                "[red]kioku chat needs OPENAI_API_KEY (and optionally OPENAI_BASE_URL for an "
+                "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
+            )
+            return 2
     try:
         store = _open_store(console)
     except ConfigurationError as exc:
@@ -69,10 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             console.print("Schema is up to date.")
         elif args.command == "sweep":
             console.print(_sweep(store, since_hours=args.since_hours))
+        elif args.command == "chat":
+            from toolkit.chat import run_chat
+
+            assert model is not None
+            run_chat(store, model, console)
         else:
             from toolkit.demo import run_demo
 
-            console.rule("kioku demo: long-term memory tools")
+            console.rule("kioku demo: memory for LangGraph agents")
             run_demo(store, console)
     return 0
 

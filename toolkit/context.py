@@ -7,10 +7,10 @@ Passed to the graph as its ``context_schema`` and read by tools through LangGrap
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolkit.memory.notices import MemoryNotice
@@ -44,6 +44,20 @@ class Participant:
     """The person's privacy level."""
     is_bridge: bool = False
     """Relayed from another network: only server-wide memories may mention them."""
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Participant:
+        """Build from JSON-like data (``privacy`` as 0/1/2 or a level name)."""
+        privacy = data.get("privacy", PrivacyLevel.MINIMAL)
+        if isinstance(privacy, str):
+            privacy = PrivacyLevel[privacy.upper()]
+        return Participant(
+            user_id=str(data["user_id"]),
+            display_name=str(data["display_name"]),
+            aliases=tuple(data.get("aliases", ())),
+            privacy=PrivacyLevel(privacy),
+            is_bridge=bool(data.get("is_bridge", False)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +104,18 @@ class TurnContext:
     """Optional callback receiving every long-term-memory notice."""
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies the turn (one per context object); per-turn limits are keyed on it."""
+
+    def __post_init__(self) -> None:
+        # LangGraph builds the context from a dict when a run comes over the API
+        # (LangGraph Studio, langgraph_sdk): accept nested dicts and lists there too.
+        if isinstance(self.user, dict):
+            object.__setattr__(self, "user", Participant.from_dict(self.user))
+        if isinstance(self.persona, dict):
+            object.__setattr__(self, "persona", Persona(**self.persona))
+        people = tuple(
+            Participant.from_dict(p) if isinstance(p, dict) else p for p in self.participants
+        )
+        object.__setattr__(self, "participants", people)
 
     @property
     def is_dm(self) -> bool:

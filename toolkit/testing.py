@@ -19,12 +19,23 @@ Reply = AIMessage | Callable[[Sequence[BaseMessage], tuple[str, ...]], AIMessage
 """A scripted reply, or a function of (prompt, offered tool names) returning one."""
 
 
+def echo(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+    """A fallback reply that repeats the latest user message."""
+    latest = next((m for m in reversed(prompt) if m.type == "human"), None)
+    said = latest.text if latest is not None else ""
+    return say(f"(scripted model) You said: {said}")
+
+
 class Script:
     """Replies to hand out in order, and a log of what the model was shown."""
 
-    def __init__(self, replies: Sequence[Reply] = ()) -> None:
-        """Start with ``replies`` (more can be appended with :meth:`add`)."""
+    def __init__(self, replies: Sequence[Reply] = (), *, fallback: Reply | None = None) -> None:
+        """Start with ``replies`` (more can be appended with :meth:`add`).
+
+        ``fallback`` answers once the replies run out (default: a fixed sentence).
+        """
         self.replies: list[Reply] = list(replies)
+        self.fallback: Reply = fallback or say("(the scripted model has nothing more to say)")
         self.prompts: list[list[BaseMessage]] = []
         self.offered: list[tuple[str, ...]] = []
 
@@ -81,9 +92,6 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         self.script.prompts.append(list(messages))
         self.script.offered.append(self.offered_tools)
-        if self.script.replies:
-            reply = self.script.replies.pop(0)
-            message = reply(messages, self.offered_tools) if callable(reply) else reply
-        else:
-            message = AIMessage(content="(the scripted model has nothing more to say)")
+        reply = self.script.replies.pop(0) if self.script.replies else self.script.fallback
+        message = reply(messages, self.offered_tools) if callable(reply) else reply
         return ChatResult(generations=[ChatGeneration(message=message.model_copy())])

@@ -1,0 +1,162 @@
+"""LangGraph Studio entry point (langgraph.json), `kioku chat`, and `langgraph dev`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from rich.console import Console
+
+from toolkit import KiokuStore
+from toolkit.testing import Script, ScriptedChatModel, call_tool, say
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDIO_CONTEXT: dict[str, Any] = {
+    "server_id": "studio-server",
+    "server_name": "Studio",
+    "channel_id": "studio-general",
+    "channel_name": "general",
+    "user": {"user_id": "studio-alice", "display_name": "Alice", "privacy": "minimal"},
+    "persona": {"persona_id": 1, "name": "Kioku", "lineage_id": 10001},
+    "bot_user_id": "studio-bot",
+    "participants": [{"user_id": "studio-alice", "display_name": "Alice"}],
+}
+
+
+def _load_langgraph_json_graph() -> Any:
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    path, _, attribute = config["graphs"]["kioku_turn"].partition(":")
+    spec = importlib.util.spec_from_file_location("kioku_studio_graph", ROOT / path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, attribute)
+
+
+def test_graph_loads_as_langgraph_json_says_and_runs_a_turn(
+    store: KiokuStore, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    graph = _load_langgraph_json_graph()
+    assert graph.checkpointer is None  # langgraph dev brings its own
+    state = graph.invoke({"messages": [HumanMessage("hello studio")]}, context=STUDIO_CONTEXT)
+    assert state["messages"][-1].content == "(scripted model) You said: hello studio"
+    assert state["kioku_context_tokens"]["dialogue"] > 0
+
+
+def test_chat_without_a_key_explains(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolkit.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["chat"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().out
+
+
+def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolkit.chat import run_chat
+
+    script = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} likes green tea",
+                memory_scope="target_user",
+                target_user="You",
+            ),
+            say("Got it."),
+            say("Hi Mika."),
+        ]
+    )
+    lines = iter(["remember I like green tea", "/user Mika", "hello", "/context", "/quit"])
+    monkeypatch.setattr(Console, "input", lambda self, prompt="": next(lines))
+    console = Console(record=True, width=120)
+    run_chat(store, ScriptedChatModel(script=script), console)
+    text = console.export_text()
+    assert "memory created: You likes green tea" in text
+    assert "Kioku: Got it." in text and "Kioku: Hi Mika." in text
+    assert "what the model saw" in text
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("langgraph", path=str(Path(sys.executable).parent)) is None,
+    reason="langgraph-cli[inmem] is not installed",
+)
+def test_langgraph_dev_serves_the_graph(
+    store: KiokuStore, database_url: str, tmp_path: Path
+) -> None:
+    from langgraph_sdk import get_sync_client
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "KIOKU_DATABASE_URL": database_url,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "DO_NOT_TRACK": "1",
+    }
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("LANGSMITH_API_KEY", None)
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "langgraph"),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--allow-blocking",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=(tmp_path / "dev.log").open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        client = get_sync_client(url=f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                assistants = client.assistants.search(graph_id="kioku_turn")
+                break
+            except Exception:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail(
+                        "langgraph dev did not start:\n"
+                        + (tmp_path / "dev.log").read_text()[-3000:]
+                    )
+                time.sleep(1)
+        thread = client.threads.create()
+        result = client.runs.wait(
+            thread["thread_id"],
+            assistants[0]["assistant_id"],
+            input={"messages": [{"type": "human", "content": "hi from the sdk"}]},
+            context=STUDIO_CONTEXT,
+        )
+        assert isinstance(result, dict)
+        assert result["messages"][-1]["content"] == "(scripted model) You said: hi from the sdk"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -171,3 +171,29 @@ def test_restart_keeps_short_and_long_term_memory(store: KiokuStore, world: Worl
         "hello",
     ]
     restarted.close()
+
+
+def test_the_graph_runs_async(store: KiokuStore, world: World) -> None:
+    import asyncio
+
+    script = Script(
+        [
+            call_tool("create_long_term_memory", memory_content="{user} likes genmaicha",
+                      memory_scope="target_user", target_user="Alice"),
+            call_tool("update_short_term_memory", summary="genmaicha talk"),
+            say("Noted."),
+        ]
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=InMemorySaver())
+
+    async def run() -> dict[str, Any]:
+        return await graph.ainvoke(
+            {"messages": [HumanMessage("I like genmaicha")]}, config(), context=world.context()
+        )
+
+    state = asyncio.run(run())
+    assert statuses(state["messages"]) == [
+        "memory_saved_successfully",
+        "short_term_memory_updated_successfully",
+    ]
+    asyncio.run(store.aclose())

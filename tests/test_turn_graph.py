@@ -178,8 +178,12 @@ def test_the_graph_runs_async(store: KiokuStore, world: World) -> None:
 
     script = Script(
         [
-            call_tool("create_long_term_memory", memory_content="{user} likes genmaicha",
-                      memory_scope="target_user", target_user="Alice"),
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} likes genmaicha",
+                memory_scope="target_user",
+                target_user="Alice",
+            ),
             call_tool("update_short_term_memory", summary="genmaicha talk"),
             say("Noted."),
         ]

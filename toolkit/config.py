@@ -106,6 +106,19 @@ class KiokuSettings(BaseSettings):
     )
     """Short-term memory threads idle this long are deleted by the sweeper."""
 
+    embeddings: str = Field(
+        default="hashing", validation_alias=AliasChoices("KIOKU_EMBEDDINGS", "embeddings")
+    )
+    """Embedder: ``hashing`` (default, deterministic), ``openai`` or ``local`` (MiniLM)."""
+
+    embedding_dimension: int = Field(
+        default=384,
+        ge=8,
+        le=4096,
+        validation_alias=AliasChoices("KIOKU_EMBEDDING_DIMENSION", "embedding_dimension"),
+    )
+    """Vector size of the hashing embedder (the others have their own)."""
+
     stm_max_other_channels: int = Field(
         default=3,
         ge=0,

@@ -24,6 +24,8 @@ from toolkit.config import KiokuSettings, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import ENGINE_OPTIONS, check_pgvector, libpq_url, make_engine
 from toolkit.db.schema import serialised_setup, upgrade_schema
+from toolkit.db.vectors import ensure_vector_schema
+from toolkit.embeddings import EmbedderSpec, embedder_from_settings
 from toolkit.memory.cache import ScopeCache
 from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
 from toolkit.memory.repository import (
@@ -55,10 +57,13 @@ class KiokuStore:
         settings: KiokuSettings | None = None,
         directory: UserDirectory | None = None,
         embedded: EmbeddedPostgres | None = None,
+        embedder: EmbedderSpec | None = None,
     ) -> None:
         """Wrap an existing engine (see :meth:`open` to create one from settings)."""
         self.engine = engine
         self.settings = settings or load_settings()
+        self.embedder = embedder or embedder_from_settings(self.settings)
+        """The embedder every write path uses (``KIOKU_EMBEDDINGS``)."""
         self.embedded = embedded
         self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
         self.directory = directory
@@ -71,7 +76,11 @@ class KiokuStore:
 
     @classmethod
     def open(
-        cls, settings: KiokuSettings | None = None, *, directory: UserDirectory | None = None
+        cls,
+        settings: KiokuSettings | None = None,
+        *,
+        directory: UserDirectory | None = None,
+        embedder: EmbedderSpec | None = None,
     ) -> KiokuStore:
         """Connect to ``KIOKU_DATABASE_URL``, or start the embedded server when it is unset.
 
@@ -86,7 +95,9 @@ class KiokuStore:
             url = embedded.url
         engine = make_engine(url)
         check_pgvector(engine)
-        return cls(engine, settings=settings, directory=directory, embedded=embedded)
+        return cls(
+            engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
+        )
 
     def setup(self) -> None:
         """Create or upgrade the schema; safe to run repeatedly and from several processes.
@@ -95,6 +106,8 @@ class KiokuStore:
         """
         with serialised_setup(self.engine):
             upgrade_schema(self.engine)
+            with self.engine.begin() as connection:
+                ensure_vector_schema(connection, self.embedder.model, self.embedder.dimension)
             self.checkpointer().setup()
 
     def checkpointer(self) -> PostgresSaver:

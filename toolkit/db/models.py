@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Computed,
     DateTime,
     Float,
     ForeignKey,
@@ -22,7 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -143,6 +144,14 @@ class Memory(Base):
         JSONB, default=dict, server_default=text("'{}'::jsonb")
     )
     embedding: Mapped[Any | None] = mapped_column(Vector(), nullable=True)
+    """Dimension fixed at setup from the configured embedder (see ``db/vectors.py``)."""
+    needs_embedding: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=text("false")
+    )
+    """Saved while the embedder failed; ``kioku reembed`` fills the vector in later."""
+    search_vector: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
+    )
     access_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     last_accessed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
@@ -175,6 +184,8 @@ class Memory(Base):
             "persona_lineage_id",
             postgresql_where=text("scope = 'personal'"),
         ),
+        Index("ix_memories_search_vector", "search_vector", postgresql_using="gin"),
+        Index("ix_memories_needs_embedding", "id", postgresql_where=text("needs_embedding")),
     )
 
 
@@ -227,3 +238,12 @@ class StmThread(Base):
         ),
         Index("ix_stm_threads_last_updated", "last_updated"),
     )
+
+
+class KiokuMeta(Base):
+    """Facts about this database, e.g. which embedding model wrote its vectors."""
+
+    __tablename__ = "kioku_meta"
+
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

@@ -10,6 +10,7 @@ from toolkit.memory.arguments import CreateArgs, parse_create_args
 from toolkit.memory.flow import (
     FlowCall,
     FlowStatuses,
+    embed_or_queue,
     fail,
     notify,
     open_turn,
@@ -122,6 +123,7 @@ def _insert(
     else:
         limit = settings.max_personal_memories or defaults.max_personal_memories
         what = f"personal memories for {target.display_name if target else 'this user'}"
+    embedding = embed_or_queue(call.store, content)  # before the lock: the embedder may be slow
     memories = MemoryRepository(call.session)
     memories.lock_scope(scope)
     count = memories.count(scope)
@@ -138,6 +140,10 @@ def _insert(
     if target is not None:
         accounts.ensure_user(target.user_id, target.display_name)
     record = memories.add(
-        scope, content, persona_id=context.persona.persona_id, created_by=context.user.user_id
+        scope,
+        content,
+        persona_id=context.persona.persona_id,
+        created_by=context.user.user_id,
+        embedding=embedding,
     )
     return record.id

@@ -195,6 +195,25 @@ def is_current_member(call: FlowCall, context: TurnContext, user_id: str) -> boo
     return call.store.directory_for(call.session).is_member(context.server_id, user_id)
 
 
+def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
+    """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
+    spec = store.embedder
+    try:
+        [vector] = spec.embeddings.embed_documents([content])
+    except Exception as exc:
+        logger.warning("kioku: embedding failed (%s); the memory is queued for re-embedding", exc)
+        return None
+    if len(vector) != spec.dimension:
+        logger.warning(
+            "kioku: %s returned %d dimensions, expected %d; queued for re-embedding",
+            spec.model,
+            len(vector),
+            spec.dimension,
+        )
+        return None
+    return list(vector)
+
+
 def notify(notice: MemoryNotice, context: TurnContext, call: FlowCall) -> None:
     """Emit a notice after commit; never changes the tool's result."""
     emit_notice(notice, stream_writer=call.stream_writer, notifier=context.notifier)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, select, text
 from sqlalchemy.orm import Session
@@ -117,8 +118,16 @@ class MemoryRepository:
         *,
         persona_id: int | None,
         created_by: str | None,
+        embedding: Sequence[float] | None = None,
+        memory_type: str = "semantic",
+        importance: float = 0.5,
+        decay_rate: float = 0.01,
+        attributes: dict[str, Any] | None = None,
     ) -> MemoryRecord:
-        """Insert a memory and its ``create`` history row."""
+        """Insert a memory and its ``create`` history row.
+
+        Without an embedding the row is queued for re-embedding (``needs_embedding``).
+        """
         row = Memory(
             scope="server" if isinstance(scope, ServerScope) else "personal",
             server_id=scope.server_id if isinstance(scope, ServerScope) else None,
@@ -127,6 +136,12 @@ class MemoryRepository:
             persona_id=persona_id,
             created_by=created_by,
             content=content,
+            embedding=list(embedding) if embedding is not None else None,
+            needs_embedding=embedding is None,
+            memory_type=memory_type,
+            importance=importance,
+            decay_rate=decay_rate,
+            attributes=attributes or {},
         )
         self.session.add(row)
         self.session.flush()
@@ -151,11 +166,20 @@ class MemoryRepository:
         return _record(row) if row is not None else None
 
     def update_content(
-        self, memory_id: int, old: str, new: str, *, actor: str | None, persona_id: int | None
+        self,
+        memory_id: int,
+        old: str,
+        new: str,
+        *,
+        actor: str | None,
+        persona_id: int | None,
+        embedding: Sequence[float] | None = None,
     ) -> None:
-        """Replace the content (``created_at`` kept) and log the change."""
+        """Replace the content and its embedding (``created_at`` kept); log the change."""
         row = self.session.get_one(Memory, memory_id)
         row.content = new
+        row.embedding = list(embedding) if embedding is not None else None
+        row.needs_embedding = embedding is None
         row.updated_at = func.now()
         self.session.flush()
         self._history(memory_id, "update", old, new, actor, persona_id)

@@ -9,6 +9,7 @@ from toolkit.memory.arguments import UpdateArgs, parse_update_args
 from toolkit.memory.flow import (
     FlowCall,
     FlowStatuses,
+    embed_or_queue,
     fail,
     is_current_member,
     notify,
@@ -53,7 +54,8 @@ def _update(call: FlowCall) -> ToolResult:
         if owner is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    old = _change(call, context, args.memory_id, scope, content)
+    embedding = embed_or_queue(call.store, content) if content else None  # before the row lock
+    old = _change(call, context, args.memory_id, scope, content, embedding)
     call.session.commit()
     call.store.invalidate(scope)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
@@ -133,6 +135,7 @@ def _change(
     memory_id: int,
     scope: ServerScope | PersonalScope,
     content: str,
+    embedding: list[float] | None,
 ) -> MemoryRecord:
     """Update or delete the row inside ``scope``; returns the row as it was."""
     actor, persona_id = context.user.user_id, context.persona.persona_id
@@ -141,7 +144,14 @@ def _change(
     if old is None:
         raise fail(S.NOT_FOUND, _not_found_reason(memories, context, memory_id, scope))
     if content:
-        memories.update_content(memory_id, old.content, content, actor=actor, persona_id=persona_id)
+        memories.update_content(
+            memory_id,
+            old.content,
+            content,
+            actor=actor,
+            persona_id=persona_id,
+            embedding=embedding,
+        )
     else:
         memories.delete(memory_id, old.content, actor=actor, persona_id=persona_id)
     return old

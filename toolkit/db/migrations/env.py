@@ -12,10 +12,29 @@ target_metadata = Base.metadata
 VERSION_TABLE = "kioku_alembic_version"
 
 
+RUNTIME_INDEXES = frozenset({"ix_memories_embedding_hnsw"})
+"""Indexes ``setup()`` creates from the configured embedder, not from the models."""
+
+
+def _compare_type(
+    context: object,
+    inspected: object,
+    metadata: object,
+    inspected_type: object,
+    metadata_type: object,
+) -> bool | None:
+    # The embedding column's dimension is set at run time from the embedder.
+    if getattr(metadata, "name", None) == "embedding":
+        return False
+    return None
+
+
 def _include_object(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
     # Other libraries (LangGraph's checkpointer) share the database: only compare our tables.
+    if type_ == "index" and name in RUNTIME_INDEXES:
+        return False
     return not (type_ == "table" and reflected and compare_to is None)
 
 
@@ -36,7 +55,7 @@ def _run(connection: object) -> None:
         target_metadata=target_metadata,
         version_table=VERSION_TABLE,
         include_object=_include_object,
-        compare_type=True,
+        compare_type=_compare_type,
     )
     with context.begin_transaction():
         context.run_migrations()

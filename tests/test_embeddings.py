@@ -1,0 +1,103 @@
+"""Every write computes the embedding; failures queue the memory; the embedder is pinned."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.embeddings import Embeddings
+from sqlalchemy import Engine, text
+
+from tests.helpers import make_world, memory_row, run_tool
+from toolkit import ConfigurationError, KiokuSettings, KiokuStore
+from toolkit import create_long_term_memory_tool, update_long_term_memory_tool
+from toolkit.db.vectors import ensure_vector_schema, stored_embedder
+from toolkit.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
+
+
+class BrokenEmbeddings(Embeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise TimeoutError("embedding service timed out")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise TimeoutError("embedding service timed out")
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_hashing_embeddings_are_deterministic_and_similar_for_similar_text() -> None:
+    e = HashingEmbeddings(384)
+    a, b, c = e.embed_documents(
+        ["Alice likes jasmine tea", "alice loves jasmine tea", "quantum chromodynamics"]
+    )
+    assert a == HashingEmbeddings(384).embed_query("Alice likes jasmine tea")
+    assert len(a) == 384 and abs(cosine(a, a) - 1) < 1e-9
+    assert cosine(a, b) > 0.5 > cosine(a, c)
+
+
+def test_writes_store_embeddings(store: KiokuStore) -> None:
+    world = make_world(store)
+    created = run_tool(
+        create_long_term_memory_tool(store),
+        {"memory_content": "{user} likes tea", "memory_scope": "server_wide"},
+        world.context(),
+    ).result
+    row = memory_row(store, created["memory_id"])
+    assert row is not None and row.embedding is not None and not row.needs_embedding
+    assert list(row.embedding) == pytest.approx(
+        store.embedder.embeddings.embed_query("{user} likes tea"), abs=1e-6
+    )
+    run_tool(
+        update_long_term_memory_tool(store),
+        {"memory_id": created["memory_id"], "memory_content": "{user} likes coffee"},
+        world.context(),
+    )
+    row = memory_row(store, created["memory_id"])
+    assert row is not None
+    assert list(row.embedding) == pytest.approx(
+        store.embedder.embeddings.embed_query("{user} likes coffee"), abs=1e-6
+    )
+
+
+def test_embedding_failure_saves_and_queues(
+    store: KiokuStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = KiokuStore(
+        store.engine,
+        settings=store.settings,
+        embedder=EmbedderSpec(BrokenEmbeddings(), "hashing-384", 384),
+    )
+    world = make_world(broken)
+    result = run_tool(
+        create_long_term_memory_tool(broken),
+        {"memory_content": "{user} likes tea", "memory_scope": "server_wide"},
+        world.context(),
+    ).result
+    assert result["status"] == "memory_saved_successfully"
+    row = memory_row(store, result["memory_id"])
+    assert row is not None and row.embedding is None and row.needs_embedding
+    assert "queued for re-embedding" in caplog.text
+    # Still found by full-text search.
+    with store.sessions() as session:
+        hits = (
+            session.execute(
+                text(
+                    "SELECT id FROM memories WHERE search_vector @@ plainto_tsquery('english', 'likes tea')"
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert hits == [result["memory_id"]]
+
+
+def test_switching_embedders_is_refused_with_a_fix(engine: Engine) -> None:
+    with engine.begin() as connection:
+        assert stored_embedder(connection) == ("hashing-384", 384)
+        with pytest.raises(ConfigurationError, match="kioku reembed"):
+            ensure_vector_schema(connection, "openai:text-embedding-3-small", 1536)
+
+
+def test_unknown_embedder_name() -> None:
+    with pytest.raises(ConfigurationError, match="KIOKU_EMBEDDINGS"):
+        embedder_from_settings(KiokuSettings(embeddings="word2vec"))

@@ -7,8 +7,13 @@ from langchain_core.embeddings import Embeddings
 from sqlalchemy import Engine, text
 
 from tests.helpers import make_world, memory_row, run_tool
-from toolkit import ConfigurationError, KiokuSettings, KiokuStore
-from toolkit import create_long_term_memory_tool, update_long_term_memory_tool
+from toolkit import (
+    ConfigurationError,
+    KiokuSettings,
+    KiokuStore,
+    create_long_term_memory_tool,
+    update_long_term_memory_tool,
+)
 from toolkit.db.vectors import ensure_vector_schema, stored_embedder
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
 
@@ -82,7 +87,8 @@ def test_embedding_failure_saves_and_queues(
         hits = (
             session.execute(
                 text(
-                    "SELECT id FROM memories WHERE search_vector @@ plainto_tsquery('english', 'likes tea')"
+                    "SELECT id FROM memories "
+                    "WHERE search_vector @@ plainto_tsquery('english', 'likes tea')"
                 )
             )
             .scalars()

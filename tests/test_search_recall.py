@@ -1,0 +1,105 @@
+"""Scope filters must not wreck recall: HNSW + iterative scans vs exact search."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, insert, select, text
+
+from toolkit import KiokuSettings, KiokuStore
+from toolkit.db.engine import make_engine
+from toolkit.db.models import Memory, Server
+from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
+from toolkit.search.engine import vector_candidates
+from toolkit.search.query import Visibility
+
+DIM = 32
+ROWS = 10_000
+LINEAGE = 10_000
+
+
+@pytest.fixture(scope="module")
+def corpus(database_url: str, engine: Engine) -> Iterator[KiokuStore]:
+    """10,000 random vectors in 100 servers (1% each) and a 10% server, own database."""
+    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE IF EXISTS kioku_recall WITH (FORCE)"))
+        connection.execute(text("CREATE DATABASE kioku_recall"))
+    url = engine.url.set(database="kioku_recall").render_as_string(hide_password=False)
+    store = KiokuStore(
+        make_engine(url),
+        settings=KiokuSettings(database_url=url),
+        embedder=EmbedderSpec(HashingEmbeddings(DIM), f"hashing-{DIM}", DIM),
+    )
+    store.setup()
+    rng = random.Random(7)
+    servers = [f"s{i}" for i in range(100)] + ["big"]
+    with store.transaction() as session:
+        session.execute(insert(Server), [{"id": s, "name": s} for s in servers])
+        rows = []
+        for i in range(ROWS):
+            server = "big" if i % 10 == 0 else f"s{i % 100}"
+            rows.append(
+                {
+                    "scope": "server",
+                    "server_id": server,
+                    "persona_lineage_id": LINEAGE,
+                    "content": f"memory {i}",
+                    "embedding": [rng.gauss(0, 1) for _ in range(DIM)],
+                }
+            )
+        session.execute(insert(Memory), rows)
+    with store.engine.begin() as connection:
+        connection.execute(text("ANALYZE memories"))
+    yield store
+    store.close()
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE kioku_recall WITH (FORCE)"))
+    admin.dispose()
+
+
+def exact(store: KiokuStore, visibility: Visibility, query: list[float], k: int) -> list[int]:
+    distance = Memory.embedding.cosine_distance(query)
+    with store.sessions() as session:
+        return list(
+            session.scalars(
+                select(Memory.id)
+                .where(visibility.condition())
+                .order_by(distance + 0, Memory.id)  # "+ 0" keeps the HNSW index out of it
+                .limit(k)
+            )
+        )
+
+
+@pytest.mark.parametrize(("server", "share"), [("s3", 0.009), ("s42", 0.009), ("big", 0.10)])
+def test_recall_at_10_under_scope_filters(corpus: KiokuStore, server: str, share: float) -> None:
+    rng = random.Random(hash(server) % 1000)
+    visibility = Visibility(server, LINEAGE)
+    found = total = 0
+    for _ in range(20):
+        query = [rng.gauss(0, 1) for _ in range(DIM)]
+        truth = exact(corpus, visibility, query, 10)
+        with corpus.sessions() as session:
+            got = vector_candidates(session, visibility, query, memory_type=None, limit=10)
+        assert len(got) == 10
+        found += len(set(got) & set(truth))
+        total += len(truth)
+    assert found / total >= 0.95, f"recall@10 {found / total:.3f} for a {share:.0%} filter"
+
+
+def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:
+    with corpus.sessions() as session:
+        session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        plan = (
+            session.execute(
+                text(
+                    "EXPLAIN SELECT id FROM memories WHERE server_id = 'big' "
+                    "ORDER BY embedding <=> (SELECT embedding FROM memories LIMIT 1) LIMIT 10"
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert any("ix_memories_embedding_hnsw" in line for line in plan), plan

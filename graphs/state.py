@@ -18,3 +18,5 @@ class TurnGraphState(TurnState, total=False):
     """Token count per context block, as built this turn."""
     kioku_tool_rounds: int
     """Tool rounds run this turn."""
+    kioku_search_offered: bool
+    """Memories overflowed their budget this turn, so the search tool is offered."""

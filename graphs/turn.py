@@ -30,6 +30,7 @@ from toolkit.stm.model import StmMessage
 from toolkit.stm.store import ShortTermMemory
 from toolkit.store import KiokuStore
 from toolkit.tools.ltm import long_term_memory_tools
+from toolkit.tools.search import search_long_term_memory_tool
 from toolkit.tools.stm import StmStatus, update_short_term_memory_tool
 
 SENT_AT = "kioku_sent_at"
@@ -85,6 +86,7 @@ class TurnGraph:
         self.no_stm_providers = no_stm_providers
         self.ltm_tools = long_term_memory_tools(store)
         self.stm_tool = update_short_term_memory_tool(stm, no_stm_providers=no_stm_providers)
+        self.search_tool = search_long_term_memory_tool(store)
 
     # nodes -------------------------------------------------------------------------------
 
@@ -107,6 +109,7 @@ class TurnGraph:
             "kioku_memory_context": [item.to_message() for item in built.items],
             "kioku_tail_directive": tail,
             "kioku_context_tokens": built.tokens,
+            "kioku_search_offered": bool(built.retrieval),
         }
 
     def offered_tools(self, state: TurnGraphState, context: TurnContext) -> list[BaseTool]:
@@ -114,6 +117,8 @@ class TurnGraph:
         if not context.has_tools or state.get("kioku_tool_rounds", 0) >= self.max_tool_rounds:
             return []
         tools: list[BaseTool] = list(self.ltm_tools)
+        if state.get("kioku_search_offered", False):
+            tools.append(self.search_tool)
         refusal = stm_tool_refusal(
             context,
             ltm_intent=state.get("kioku_ltm_intent", False),
@@ -278,7 +283,8 @@ def build_graph(
     graph.add_node("intent_gate", turn.intent_gate_node)
     graph.add_node("build_context", turn.context_node)
     graph.add_node("generate", turn.generate_node)
-    graph.add_node("tools", ToolNode([*turn.ltm_tools, turn.stm_tool], handle_tool_errors=True))
+    tools = [*turn.ltm_tools, turn.stm_tool, turn.search_tool]
+    graph.add_node("tools", ToolNode(tools, handle_tool_errors=True))
     graph.add_node("stm_dedup", turn.dedup_node)
     graph.add_node("close_calls", turn.close_calls_node)
     graph.add_node("capture", turn.capture_node)

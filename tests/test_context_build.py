@@ -242,10 +242,10 @@ def test_personal_memories_disabled_on_the_server(scenario: Scenario) -> None:
     assert "Memories:" not in personal.text and "Alice" in personal.text
 
 
-def test_budgets_drop_the_oldest_and_say_so(scenario: Scenario) -> None:
+def _add_filler(scenario: Scenario, count: int = 40) -> None:
     lineage = scenario.kioku.lineage_id
     with scenario.store.transaction() as session:
-        for i in range(40):
+        for i in range(count):
             session.add(
                 Memory(
                     scope="server",
@@ -257,8 +257,12 @@ def test_budgets_drop_the_oldest_and_say_so(scenario: Scenario) -> None:
             session.flush()
     for key in scenario.store.cache.cached_keys():
         scenario.store.cache.invalidate(key)
+
+
+def test_over_budget_without_a_question_drops_the_oldest(scenario: Scenario) -> None:
+    _add_filler(scenario)
     budgets = ContextBudgets(server_memories=120, personal_memories=60)
-    built = scenario.builder(budgets=budgets).build(scenario.context(), DIALOGUE)
+    built = scenario.builder(budgets=budgets).build(scenario.context(), [])
     [server] = [i for i in built.items if i.tag == "server_memories"]
     assert "filler fact number 39" in server.text  # newest kept
     assert "filler fact number 0 " not in server.text
@@ -267,6 +271,31 @@ def test_budgets_drop_the_oldest_and_say_so(scenario: Scenario) -> None:
     assert server.tokens <= 120
     [personal] = [i for i in built.items if i.tag == "personal_memories"]
     assert "older personal memor" in personal.text and built.omitted["personal_memories"] >= 1
+    assert built.retrieval == ()
+
+
+def test_over_budget_the_most_relevant_are_rendered_and_search_offered(scenario: Scenario) -> None:
+    _add_filler(scenario)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
+    built = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    [server] = [i for i in built.items if i.tag == "server_memories"]
+    assert "ID:1 Kioku serves tea on Fridays" in server.text  # the oldest, but the relevant one
+    omitted = built.omitted["server_memories"]
+    assert (
+        f"({omitted} more memories not shown; search_long_term_memory can find them)" in server.text
+    )
+    assert server.tokens <= 120
+    [personal] = [i for i in built.items if i.tag == "personal_memories"]
+    assert "search_long_term_memory" in personal.text
+    assert built.retrieval == ("server_memories", "personal_memories")
+
+
+def test_below_budget_everything_is_rendered_even_with_a_question(scenario: Scenario) -> None:
+    built = scenario.builder().build(scenario.context(), [HumanMessage("which day is tea?")])
+    assert built.omitted == {} and built.retrieval == ()
+    [server] = [i for i in built.items if i.tag == "server_memories"]
+    assert server.text.count("ID:") == 2
 
 
 def test_a_failing_stage_contributes_nothing(

@@ -201,3 +201,40 @@ def test_the_graph_runs_async(store: KiokuStore, world: World) -> None:
         "short_term_memory_updated_successfully",
     ]
     asyncio.run(store.aclose())
+
+
+def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: World) -> None:
+    from toolkit.context_build.render import ContextBudgets
+    from toolkit.db.models import Memory
+
+    with store.transaction() as session:
+        for i in range(30):
+            session.add(
+                Memory(
+                    scope="server",
+                    server_id="srv-a",
+                    persona_lineage_id=world.persona.lineage_id,
+                    content=f"long fact {i} about the shop's history and its many teas",
+                )
+            )
+    script = Script([call_tool("search_long_term_memory", query="shop history"), say("found it")])
+    graph = build_graph(
+        ScriptedChatModel(script=script),
+        store,
+        checkpointer=InMemorySaver(),
+        budgets=ContextBudgets(server_memories=80),
+    )
+    state = graph.invoke(
+        {"messages": [HumanMessage("tell me about the shop's history")]},
+        config(),
+        context=world.context(),
+    )
+    assert "search_long_term_memory" in script.offered[0]
+    [tool_message] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert json.loads(tool_message.content)["status"] == "memories_found"
+    assert tool_message.artifact and tool_message.artifact[0]["scope"] == "server"
+    # Below budget the search tool is not offered.
+    quiet = Script([say("hi")])
+    small = build_graph(ScriptedChatModel(script=quiet), store, checkpointer=InMemorySaver())
+    small.invoke({"messages": [HumanMessage("hi")]}, config("other"), context=world.context())
+    assert "search_long_term_memory" not in quiet.offered[0]

@@ -34,6 +34,7 @@ from toolkit.memory.repository import (
     PersonalScope,
     ServerScope,
 )
+from toolkit.search.access import AccessRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class KiokuStore:
         self.directory = directory
         """The application's directory; ``None`` uses kioku's own tables."""
         self.cache: ScopeCache[CacheKey, list[MemoryRecord]] = ScopeCache()
+        self.access = AccessRecorder(self.sessions)
+        """Batched access counts of memories returned by search."""
         self._async_engine: AsyncEngine | None = None
         self._async_sessions: async_sessionmaker[AsyncSession] | None = None
         self._checkpointer: PostgresSaver | None = None
@@ -133,6 +136,7 @@ class KiokuStore:
 
         Call :meth:`aclose` instead when the store was used through async tools.
         """
+        self.access.flush()
         self.engine.dispose()
         if self._checkpoint_pool is not None:
             self._checkpoint_pool.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,8 @@ from toolkit.context import NO_STM_PROVIDERS, TurnContext
 from toolkit.context_build import loader
 from toolkit.context_build.items import (
     DIALOGUE,
+    PERSONAL_MEMORIES,
+    SERVER_MEMORIES,
     SYSTEM_PROMPT,
     BuiltContext,
     ContextItem,
@@ -31,12 +34,23 @@ from toolkit.context_build.render import (
     visible_participants,
 )
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
+from toolkit.search.query import Visibility
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import utc_now
 from toolkit.stm.store import ShortTermMemory
 from toolkit.store import KiokuStore
 
 logger = logging.getLogger(__name__)
+
+_RENDERED_ID = re.compile(r"\bID:(\d+) ")
+
+
+def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
+    """Text of the latest user message (the query when memories must be chosen)."""
+    for message in reversed(dialogue):
+        if isinstance(message, HumanMessage):
+            return message.text
+    return ""
 
 
 def insert_tail_directive(
@@ -134,27 +148,48 @@ class ContextBuilder:
         )
         participants = visible_participants(context)
         counter, budgets = self.counter, self.budgets
+        query = latest_user_text(dialogue)
+        retrieval: list[str] = []
+
+        def ranked(visibility: Visibility, count: int) -> list[int]:
+            return loader.rank_by_relevance(session, self.store, visibility, query, count)
+
+        def server_stage() -> Rendered:
+            memories = loader.load_server_memories(self.store, context)
+            rendered = server_memories_stage(
+                memories, context, names, counter, budgets.server_memories
+            )
+            if not rendered.omitted or not query:
+                return rendered
+            retrieval.append("server_memories")
+            scope = Visibility(context.memory_server_key, context.persona.lineage_id)
+            priority = ranked(scope, len(memories))
+            return server_memories_stage(
+                memories, context, names, counter, budgets.server_memories, priority=priority
+            )
+
+        def personal_stage() -> Rendered:
+            memories = loader.load_personal_memories(self.store, context, participants, settings)
+            rendered = personal_memories_stage(
+                participants, memories, names, counter, budgets.personal_memories
+            )
+            if not rendered.omitted or not query:
+                return rendered
+            retrieval.append("personal_memories")
+            scope = Visibility(
+                context.memory_server_key,
+                context.persona.lineage_id,
+                tuple(memories),
+                include_server=False,
+            )
+            priority = ranked(scope, sum(len(v) for v in memories.values()))
+            return personal_memories_stage(
+                participants, memories, names, counter, budgets.personal_memories, priority=priority
+            )
+
         stages: list[tuple[str, Callable[[], Rendered]]] = [
-            (
-                "server_memories",
-                lambda: server_memories_stage(
-                    loader.load_server_memories(self.store, context),
-                    context,
-                    names,
-                    counter,
-                    budgets.server_memories,
-                ),
-            ),
-            (
-                "personal_memories",
-                lambda: personal_memories_stage(
-                    participants,
-                    loader.load_personal_memories(self.store, context, participants, settings),
-                    names,
-                    counter,
-                    budgets.personal_memories,
-                ),
-            ),
+            ("server_memories", server_stage),
+            ("personal_memories", personal_stage),
         ]
         stm = self.stm
         if stm is not None:
@@ -197,6 +232,12 @@ class ContextBuilder:
             if rendered.omitted:
                 omitted[name] = rendered.omitted
             tail = rendered.tail_directive or tail
+        self.store.access.record(
+            int(memory_id)
+            for item in items
+            if item.tag in (SERVER_MEMORIES, PERSONAL_MEMORIES)
+            for memory_id in _RENDERED_ID.findall(item.text)
+        )
         tokens: dict[str, int] = {}
         for item in items:
             tokens[item.tag] = tokens.get(item.tag, 0) + item.tokens
@@ -206,4 +247,6 @@ class ContextBuilder:
             tokens[tail.tag] = tail.tokens
         tokens[DIALOGUE] = sum(counter(str(m.content)) for m in dialogue)
         tokens["total"] = total(items) + (tail.tokens if tail else 0) + tokens[DIALOGUE]
-        return BuiltContext(tuple(items), tuple(messages), tokens, omitted, tuple(failed), tail)
+        return BuiltContext(
+            tuple(items), tuple(messages), tokens, omitted, tuple(failed), tail, tuple(retrieval)
+        )

@@ -54,6 +54,8 @@ class BuiltContext:
     """Stages that raised and contributed nothing."""
     tail_directive: ContextItem | None = None
     """The lower-priority directive already inserted into ``dialogue``, if any."""
+    retrieval: tuple[str, ...] = ()
+    """Blocks that overflowed and were filled by relevance (offer the search tool)."""
 
     def messages(self) -> list[BaseMessage]:
         """Memory items followed by the dialogue, ready for a chat model."""

@@ -14,7 +14,9 @@ from toolkit.context import Participant, PrivacyLevel, TurnContext
 from toolkit.context_build.select import select_other_channels
 from toolkit.db.models import User
 from toolkit.memory.repository import MemoryRecord, PersonalScope, ServerScope
-from toolkit.stm.model import StmEntry, StmKey
+from toolkit.search.engine import hybrid_search
+from toolkit.search.query import Visibility
+from toolkit.stm.model import StmEntry, StmKey, utc_now
 from toolkit.stm.registry import StmRegistry
 from toolkit.stm.store import ShortTermMemory
 from toolkit.store import KiokuStore
@@ -93,3 +95,23 @@ def load_same_channel_entry(
     if entry is None or stm.policy.is_expired(entry, stm.clock()):
         return None
     return entry
+
+
+def rank_by_relevance(
+    session: Session,
+    store: KiokuStore,
+    visibility: Visibility,
+    query: str,
+    count: int,
+) -> list[int]:
+    """Ids of the memories ``visibility`` covers, most relevant to ``query`` first."""
+    if not query.strip():
+        return []
+    try:
+        vector = store.embedder.embeddings.embed_query(query)
+    except Exception:
+        vector = None  # rank by text and relevance alone
+    hits = hybrid_search(
+        session, visibility, query, vector, now=utc_now(), limit=count, candidates=count
+    )
+    return [hit.id for hit in hits]

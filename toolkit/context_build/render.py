@@ -81,12 +81,28 @@ def _keep_newest(costs: Sequence[int], budget: int) -> int:
     return len(costs)
 
 
-NOTE_RESERVE = 16
-"""Tokens kept free in a block for its "(N older … not shown)" note."""
+def _choose(
+    ids: Sequence[int], costs: Mapping[int, int], budget: int, priority: Sequence[int] | None
+) -> set[int]:
+    """Ids that fit in ``budget``, taken in ``priority`` order (else ``ids`` order)."""
+    order = list(ids)
+    if priority is not None:
+        present = set(ids)
+        ranked = [i for i in dict.fromkeys(priority) if i in present]
+        order = ranked + [i for i in ids if i not in set(ranked)]
+    kept = _keep_newest([costs[i] for i in order], budget)
+    return set(order[:kept])
 
 
-def _left_out(count: int, one: str, many: str) -> str:
-    return f"({count} older {one if count == 1 else many} not shown)"
+NOTE_RESERVE = 24
+"""Tokens kept free in a block for its "(N … not shown)" note."""
+
+
+def _left_out(count: int, one: str, many: str, *, searchable: bool = False) -> str:
+    what = one if count == 1 else many
+    if searchable:
+        return f"({count} more {what} not shown; search_long_term_memory can find them)"
+    return f"({count} older {what} not shown)"
 
 
 def server_memories_stage(
@@ -95,21 +111,29 @@ def server_memories_stage(
     names: Names,
     counter: TokenCounter,
     budget: int,
+    *,
+    priority: Sequence[int] | None = None,
 ) -> Rendered:
-    """``## {bot}'s Memories about …`` then ``ID:N content`` lines, newest first."""
+    """``## {bot}'s Memories about …`` then ``ID:N content`` lines, newest first.
+
+    Over budget, the oldest are left out; with ``priority`` (ids, most relevant first) the
+    least relevant are, and the note points to the search tool.
+    """
     if not memories:
         return Rendered()
     header = server_memories_header(names.bot, context.server_name, is_dm=context.is_dm)
-    lines = [f"ID:{m.id} {names.text(m.content, user_name='User')}" for m in memories]
-    kept = _keep_newest(
-        [counter(line) + 1 for line in lines], budget - counter(header) - NOTE_RESERVE
+    lines = {m.id: f"ID:{m.id} {names.text(m.content, user_name='User')}" for m in memories}
+    kept = _choose(
+        [m.id for m in memories],
+        {i: counter(line) + 1 for i, line in lines.items()},
+        budget - counter(header) - NOTE_RESERVE,
+        priority,
     )
-    shown = [header, *lines[:kept]]
-    if kept < len(lines):
-        shown.append(_left_out(len(lines) - kept, "memory", "memories"))
-    return Rendered(
-        (_item("system", "\n".join(shown), SERVER_MEMORIES, counter),), len(lines) - kept
-    )
+    shown = [header, *(lines[m.id] for m in memories if m.id in kept)]
+    omitted = len(memories) - len(kept)
+    if omitted:
+        shown.append(_left_out(omitted, "memory", "memories", searchable=priority is not None))
+    return Rendered((_item("system", "\n".join(shown), SERVER_MEMORIES, counter),), omitted)
 
 
 def visible_participants(context: TurnContext) -> list[Participant]:
@@ -127,8 +151,13 @@ def personal_memories_stage(
     names: Names,
     counter: TokenCounter,
     budget: int,
+    *,
+    priority: Sequence[int] | None = None,
 ) -> Rendered:
-    """Each participant, with ``- Memories: ID:12 …; ID:9 …`` for those who allow them."""
+    """Each participant, with ``- Memories: ID:12 …; ID:9 …`` for those who allow them.
+
+    Over budget, the oldest memories are left out, or the least relevant with ``priority``.
+    """
     if not participants:
         return Rendered()
     rendered: dict[str, list[tuple[MemoryRecord, str]]] = {}
@@ -144,8 +173,9 @@ def personal_memories_stage(
         reverse=True,
     )
     fixed = sum(counter(p.display_name) + 8 for p in participants) + NOTE_RESERVE
-    kept_count = _keep_newest([counter(text) + 2 for _, text in every], budget - fixed)
-    kept_ids = {m.id for m, _ in every[:kept_count]}
+    kept_ids = _choose(
+        [m.id for m, _ in every], {m.id: counter(t) + 2 for m, t in every}, budget - fixed, priority
+    )
     lines = ["## Participants"]
     for person in participants:
         aliases = f" (also known as {', '.join(person.aliases)})" if person.aliases else ""
@@ -153,9 +183,13 @@ def personal_memories_stage(
         shown = [text for m, text in rendered.get(person.user_id, ()) if m.id in kept_ids]
         if shown:
             lines.append("- Memories: " + "; ".join(shown))
-    omitted = len(every) - kept_count
+    omitted = len(every) - len(kept_ids)
     if omitted:
-        lines.append(_left_out(omitted, "personal memory", "personal memories"))
+        lines.append(
+            _left_out(
+                omitted, "personal memory", "personal memories", searchable=priority is not None
+            )
+        )
     return Rendered((_item("user", "\n".join(lines), PERSONAL_MEMORIES, counter),), omitted)
 
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, or_
+from sqlalchemy import ColumnElement, and_, false, or_
 
 from toolkit.db.models import Memory
 from toolkit.memory.repository import GLOBAL_LINEAGE
@@ -22,6 +22,8 @@ class Visibility:
     server_key: str
     lineage_id: int
     personal_user_ids: tuple[str, ...] = ()
+    include_server: bool = True
+    """``False`` searches the personal memories only."""
 
     def condition(self, memory_type: str | None = None) -> ColumnElement[bool]:
         """The SQL filter selecting exactly these memories."""
@@ -30,7 +32,7 @@ class Visibility:
             Memory.server_id == self.server_key,
             Memory.persona_lineage_id == self.lineage_id,
         )
-        parts: list[ColumnElement[bool]] = [server]
+        parts: list[ColumnElement[bool]] = [server] if self.include_server else []
         if self.personal_user_ids:
             parts.append(
                 and_(
@@ -39,6 +41,8 @@ class Visibility:
                     Memory.persona_lineage_id.in_([self.lineage_id, GLOBAL_LINEAGE]),
                 )
             )
+        if not parts:
+            return false()
         condition = and_(Memory.status == "active", or_(*parts))
         if memory_type is not None:
             condition = and_(condition, Memory.memory_type == memory_type)

@@ -1,0 +1,58 @@
+"""Access tracking without a write per search: counts are batched and flushed together."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+logger = logging.getLogger(__name__)
+
+_FLUSH = text(
+    "UPDATE memories AS m SET access_count = m.access_count + v.n, last_accessed = now() "
+    "FROM (SELECT unnest(CAST(:ids AS bigint[])) AS id, unnest(CAST(:ns AS int[])) AS n) AS v "
+    "WHERE m.id = v.id"
+)
+
+
+class AccessRecorder:
+    """Collects "this memory was returned or rendered" events; one UPDATE per batch."""
+
+    def __init__(self, sessions: sessionmaker[Session], *, flush_every: int = 200) -> None:
+        """Flush once ``flush_every`` accesses are pending (and on :meth:`flush`)."""
+        self._sessions = sessions
+        self.flush_every = flush_every
+        self._pending: Counter[int] = Counter()
+        self._lock = threading.Lock()
+
+    def record(self, memory_ids: Iterable[int]) -> None:
+        """Count one access for each id; flushes when the batch is full."""
+        with self._lock:
+            self._pending.update(memory_ids)
+            full = sum(self._pending.values()) >= self.flush_every
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write pending counts (failures are logged and the counts kept for next time)."""
+        with self._lock:
+            batch, self._pending = self._pending, Counter()
+        if not batch:
+            return
+        try:
+            with self._sessions() as session, session.begin():
+                session.execute(_FLUSH, {"ids": list(batch), "ns": list(batch.values())})
+        except Exception as exc:
+            logger.warning("kioku: could not record memory accesses (%s); will retry", exc)
+            with self._lock:
+                self._pending.update(batch)
+
+    @property
+    def pending(self) -> int:
+        """Accesses not written yet."""
+        with self._lock:
+            return sum(self._pending.values())

@@ -1,0 +1,173 @@
+"""``search_long_term_memory``: hybrid search over what this turn may see (issue #5)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from enum import StrEnum
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+from sqlalchemy.orm import Session
+
+from toolkit.accounts import AccountRepository
+from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.context_build.mentions import convert_mentions
+from toolkit.db.errors import StorageError, storage_errors
+from toolkit.search.engine import SearchHit, hybrid_search
+from toolkit.search.query import Visibility
+from toolkit.stm.model import utc_now
+from toolkit.store import KiokuStore
+
+logger = logging.getLogger(__name__)
+
+MEMORY_TYPES = ("episodic", "semantic", "procedural", "strategic")
+MAX_LIMIT = 20
+MAX_QUERY_LENGTH = 1000
+
+
+class SearchStatus(StrEnum):
+    """Outcomes of ``search_long_term_memory``."""
+
+    FOUND = "memories_found"
+    NONE = "no_memories_found"
+    INVALID_ARGS = "search_failed_invalid_args"
+    INTERNAL_ERROR = "search_failed_internal_error"
+    DB_ERROR = "search_failed_db_error"
+
+
+DESCRIPTION = (
+    "Search your long-term memories (server-wide ones and those about the people in this "
+    "conversation) for facts relevant to a question. Use it when your context says more "
+    "memories exist than are shown, or when you need something specific. Returns the best "
+    "matches as 'ID:N content'."
+)
+SCHEMA: dict[str, Any] = {
+    "title": "search_long_term_memory",
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for, in plain words."},
+        "memory_type": {
+            "type": "string",
+            "enum": list(MEMORY_TYPES),
+            "description": "Only memories of this type (optional).",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": "How many memories to return (default 5).",
+        },
+    },
+    "required": ["query"],
+}
+
+
+def visibility_for(session: Session, context: TurnContext) -> Visibility:
+    """Server memories of the active lineage; personal ones of MINIMAL participants."""
+    settings = AccountRepository(session).server_settings(
+        context.memory_server_key, is_dm=context.is_dm
+    )
+    users: tuple[str, ...] = ()
+    if settings.personal_memories_enabled:
+        users = tuple(
+            p.user_id
+            for p in context.all_participants()
+            if p.privacy == PrivacyLevel.MINIMAL and p.user_id != context.bot_user_id
+        )
+    return Visibility(context.memory_server_key, context.persona.lineage_id, users)
+
+
+def render_hit(hit: SearchHit, context: TurnContext) -> str:
+    """``ID:N content`` with names rendered as in the context blocks."""
+    names = {p.user_id: p.display_name for p in context.all_participants()}
+    owner = names.get(hit.user_id or "", "User") if hit.scope == "personal" else "User"
+    text = convert_mentions(
+        hit.content, user_name=owner, bot_name=context.persona.name, names_by_id=names
+    )
+    return f"ID:{hit.id} {text}"
+
+
+def _parse(arguments: dict[str, Any]) -> tuple[str, str | None, int] | str:
+    extra = sorted(k for k in arguments if k not in ("query", "memory_type", "limit"))
+    if extra:
+        return f"unknown argument(s) {', '.join(extra)}; use query, memory_type, limit"
+    query = arguments.get("query")
+    if not isinstance(query, str) or not query.strip():
+        return "query is required: a few words describing what to find"
+    if len(query) > MAX_QUERY_LENGTH:
+        return f"query is longer than {MAX_QUERY_LENGTH} characters; shorten it"
+    memory_type = arguments.get("memory_type")
+    if memory_type is not None and memory_type not in MEMORY_TYPES:
+        return f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted"
+    limit = arguments.get("limit", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        return f"limit must be a whole number from 1 to {MAX_LIMIT}"
+    return query.strip(), memory_type, limit
+
+
+def search_long_term_memory(
+    store: KiokuStore, context: object, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run one search; returns (payload for the model, records for the artifact)."""
+    if not isinstance(context, TurnContext):
+        return {
+            "status": SearchStatus.INTERNAL_ERROR,
+            "reason": "No turn context (a setup problem).",
+        }, []
+    parsed = _parse(arguments)
+    if isinstance(parsed, str):
+        return {"status": SearchStatus.INVALID_ARGS, "reason": parsed}, []
+    query, memory_type, limit = parsed
+    try:
+        vector = store.embedder.embeddings.embed_query(query)
+    except Exception as exc:
+        logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
+        vector = None
+    try:
+        with storage_errors("search_long_term_memory"), store.sessions() as session:
+            hits = hybrid_search(
+                session,
+                visibility_for(session, context),
+                query,
+                vector,
+                now=utc_now(),
+                memory_type=memory_type,
+                limit=limit,
+            )
+    except StorageError as exc:
+        return {
+            "status": SearchStatus.DB_ERROR,
+            "reason": f"The memory database is unavailable ({exc}).",
+        }, []
+    except Exception:
+        logger.exception("kioku: unexpected error in search_long_term_memory")
+        return {"status": SearchStatus.INTERNAL_ERROR, "reason": "An internal error occurred."}, []
+    store.access.record(hit.id for hit in hits)
+    if not hits:
+        return {"status": SearchStatus.NONE, "reason": "Nothing in memory matches that query."}, []
+    return (
+        {"status": SearchStatus.FOUND, "memories": [render_hit(h, context) for h in hits]},
+        [h.to_artifact() for h in hits],
+    )
+
+
+def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build the search tool (``response_format="content_and_artifact"``)."""
+
+    def run(
+        runtime: ToolRuntime | None = None, **arguments: Any
+    ) -> tuple[str, list[dict[str, Any]]]:
+        context = runtime.context if runtime is not None else None
+        payload, artifact = search_long_term_memory(store, context, arguments)
+        return json.dumps(payload, ensure_ascii=False), artifact
+
+    return StructuredTool.from_function(
+        func=run,
+        name="search_long_term_memory",
+        description=DESCRIPTION,
+        args_schema=SCHEMA,
+        infer_schema=False,
+        response_format="content_and_artifact",
+    )

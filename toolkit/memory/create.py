@@ -23,6 +23,7 @@ from toolkit.memory.resolution import Person
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus as S
 from toolkit.memory.text import render_tokens, sanitise_content
+from toolkit.memory.typed import TypedFields
 
 STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
@@ -33,14 +34,25 @@ def _create(call: FlowCall) -> ToolResult:
     args = parse_create_args(call.arguments)
     context, settings = open_turn(call, STATUSES)
     target, content = _resolve_target(call, context, args)
-    content = sanitise_content(content)
+    content = checked_content(call, context, content, field="memory_content")
+    scope: ServerScope | PersonalScope = (
+        PersonalScope(target.user_id, context.persona.lineage_id)
+        if target is not None
+        else ServerScope(context.memory_server_key, context.persona.lineage_id)
+    )
+    return save(call, context, settings, scope, target, content)
+
+
+def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: str) -> str:
+    """Sanitised content within the length limit, for a persona with a lineage."""
+    content = sanitise_content(raw)
     if not content:
-        raise fail(S.INVALID_CONTENT, "memory_content is empty after removing invalid characters")
+        raise fail(S.INVALID_CONTENT, f"{field} is empty after removing invalid characters")
     max_length = call.store.settings.max_memory_length
     if len(content) > max_length:
         raise fail(
             S.INVALID_CONTENT,
-            f"memory_content is {len(content)} characters; the maximum is {max_length}. "
+            f"{field} is {len(content)} characters; the maximum is {max_length}. "
             "Shorten it to the essential fact.",
         )
     if context.persona.lineage_id <= GLOBAL_LINEAGE:
@@ -48,12 +60,21 @@ def _create(call: FlowCall) -> ToolResult:
             S.INTERNAL_ERROR,
             "The persona has no lineage (the database needs migrating); nothing was saved.",
         )
-    scope: ServerScope | PersonalScope = (
-        PersonalScope(target.user_id, context.persona.lineage_id)
-        if target is not None
-        else ServerScope(context.memory_server_key, context.persona.lineage_id)
-    )
-    record_id = _insert(call, context, settings, scope, target, content)
+    return content
+
+
+def save(
+    call: FlowCall,
+    context: TurnContext,
+    settings: ServerSettings,
+    scope: ServerScope | PersonalScope,
+    target: Person | None,
+    content: str,
+    typed: TypedFields | None = None,
+) -> ToolResult:
+    """Insert within the limit, commit, then invalidate the cache and emit the notice."""
+    typed = typed or TypedFields()
+    record_id = _insert(call, context, settings, scope, target, content, typed)
     call.session.commit()
     call.store.invalidate(scope)
     effective: NoticeScope = "target_user" if target is not None else "server_wide"
@@ -77,6 +98,8 @@ def _create(call: FlowCall) -> ToolResult:
     data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
     if target is not None:
         data["target_user"] = target.display_name
+    if typed.memory_type != "semantic" or typed.attributes:
+        data.update(memory_type=typed.memory_type, importance=typed.importance)
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
 
 
@@ -114,6 +137,7 @@ def _insert(
     scope: ServerScope | PersonalScope,
     target: Person | None,
     content: str,
+    typed: TypedFields,
 ) -> int:
     """Check the limit and insert; the advisory lock serialises writers of the scope."""
     defaults = call.store.settings
@@ -145,5 +169,9 @@ def _insert(
         persona_id=context.persona.persona_id,
         created_by=context.user.user_id,
         embedding=embedding,
+        memory_type=typed.memory_type,
+        importance=typed.importance,
+        decay_rate=typed.decay_rate,
+        attributes=typed.attributes,
     )
     return record.id

@@ -19,6 +19,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 
 from toolkit.memory.create import create_long_term_memory
+from toolkit.memory.create_typed import create_memory
 from toolkit.memory.flow import Flow
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus, UpdateStatus
@@ -178,6 +179,61 @@ def update_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
         description=UPDATE_DESCRIPTION,
         schema=UPDATE_SCHEMA,
         internal_error=UpdateStatus.INTERNAL_ERROR,
+    )
+
+
+CREATE_MEMORY_DESCRIPTION = (
+    "Create a new typed memory (episodic: something that happened; semantic: a fact; "
+    "procedural: how to do something, with steps; strategic: a pattern that works) with "
+    "optional type-specific metadata. It is saved server-wide for this conversation's "
+    "server and persona. 'embedding' is accepted for compatibility and ignored: kioku "
+    "computes embeddings itself."
+)
+CREATE_MEMORY_SCHEMA: dict[str, Any] = {
+    "title": "create_memory",
+    "type": "object",
+    "properties": {
+        "type": {
+            "type": "string",
+            "enum": ["episodic", "semantic", "procedural", "strategic"],
+            "description": "Type of memory to create",
+        },
+        "content": {"type": "string", "description": "The main content/text of the memory"},
+        "importance": {
+            "type": "number",
+            "description": "Importance score (0.0 to 1.0), default 0.5",
+        },
+        "metadata": {
+            "type": "object",
+            "description": (
+                "Type-specific metadata: episodic action_taken, context, result, "
+                "emotional_valence (-1..1), event_time, verification_status; semantic "
+                "confidence (0..1), category, related_concepts, source_references, "
+                "contradictions; procedural steps (required), prerequisites, success_count, "
+                "total_attempts, failure_points; strategic pattern_description, "
+                "confidence_score (0..1), supporting_evidence, success_metrics, "
+                "adaptation_history, context_applicability; any type: decay_rate (per day)."
+            ),
+        },
+        "embedding": {
+            "type": "array",
+            "items": {"type": "number"},
+            "description": "Ignored: kioku embeds the content itself.",
+        },
+    },
+    "required": ["type", "content"],
+}
+
+
+def create_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build ``create_memory`` (the typed-memory reference's argument names)."""
+    return _build(
+        create_memory,
+        store,
+        name="create_memory",
+        description=CREATE_MEMORY_DESCRIPTION,
+        schema=CREATE_MEMORY_SCHEMA,
+        internal_error=CreateStatus.INTERNAL_ERROR,
     )
 
 

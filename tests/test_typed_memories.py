@@ -1,0 +1,140 @@
+"""Typed memories through create_memory: validation with clear reasons, stored fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.helpers import World, make_world, memory_row, run_tool, table_counts
+from toolkit import KiokuStore
+from toolkit.search.scoring import relevance
+from toolkit.tools.ltm import create_memory_tool
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+def create(world: World, args: dict[str, Any]) -> dict[str, Any]:
+    return run_tool(create_memory_tool(world.store), args, world.context()).result
+
+
+def test_episodic_with_metadata(world: World) -> None:
+    result = create(
+        world,
+        {
+            "type": "episodic",
+            "content": "{bot} rebooted the kettle",
+            "importance": 0.9,
+            "metadata": {
+                "action_taken": "reboot",
+                "emotional_valence": -0.5,
+                "result": {"ok": True},
+                "event_time": "2026-11-20T10:00:00",
+            },
+        },
+    )
+    assert result["status"] == "memory_saved_successfully", result
+    row = memory_row(world.store, result["memory_id"])
+    assert row is not None
+    assert (row.memory_type, row.importance, row.scope, row.server_id) == (
+        "episodic",
+        0.9,
+        "server",
+        "srv-a",
+    )
+    assert row.attributes["action_taken"] == "reboot" and row.attributes["result"] == {"ok": True}
+    assert row.attributes["event_time"] == "2026-11-20T10:00:00+00:00"
+    assert row.embedding is not None
+
+
+def test_defaults_per_type(world: World) -> None:
+    semantic = memory_row(
+        world.store, create(world, {"type": "semantic", "content": "tea is a drink"})["memory_id"]
+    )
+    assert (
+        semantic is not None
+        and semantic.attributes["confidence"] == 0.8
+        and semantic.importance == 0.5
+    )
+    strategic = memory_row(
+        world.store,
+        create(world, {"type": "strategic", "content": "ask before brewing"})["memory_id"],
+    )
+    assert strategic is not None and strategic.attributes == {
+        "confidence_score": 0.7,
+        "pattern_description": "ask before brewing",
+    }
+    procedural = create(
+        world,
+        {
+            "type": "procedural",
+            "content": "brew green tea",
+            "metadata": {
+                "steps": ["heat to 80C", "steep 2 min"],
+                "success_count": 3,
+                "total_attempts": 4,
+                "decay_rate": 0.0,
+            },
+        },
+    )
+    row = memory_row(world.store, procedural["memory_id"])
+    assert row is not None and row.attributes["success_rate"] == 0.75 and row.decay_rate == 0.0
+
+
+def test_embedding_argument_is_ignored(world: World) -> None:
+    result = create(world, {"type": "semantic", "content": "x", "embedding": [0.1, 0.2]})
+    assert result["status"] == "memory_saved_successfully" and result["embedding_ignored"] is True
+    row = memory_row(world.store, result["memory_id"])
+    assert row is not None and len(row.embedding) == 384
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        ({"content": "x"}, "type must be one of"),
+        ({"type": "dream", "content": "x"}, "type must be one of"),
+        ({"type": "semantic"}, "content is required"),
+        (
+            {"type": "semantic", "content": "x", "importance": 1.5},
+            "importance must be from 0.0 to 1.0",
+        ),
+        ({"type": "semantic", "content": "x", "importance": "high"}, "importance must be a number"),
+        (
+            {"type": "semantic", "content": "x", "metadata": {"confidence": 2}},
+            "confidence must be from",
+        ),
+        ({"type": "semantic", "content": "x", "metadata": {"steps": [1]}}, "accepts confidence"),
+        ({"type": "semantic", "content": "x", "metadata": "notes"}, "metadata must be an object"),
+        (
+            {"type": "episodic", "content": "x", "metadata": {"emotional_valence": -3}},
+            "emotional_valence",
+        ),
+        ({"type": "episodic", "content": "x", "metadata": {"event_time": "yesterday"}}, "ISO 8601"),
+        ({"type": "procedural", "content": "x"}, "needs metadata.steps"),
+        (
+            {
+                "type": "procedural",
+                "content": "x",
+                "metadata": {"steps": [1], "success_count": 5, "total_attempts": 2},
+            },
+            "cannot exceed",
+        ),
+        ({"type": "semantic", "content": "x", "metadata": {"decay_rate": -1}}, "decay_rate"),
+        ({"type": "semantic", "content": "x", "embedding": "vector"}, "embedding"),
+        ({"type": "semantic", "content": "x", "scope": "personal"}, "unknown argument"),
+    ],
+)
+def test_invalid_typed_arguments(world: World, args: dict[str, Any], reason: str) -> None:
+    result = create(world, args)
+    assert result["status"] == "memory_save_failed_invalid_args"
+    assert reason in result["reason"]
+    assert table_counts(world.store) == (0, 0)
+
+
+def test_relevance_decays_at_read_time() -> None:
+    assert relevance(0.8, 0.01, 0) == pytest.approx(0.8)
+    assert relevance(0.8, 0.01, 100) == pytest.approx(0.8 * 0.36788, rel=1e-3)
+    assert relevance(0.8, 0.0, 1000) == pytest.approx(0.8)

@@ -14,8 +14,12 @@ from toolkit.errors import ConfigurationError
 from toolkit.store import KiokuStore
 
 
-def _open_store(console: Console) -> KiokuStore:
+def _open_store(console: Console, *, quiet: bool = False) -> KiokuStore:
     settings = load_settings()
+    if quiet:
+        store = KiokuStore.open(settings)
+        store.setup()
+        return store
     where = (
         settings.database_url
         and "KIOKU_DATABASE_URL"
@@ -41,6 +45,27 @@ def _sweep(store: KiokuStore, *, since_hours: float) -> str:
     )
 
 
+def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
+    import asyncio
+
+    from toolkit.mcp_server import KiokuMcp, McpScope, serve_http, serve_stdio
+
+    scope = McpScope(
+        server_id=args.server_id,
+        server_name=args.server_name,
+        channel_id=args.channel_id,
+        user_id=args.user_id,
+        user_name=args.user_name,
+        persona_name=args.persona,
+        writable=not args.read_only,
+    )
+    app = KiokuMcp(store, scope)
+    if args.http:
+        serve_http(app, host=args.host, port=args.port)
+    else:
+        asyncio.run(serve_stdio(app))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kioku`` console script."""
     parser = argparse.ArgumentParser(
@@ -49,6 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="a scripted conversation through the memory graph")
     sub.add_parser("chat", help="chat with a real model (needs OPENAI_API_KEY)")
+    mcp = sub.add_parser("mcp", help="serve the memory tools over MCP (stdio by default)")
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument("--port", type=int, default=8765)
+    mcp.add_argument("--server-id", default="mcp", help="the server whose memories are used")
+    mcp.add_argument("--server-name", default="MCP")
+    mcp.add_argument("--channel-id", default="mcp")
+    mcp.add_argument("--user-id", default="mcp-user", help="the person the client acts for")
+    mcp.add_argument("--user-name", default="User")
+    mcp.add_argument("--persona", default="Assistant", help="persona name (lineage kept)")
+    mcp.add_argument("--read-only", action="store_true", help="refuse long-term memory writes")
     sub.add_parser("setup", help="create or upgrade the database schema")
     sweep = sub.add_parser("sweep", help="prune short-term memory checkpoints; drop idle threads")
     sweep.add_argument(
@@ -59,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    console = Console()
+    console = Console(stderr=args.command == "mcp")  # stdout carries the MCP protocol
     model = None
     if args.command == "chat":
         from toolkit.models import openai_model_from_env
@@ -72,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
     try:
-        store = _open_store(console)
+        store = _open_store(console, quiet=args.command == "mcp")
     except ConfigurationError as exc:
         console.print(f"[red]kioku: {exc}[/]")
         return 2
@@ -81,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             console.print("Schema is up to date.")
         elif args.command == "sweep":
             console.print(_sweep(store, since_hours=args.since_hours))
+        elif args.command == "mcp":
+            _serve_mcp(store, args)
         elif args.command == "chat":
             from toolkit.chat import run_chat
 

@@ -56,18 +56,18 @@ SCHEMA: dict[str, Any] = {
 
 def update_short_term_memory(
     stm: ShortTermMemory,
-    runtime: ToolRuntime | None,
+    context: object,
+    state: object,
     arguments: dict[str, Any],
     *,
     no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
 ) -> ToolResult:
-    """Validate, re-check availability and write the summary; never raises."""
-    context = runtime.context if runtime is not None else None
+    """Validate, re-check availability (flags from graph ``state``) and write; never raises."""
     if not isinstance(context, TurnContext):
         return ToolResult(
             StmStatus.INTERNAL_ERROR, "No turn context was provided (a setup problem)."
         )
-    intent, updated = turn_flags(runtime.state if runtime is not None else None)
+    intent, updated = turn_flags(state)
     refusal = stm_tool_refusal(
         context, ltm_intent=intent, already_updated=updated, no_stm_providers=no_stm_providers
     )
@@ -111,8 +111,10 @@ def update_short_term_memory_tool(
     """Build the ``update_short_term_memory`` tool over ``stm``."""
 
     def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
+        context = runtime.context if runtime is not None else None
+        state = runtime.state if runtime is not None else None
         return update_short_term_memory(
-            stm, runtime, arguments, no_stm_providers=no_stm_providers
+            stm, context, state, arguments, no_stm_providers=no_stm_providers
         ).to_json()
 
     return StructuredTool.from_function(

@@ -76,3 +76,17 @@ def store(engine: Engine, settings: KiokuSettings) -> Iterator[KiokuStore]:
     store.close()
     with engine.begin() as connection:
         connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+def fresh_database(database_url: str, engine: Engine) -> Iterator[str]:
+    """The URL of a new, empty database of this test's own (dropped afterwards)."""
+    name = f"kioku_fresh_{os.getpid()}"
+    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    yield engine.url.set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()

@@ -31,6 +31,25 @@ def _open_store(console: Console, *, quiet: bool = False) -> KiokuStore:
     return store
 
 
+def _reembed(console: Console) -> int:
+    from rich.progress import Progress
+
+    from toolkit.reembed import reembed
+
+    try:
+        store = KiokuStore.open(load_settings())
+    except ConfigurationError as exc:
+        console.print(f"[red]kioku: {exc}[/]")
+        return 2
+    with store, Progress(console=console) as bar:
+        task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
+        count = reembed(
+            store, progress=lambda done, total: bar.update(task, completed=done, total=total)
+        )
+    console.print(f"Embedded {count} memories with {store.embedder.model}.")
+    return 0
+
+
 def _sweep(store: KiokuStore, *, since_hours: float) -> str:
     from toolkit.stm.store import ShortTermMemory
 
@@ -86,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     mcp.add_argument("--persona", default="Assistant", help="persona name (lineage kept)")
     mcp.add_argument("--read-only", action="store_true", help="refuse long-term memory writes")
     sub.add_parser("setup", help="create or upgrade the database schema")
+    sub.add_parser(
+        "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
+    )
     sweep = sub.add_parser("sweep", help="prune short-term memory checkpoints; drop idle threads")
     sweep.add_argument(
         "--since-hours",
@@ -107,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                 "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
             )
             return 2
+    if args.command == "reembed":
+        return _reembed(console)
     try:
         store = _open_store(console, quiet=args.command == "mcp")
     except ConfigurationError as exc:

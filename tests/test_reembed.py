@@ -1,0 +1,72 @@
+"""Switching embedders is an explicit re-embed, never a silent mismatch."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from tests.helpers import make_world, run_tool
+from tests.test_embeddings import BrokenEmbeddings
+from toolkit import ConfigurationError, KiokuSettings, KiokuStore, create_long_term_memory_tool
+from toolkit.db.engine import make_engine
+from toolkit.db.models import Memory
+from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
+from toolkit.reembed import reembed
+
+
+def spec(dim: int) -> EmbedderSpec:
+    return EmbedderSpec(HashingEmbeddings(dim), f"hashing-{dim}", dim)
+
+
+def open_store(url: str, embedder: EmbedderSpec) -> KiokuStore:
+    return KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url), embedder=embedder)
+
+
+def test_reembed_after_switching_and_for_queued_memories(
+    fresh_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = open_store(fresh_database, spec(32))
+    old.setup()
+    world = make_world(old)
+    create = create_long_term_memory_tool(old)
+    for i in range(5):
+        run_tool(
+            create, {"memory_content": f"fact {i}", "memory_scope": "server_wide"}, world.context()
+        )
+    broken = KiokuStore(
+        old.engine,
+        settings=old.settings,
+        embedder=EmbedderSpec(BrokenEmbeddings(), "hashing-32", 32),
+    )
+    run_tool(
+        create_long_term_memory_tool(broken),
+        {"memory_content": "queued fact", "memory_scope": "server_wide"},
+        world.context(),
+    )
+
+    # Same model: only the queued memory is embedded.
+    assert reembed(old) == 1
+    old.close()
+
+    new = open_store(fresh_database, spec(48))
+    with pytest.raises(ConfigurationError, match="kioku reembed"):
+        new.setup()
+    seen: list[tuple[int, int]] = []
+    assert reembed(new, batch_size=4, progress=lambda done, total: seen.append((done, total))) == 6
+    assert seen[-1] == (6, 6)
+    new.setup()  # now consistent
+    with new.sessions() as session:
+        vectors = session.scalars(select(Memory.embedding)).all()
+    assert len(vectors) == 6 and all(v is not None and len(v) == 48 for v in vectors)
+    new.close()
+
+
+def test_kioku_reembed_command(
+    fresh_database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolkit.cli import main
+
+    monkeypatch.setenv("KIOKU_DATABASE_URL", fresh_database)
+    monkeypatch.setenv("KIOKU_EMBEDDING_DIMENSION", "40")
+    assert main(["reembed"]) == 0
+    assert "Embedded 0 memories with hashing-40" in capsys.readouterr().out

@@ -1,0 +1,69 @@
+"""Shared benchmark plumbing: a fresh database, timing, percentiles."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import text
+
+from toolkit import KiokuSettings, KiokuStore, load_settings
+from toolkit.db.embedded import EmbeddedPostgres
+from toolkit.db.engine import make_engine
+from toolkit.embeddings import EmbedderSpec
+
+
+@contextmanager
+def bench_database(name: str) -> Iterator[str]:
+    """URL of a new database ``name`` on KIOKU_DATABASE_URL's server, or an embedded one."""
+    settings = load_settings()
+    embedded = None
+    base = settings.database_url
+    if base is None:
+        embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="kioku-bench-")))
+        base = embedded.url
+    admin = make_engine(base).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield admin.url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+        if embedded is not None:
+            embedded.stop()
+
+
+def open_store(url: str, embedder: EmbedderSpec, **settings: object) -> KiokuStore:
+    """A store on ``url`` with ``embedder``, schema set up."""
+    store = KiokuStore(
+        make_engine(url),
+        settings=KiokuSettings(database_url=url, **settings),  # type: ignore[arg-type]
+        embedder=embedder,
+    )
+    store.setup()
+    return store
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timed_ms(run: Callable[[], object], repeat: int, warmup: int = 10) -> tuple[float, float]:
+    """(p50, p95) in milliseconds."""
+    for _ in range(warmup):
+        run()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples), percentile(samples, 0.95)

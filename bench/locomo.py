@@ -85,8 +85,15 @@ def main() -> None:
                 for (dia_id, content, when), vector in zip(rows, vectors, strict=True):
                     memory_id = session.execute(
                         insert(Memory)
-                        .values(scope="server", server_id=server, persona_lineage_id=LINEAGE,
-                                content=content, embedding=vector, created_at=when, updated_at=when)
+                        .values(
+                            scope="server",
+                            server_id=server,
+                            persona_lineage_id=LINEAGE,
+                            content=content,
+                            embedding=vector,
+                            created_at=when,
+                            updated_at=when,
+                        )
                         .returning(Memory.id)
                     ).scalar_one()
                     ids[memory_id] = dia_id
@@ -101,10 +108,21 @@ def main() -> None:
                 query_vector = embedder.embeddings.embed_query(qa["question"])
                 with store.sessions() as session:
                     distance = Memory.embedding.cosine_distance(query_vector)
-                    cosine = [ids[i] for i in session.scalars(
-                        select(Memory.id).where(scope.condition()).order_by(distance + 0).limit(10))]
-                    hybrid = [ids[h.id] for h in hybrid_search(
-                        session, scope, qa["question"], query_vector, now=now, limit=10)]
+                    cosine = [
+                        ids[i]
+                        for i in session.scalars(
+                            select(Memory.id)
+                            .where(scope.condition())
+                            .order_by(distance + 0)
+                            .limit(10)
+                        )
+                    ]
+                    hybrid = [
+                        ids[h.id]
+                        for h in hybrid_search(
+                            session, scope, qa["question"], query_vector, now=now, limit=10
+                        )
+                    ]
                 for name, ranked in (("cosine", cosine), ("hybrid", hybrid)):
                     for k in (5, 10):
                         share = len(set(ranked[:k]) & set(evidence)) / len(evidence)
@@ -112,8 +130,10 @@ def main() -> None:
                         results[name][f"recall@{k}/cat{category}"].append(share)
                     results[name]["hit@10"].append(float(bool(set(ranked) & set(evidence))))
         store.close()
-    print(f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
-          f"{time.perf_counter() - started:.0f} s")
+    print(
+        f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
+        f"{time.perf_counter() - started:.0f} s"
+    )
     keys = ["recall@5", "recall@10", "hit@10"] + [f"recall@10/cat{c}" for c in (1, 2, 3, 4)]
     print(f"{'metric':<18} {'cosine':>8} {'hybrid':>8} {'diff':>8}")
     for key in keys:

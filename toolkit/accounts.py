@@ -30,6 +30,8 @@ class ServerSettings:
     """Override of ``MAX_SERVER_MEMORIES`` for this server."""
     max_personal_memories: int | None = None
     """Override of ``MAX_PERSONAL_MEMORIES`` for this server."""
+    stored: bool = False
+    """Whether the server has a row (memories can reference it without inserting one)."""
 
 
 DM_SETTINGS = ServerSettings(self_teaching_enabled=True)
@@ -55,6 +57,7 @@ class AccountRepository:
             stm_privacy_bypass=row.stm_privacy_bypass,
             max_server_memories=row.max_server_memories,
             max_personal_memories=row.max_personal_memories,
+            stored=True,
         )
 
     def ensure_server(self, server_key: str, name: str | None, *, is_dm: bool) -> None:

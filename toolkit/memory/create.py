@@ -160,7 +160,8 @@ def _insert(
             count=count,
         )
     accounts = AccountRepository(call.session)
-    accounts.ensure_server(context.memory_server_key, context.server_name, is_dm=context.is_dm)
+    if not settings.stored:
+        accounts.ensure_server(context.memory_server_key, context.server_name, is_dm=context.is_dm)
     if target is not None:
         accounts.ensure_user(target.user_id, target.display_name)
     record = memories.add(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, delete, func, select, text
+from sqlalchemy import ColumnElement, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import Memory, MemoryHistory
@@ -109,7 +109,7 @@ class MemoryRepository:
             .where(Memory.status == "active", *self._scope_filter(scope))
             .order_by(Memory.created_at.desc(), Memory.id.desc())
         )
-        return [MemoryRecord(*row) for row in rows]
+        return [MemoryRecord(*row.tuple()) for row in rows]
 
     def add(
         self,
@@ -128,26 +128,29 @@ class MemoryRepository:
 
         Without an embedding the row is queued for re-embedding (``needs_embedding``).
         """
-        row = Memory(
-            scope="server" if isinstance(scope, ServerScope) else "personal",
-            server_id=scope.server_id if isinstance(scope, ServerScope) else None,
-            user_id=scope.user_id if isinstance(scope, PersonalScope) else None,
-            persona_lineage_id=scope.lineage_id,
-            persona_id=persona_id,
-            created_by=created_by,
-            content=content,
-            embedding=list(embedding) if embedding is not None else None,
-            needs_embedding=embedding is None,
-            memory_type=memory_type,
-            importance=importance,
-            decay_rate=decay_rate,
-            attributes=attributes or {},
-        )
-        self.session.add(row)
-        self.session.flush()
-        self._history(row.id, "create", None, content, created_by, persona_id)
-        self.session.refresh(row)
-        return _record(row)
+        # Core statements, one round trip each: this is the hot write path.
+        row = self.session.execute(
+            insert(Memory)
+            .values(
+                scope="server" if isinstance(scope, ServerScope) else "personal",
+                server_id=scope.server_id if isinstance(scope, ServerScope) else None,
+                user_id=scope.user_id if isinstance(scope, PersonalScope) else None,
+                persona_lineage_id=scope.lineage_id,
+                persona_id=persona_id,
+                created_by=created_by,
+                content=content,
+                embedding=list(embedding) if embedding is not None else None,
+                needs_embedding=embedding is None,
+                memory_type=memory_type,
+                importance=importance,
+                decay_rate=decay_rate,
+                attributes=attributes or {},
+            )
+            .returning(*_RECORD_COLUMNS)
+        ).one()
+        record = MemoryRecord(*cast(tuple[Any, ...], row))
+        self._history(record.id, "create", None, content, created_by, persona_id)
+        return record
 
     def find_for_update(
         self, memory_id: int, scope: ServerScope | PersonalScope
@@ -208,8 +211,8 @@ class MemoryRepository:
         actor: str | None,
         persona_id: int | None,
     ) -> None:
-        self.session.add(
-            MemoryHistory(
+        self.session.execute(
+            insert(MemoryHistory).values(
                 memory_id=memory_id,
                 action=action,
                 old_content=old,
@@ -218,7 +221,6 @@ class MemoryRepository:
                 persona_id=persona_id,
             )
         )
-        self.session.flush()
 
     @staticmethod
     def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[ColumnElement[bool], ...]:

@@ -49,9 +49,11 @@ class Lookup(Embeddings):
         self.vectors, self.fallback = vectors, fallback
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Look the vectors up."""
         return [self.vectors.get(t) or self.fallback.embed_query(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
+        """Look one vector up."""
         return self.embed_documents([text])[0]
 
 
@@ -71,10 +73,12 @@ def sentences(count: int) -> list[str]:
 
 
 def recall(found: Sequence[Any], truth: Sequence[Any]) -> float:
+    """Share of ``truth`` in ``found``."""
     return len(set(found) & set(truth)) / max(1, len(truth))
 
 
 def run_scale(scale: int, queries: int, hashing: HashingEmbeddings, report: dict[str, Any]) -> None:
+    """Load ``scale`` memories into kioku and PostgresStore, then measure both."""
     texts = sentences(scale + queries)
     corpus, questions = texts[:scale], texts[scale:]
     vectors = dict(zip(texts, hashing.embed_documents(texts), strict=True))

@@ -109,7 +109,7 @@ class MemoryRepository:
             .where(Memory.status == "active", *self._scope_filter(scope))
             .order_by(Memory.created_at.desc(), Memory.id.desc())
         )
-        return [MemoryRecord(*row.tuple()) for row in rows]
+        return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
 
     def add(
         self,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, text
+from sqlalchemy import Row, func, select, text
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import Memory
@@ -42,6 +42,45 @@ class SearchHit:
         return record
 
 
+_DETAILS = (
+    Memory.id,
+    Memory.scope,
+    Memory.server_id,
+    Memory.user_id,
+    Memory.memory_type,
+    Memory.content,
+    Memory.importance,
+    Memory.decay_rate,
+    Memory.created_at,
+)
+"""Columns every candidate query returns, so no third query is needed."""
+
+_ITERATIVE_SCAN = text(
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    f"set_config('hnsw.ef_search', '{EF_SEARCH}', true)"
+)
+
+
+def _vector_rows(
+    session: Session,
+    visibility: Visibility,
+    query_vector: Sequence[float],
+    *,
+    memory_type: str | None,
+    limit: int,
+) -> list[Row[Any]]:
+    session.execute(_ITERATIVE_SCAN)  # transaction-local, one round trip
+    distance = Memory.embedding.cosine_distance(list(query_vector))
+    rows = session.execute(
+        select(*_DETAILS, distance.label("distance"))
+        .where(visibility.condition(memory_type), Memory.embedding.is_not(None))
+        .order_by(distance)
+        .limit(limit)
+    ).all()
+    # relaxed_order may return rows slightly out of order: sort them exactly.
+    return sorted(rows, key=lambda row: (row.distance, row.id))
+
+
 def vector_candidates(
     session: Session,
     visibility: Visibility,
@@ -55,36 +94,33 @@ def vector_candidates(
     pgvector's iterative index scan keeps scanning the HNSW graph until enough rows pass
     the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
     """
-    session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-    session.execute(text(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}"))
-    distance = Memory.embedding.cosine_distance(list(query_vector))
+    rows = _vector_rows(session, visibility, query_vector, memory_type=memory_type, limit=limit)
+    return [row.id for row in rows]
+
+
+def _text_rows(
+    session: Session, visibility: Visibility, query: str, *, memory_type: str | None, limit: int
+) -> list[Row[Any]]:
+    terms = or_tsquery(query)
+    if terms is None:
+        return []
+    tsquery = func.to_tsquery("english", terms)
+    rank = func.ts_rank_cd(Memory.search_vector, tsquery)
     rows = session.execute(
-        select(Memory.id, distance.label("distance"))
-        .where(visibility.condition(memory_type), Memory.embedding.is_not(None))
-        .order_by(distance)
+        select(*_DETAILS)
+        .where(visibility.condition(memory_type), Memory.search_vector.op("@@")(tsquery))
+        .order_by(rank.desc(), Memory.id)
         .limit(limit)
     ).all()
-    # relaxed_order may return rows slightly out of order: sort them exactly.
-    return [memory_id for memory_id, _ in sorted(rows, key=lambda row: (row[1], row[0]))]
+    return cast(list[Row[Any]], rows)
 
 
 def text_candidates(
     session: Session, visibility: Visibility, query: str, *, memory_type: str | None, limit: int
 ) -> list[int]:
     """Memories matching any query word (English stemming), best ``ts_rank_cd`` first."""
-    terms = or_tsquery(query)
-    if terms is None:
-        return []
-    tsquery = func.to_tsquery("english", terms)
-    rank = func.ts_rank_cd(Memory.search_vector, tsquery)
-    return list(
-        session.scalars(
-            select(Memory.id)
-            .where(visibility.condition(memory_type), Memory.search_vector.op("@@")(tsquery))
-            .order_by(rank.desc(), Memory.id)
-            .limit(limit)
-        )
-    )
+    rows = _text_rows(session, visibility, query, memory_type=memory_type, limit=limit)
+    return [row.id for row in rows]
 
 
 def hybrid_search(
@@ -102,31 +138,17 @@ def hybrid_search(
     """The ``limit`` best memories for ``query`` among those ``visibility`` allows."""
     weights = weights or FusionWeights()
     pool = max(candidates, limit)
-    by_vector = (
-        vector_candidates(session, visibility, query_vector, memory_type=memory_type, limit=pool)
+    vector_rows = (
+        _vector_rows(session, visibility, query_vector, memory_type=memory_type, limit=pool)
         if query_vector is not None
         else []
     )
-    by_text = text_candidates(session, visibility, query, memory_type=memory_type, limit=pool)
-    ids = set(by_vector) | set(by_text)
-    if not ids:
+    text_rows = _text_rows(session, visibility, query, memory_type=memory_type, limit=pool)
+    rows = {row.id: row for row in (*vector_rows, *text_rows)}
+    if not rows:
         return []
-    rows = {
-        row.id: row
-        for row in session.execute(
-            select(
-                Memory.id,
-                Memory.scope,
-                Memory.server_id,
-                Memory.user_id,
-                Memory.memory_type,
-                Memory.content,
-                Memory.importance,
-                Memory.decay_rate,
-                Memory.created_at,
-            ).where(Memory.id.in_(ids))
-        )
-    }
+    by_vector = [row.id for row in vector_rows]
+    by_text = [row.id for row in text_rows]
     scores = {
         memory_id: relevance(
             row.importance, row.decay_rate, (now - row.created_at).total_seconds() / 86400

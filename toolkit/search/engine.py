@@ -132,12 +132,14 @@ def hybrid_search(
     now: datetime,
     memory_type: str | None = None,
     limit: int = 5,
-    candidates: int = 50,
+    candidates: int | None = None,
     weights: FusionWeights | None = None,
 ) -> list[SearchHit]:
     """The ``limit`` best memories for ``query`` among those ``visibility`` allows."""
     weights = weights or FusionWeights()
-    pool = max(candidates, limit)
+    # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
+    # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
+    pool = max(candidates or 2 * limit, limit, 20)
     vector_rows = (
         _vector_rows(session, visibility, query_vector, memory_type=memory_type, limit=pool)
         if query_vector is not None

@@ -2,12 +2,16 @@
 
 Per scale (10k, 100k memories of MSC persona sentences, hashing embedder, 384-d), in
 one database and one run:
-- kioku hybrid search p50/p95 (query embedding excluded) inside a 5% scope, and the
-  vector part's recall@10 against exact search;
-- PostgresStore's search of the same queries in the same scope (a namespace), p50/p95
-  and recall@10 against the same exact results;
-- write throughput: kioku's tool path (create_long_term_memory flow: validation, limit
-  check under an advisory lock, insert + history; embedding excluded) vs PostgresStore.put.
+- search p50/p95 (query embedding excluded) inside a 5% scope: kioku's hybrid search
+  and PostgresStore's vector search of the same queries in the same scope (a namespace);
+- recall@10 against exact search: kioku's vector candidates (exact below 10k rows per
+  scope, the default), kioku forced through its HNSW index, and PostgresStore;
+- write throughput: kioku's tool path (``create_long_term_memory``: validation, settings,
+  limit check under an advisory lock, insert + history; embedding excluded) with and
+  without the HNSW index, vs ``PostgresStore.put`` (embedding excluded too).
+
+Timings alternate between kioku and the peer in rounds, so a noisy neighbour (this
+machine shares its CPUs) slows both alike.
 
 Run: .venv/bin/python -m bench.search [--scales 10000 100000] [--queries 100]
 """
@@ -17,19 +21,23 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, select, text
 
-from bench.common import bench_database, open_store, timed_ms
-from toolkit import Participant, Persona, TurnContext
+from bench.common import bench_database, open_store, percentile
+from toolkit import KiokuStore, Participant, Persona, TurnContext
 from toolkit.db.engine import libpq_url
 from toolkit.db.models import Memory, Server
+from toolkit.db.vectors import HNSW_INDEX
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
 from toolkit.memory.create import create_long_term_memory
 from toolkit.search.engine import hybrid_search, vector_candidates
@@ -40,6 +48,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "msc_pers
 SERVERS = 20  # each scope holds 5% of the memories
 LINEAGE = 10_000
 DIM = 384
+ROUNDS = 5
 
 
 class Lookup(Embeddings):
@@ -77,168 +86,269 @@ def recall(found: Sequence[Any], truth: Sequence[Any]) -> float:
     return len(set(found) & set(truth)) / max(1, len(truth))
 
 
+@dataclass
+class Rounds:
+    """Latency samples (ms) per contender, gathered in alternating rounds."""
+
+    samples: dict[str, list[float]]
+
+    @classmethod
+    def run(cls, contenders: dict[str, Callable[[], object]], per_round: int) -> Rounds:
+        """Time each contender ``per_round`` calls per round, ROUNDS rounds, after warm-up."""
+        samples: dict[str, list[float]] = {name: [] for name in contenders}
+        for call in contenders.values():
+            for _ in range(10):
+                call()
+        for _ in range(ROUNDS):
+            for name, call in contenders.items():
+                for _ in range(per_round):
+                    start = time.perf_counter()
+                    call()
+                    samples[name].append((time.perf_counter() - start) * 1000)
+        return cls(samples)
+
+    def p50(self, name: str) -> float:
+        """Median latency of ``name``."""
+        return statistics.median(self.samples[name])
+
+    def p95(self, name: str) -> float:
+        """95th percentile latency of ``name``."""
+        return percentile(self.samples[name], 0.95)
+
+    def per_second(self, name: str) -> float:
+        """Calls per second of ``name`` over all its samples."""
+        return 1000 * len(self.samples[name]) / sum(self.samples[name])
+
+
+def load_kioku(store: KiokuStore, corpus: list[str], vectors: dict[str, list[float]]) -> None:
+    """Bulk-load ``corpus`` into SERVERS scopes, then let autovacuum's work happen now."""
+    with store.transaction() as session:
+        session.execute(insert(Server), [{"id": f"s{i}", "name": f"s{i}"} for i in range(SERVERS)])
+        for start in range(0, len(corpus), 5000):
+            session.execute(
+                insert(Memory),
+                [
+                    {
+                        "scope": "server",
+                        "server_id": f"s{i % SERVERS}",
+                        "persona_lineage_id": LINEAGE,
+                        "content": corpus[i],
+                        "embedding": vectors[corpus[i]],
+                    }
+                    for i in range(start, min(len(corpus), start + 5000))
+                ],
+            )
+    autocommit = store.engine.execution_options(isolation_level="AUTOCOMMIT")
+    with autocommit.connect() as connection:
+        connection.execute(text("VACUUM ANALYZE memories"))
+
+
+def load_peer(peer: PostgresStore, corpus: list[str]) -> None:
+    """The same items in PostgresStore, one namespace per scope."""
+    for start in range(0, len(corpus), 1000):
+        peer.batch(
+            [
+                PutOp(("server", f"s{i % SERVERS}"), str(i), {"text": corpus[i]})
+                for i in range(start, min(len(corpus), start + 1000))
+            ]
+        )
+
+
 def run_scale(scale: int, queries: int, hashing: HashingEmbeddings, report: dict[str, Any]) -> None:
     """Load ``scale`` memories into kioku and PostgresStore, then measure both."""
     texts = sentences(scale + queries)
     corpus, questions = texts[:scale], texts[scale:]
-    vectors = dict(zip(texts, hashing.embed_documents(texts), strict=True))
+    writes = [f"write benchmark fact {i}: {corpus[i % scale]}" for i in range(ROUNDS * 200 * 2)]
+    vectors = dict(zip(texts + writes, hashing.embed_documents(texts + writes), strict=True))
     lookup = EmbedderSpec(Lookup(vectors, hashing), f"hashing-{DIM}", DIM)
-    name = f"kioku_bench_search_{scale}"
-    with bench_database(name) as url:
-        store = open_store(url, lookup, max_server_memories=10**9)
+    with bench_database(f"kioku_bench_search_{scale}") as url:
+        # Limits far above 10k per scope: kioku builds its HNSW index ("auto").
+        store = open_store(url, lookup, max_server_memories=10**9, vector_index="exact")
         t0 = time.perf_counter()
-        with store.transaction() as session:
-            session.execute(
-                insert(Server), [{"id": f"s{i}", "name": f"s{i}"} for i in range(SERVERS)]
-            )
-            for start in range(0, scale, 5000):
-                session.execute(
-                    insert(Memory),
-                    [
-                        {
-                            "scope": "server",
-                            "server_id": f"s{i % SERVERS}",
-                            "persona_lineage_id": LINEAGE,
-                            "content": corpus[i],
-                            "embedding": vectors[corpus[i]],
-                        }
-                        for i in range(start, min(scale, start + 5000))
-                    ],
-                )
-        with store.engine.begin() as connection:
-            connection.execute(text("ANALYZE memories"))
+        load_kioku(store, corpus, vectors)
+        store.close()
+        store = open_store(url, lookup, max_server_memories=10**9)  # builds the HNSW index
         load_s = time.perf_counter() - t0
-
-        # --- PostgresStore with the same items, one namespace per scope
-        peer_conn = libpq_url(store.engine)
         with PostgresStore.from_conn_string(
-            peer_conn, index={"dims": DIM, "embed": lookup.embeddings, "fields": ["text"]}
+            libpq_url(store.engine),
+            index={"dims": DIM, "embed": lookup.embeddings, "fields": ["text"]},
         ) as peer:
             peer.setup()
             t1 = time.perf_counter()
-            for start in range(0, scale, 1000):
-                from langgraph.store.base import PutOp
-
-                peer.batch(
-                    [
-                        PutOp(("server", f"s{i % SERVERS}"), str(i), {"text": corpus[i]})
-                        for i in range(start, min(scale, start + 1000))
-                    ]
-                )
+            load_peer(peer, corpus)
             peer_load_s = time.perf_counter() - t1
-
-            rng = random.Random(scale)
-            probes = [(rng.randrange(SERVERS), q) for q in questions]
-            ids_by_content = {}
-            with store.sessions() as session:
-                for memory_id, content in session.execute(select(Memory.id, Memory.content)):
-                    ids_by_content[content] = memory_id
-            key_of = {
-                memory_id: str(i) for i, c in enumerate(corpus) for memory_id in [ids_by_content[c]]
-            }
-
-            kioku_recall, peer_recall, peer_short = [], [], 0
-            for server, question in probes:
-                scope = Visibility(f"s{server}", LINEAGE)
-                qv = vectors[question]
-                with store.sessions() as session:
-                    truth = list(
-                        session.scalars(
-                            select(Memory.id)
-                            .where(scope.condition())
-                            .order_by(Memory.embedding.cosine_distance(qv) + 0)
-                            .limit(10)
-                        )
-                    )
-                    got = vector_candidates(session, scope, qv, memory_type=None, limit=10)
-                kioku_recall.append(recall(got, truth))
-                items = peer.search(("server", f"s{server}"), query=question, limit=10)
-                peer_short += len(items) < 10
-                peer_recall.append(recall([i.key for i in items], [key_of[t] for t in truth]))
-
-            cycle = iter(probes * 100)
-
-            def kioku_search() -> None:
-                server, question = next(cycle)
-                with store.sessions() as session:
-                    hybrid_search(
-                        session,
-                        Visibility(f"s{server}", LINEAGE),
-                        question,
-                        vectors[question],
-                        now=utc_now(),
-                        limit=10,
-                    )
-
-            def peer_search() -> None:
-                server, question = next(cycle)
-                peer.search(("server", f"s{server}"), query=question, limit=10)
-
-            kioku_lat = timed_ms(kioku_search, queries * 2)
-            peer_lat = timed_ms(peer_search, queries * 2)
-
-            # --- writes: kioku's tool path vs PostgresStore.put (embedding excluded for both)
-            persona = Persona(1, "Kioku", LINEAGE)
-            user = Participant("bench-user", "Bench")
-            with store.accounts() as accounts:
-                accounts.upsert_server("w", "writes", self_teaching_enabled=True)
-            writes = [f"write benchmark fact {i}: {corpus[i % scale]}" for i in range(1000)]
-            for w in writes:
-                vectors[w] = hashing.embed_query(w)
-            t2 = time.perf_counter()
-            for content in writes:
-                context = TurnContext(
-                    server_id="w",
-                    channel_id="c",
-                    user=user,
-                    persona=persona,
-                    bot_user_id="b",
-                    participants=(user,),
-                )
-                with store.sessions() as session:
-                    result = create_long_term_memory(
-                        session,
-                        store,
-                        context,
-                        {"memory_content": content, "memory_scope": "server_wide"},
-                    )
-                assert result.status == "memory_saved_successfully", result
-            kioku_writes = len(writes) / (time.perf_counter() - t2)
-            t3 = time.perf_counter()
-            for i, content in enumerate(writes):
-                peer.put(("writes",), f"w{i}", {"text": content})
-            peer_writes = len(writes) / (time.perf_counter() - t3)
+            result = measure(store, peer, corpus, questions, vectors, writes)
         store.close()
-    report[str(scale)] = {
-        "load_seconds": {"kioku": round(load_s, 1), "postgres_store": round(peer_load_s, 1)},
+    result["load_seconds"] = {"kioku": round(load_s, 1), "postgres_store": round(peer_load_s, 1)}
+    report[str(scale)] = result
+    print_scale(scale, queries, result)
+
+
+def measure(
+    store: KiokuStore,
+    peer: PostgresStore,
+    corpus: list[str],
+    questions: list[str],
+    vectors: dict[str, list[float]],
+    writes: list[str],
+) -> dict[str, Any]:
+    """Recall, search latency and write throughput of kioku and the peer."""
+    rng = random.Random(len(corpus))
+    probes = [(f"s{rng.randrange(SERVERS)}", q) for q in questions]
+    with store.sessions() as session:
+        ids = {
+            content: memory_id
+            for content, memory_id in session.execute(select(Memory.content, Memory.id))
+        }
+    key_of = {ids[content]: str(i) for i, content in enumerate(corpus)}
+
+    recalls: dict[str, list[float]] = {"kioku": [], "kioku_hnsw": [], "postgres_store": []}
+    peer_short = 0
+    for server, question in probes:
+        scope, qv = Visibility(server, LINEAGE), vectors[question]
+        with store.sessions() as session:
+            truth = list(
+                session.scalars(
+                    select(Memory.id)
+                    .where(scope.condition())
+                    .order_by(Memory.embedding.cosine_distance(qv) + 0, Memory.id)
+                    .limit(10)
+                )
+            )
+            found = vector_candidates(session, scope, qv, memory_type=None, limit=10)
+            hnsw = vector_candidates(
+                session, scope, qv, memory_type=None, limit=10, exact_max_rows=0
+            )
+        items = peer.search(("server", server), query=question, limit=10)
+        peer_short += len(items) < 10
+        recalls["kioku"].append(recall(found, truth))
+        recalls["kioku_hnsw"].append(recall(hnsw, truth))
+        recalls["postgres_store"].append(recall([i.key for i in items], [key_of[t] for t in truth]))
+
+    cycle = iter(probes * 1000)
+
+    def kioku_search() -> None:
+        server, question = next(cycle)
+        with store.sessions() as session:
+            hybrid_search(
+                session,
+                Visibility(server, LINEAGE),
+                question,
+                vectors[question],
+                now=utc_now(),
+                limit=10,
+                aids=store.search_aids,
+            )
+
+    def kioku_hnsw_vector() -> None:
+        server, question = next(cycle)
+        with store.sessions() as session:
+            vector_candidates(
+                session,
+                Visibility(server, LINEAGE),
+                vectors[question],
+                memory_type=None,
+                limit=20,
+                exact_max_rows=0,
+            )
+
+    def peer_search() -> None:
+        server, question = next(cycle)
+        peer.search(("server", server), query=question, limit=10)
+
+    searches = Rounds.run(
+        {"kioku": kioku_search, "kioku_hnsw_vector": kioku_hnsw_vector, "peer": peer_search},
+        per_round=len(probes) // 2,
+    )
+    kioku_writes, peer_writes = write_rounds(store, peer, writes)
+    return {
         "search_ms": {
-            "kioku_p50": kioku_lat[0],
-            "kioku_p95": kioku_lat[1],
-            "postgres_store_p50": peer_lat[0],
-            "postgres_store_p95": peer_lat[1],
+            "kioku_hybrid_p50": searches.p50("kioku"),
+            "kioku_hybrid_p95": searches.p95("kioku"),
+            "kioku_hnsw_vector_only_p50": searches.p50("kioku_hnsw_vector"),
+            "kioku_hnsw_vector_only_p95": searches.p95("kioku_hnsw_vector"),
+            "postgres_store_p50": searches.p50("peer"),
+            "postgres_store_p95": searches.p95("peer"),
         },
         "recall_at_10": {
-            "kioku": sum(kioku_recall) / len(kioku_recall),
-            "postgres_store": sum(peer_recall) / len(peer_recall),
+            **{name: statistics.mean(values) for name, values in recalls.items()},
             "postgres_store_short_results": peer_short,
+            "queries": len(probes),
         },
-        "writes_per_second": {"kioku_tool_path": kioku_writes, "postgres_store_put": peer_writes},
+        "writes_per_second": {**kioku_writes, "postgres_store_put": peer_writes},
     }
-    r = report[str(scale)]
+
+
+def write_rounds(
+    store: KiokuStore, peer: PostgresStore, writes: list[str]
+) -> tuple[dict[str, float], float]:
+    """Tool-path writes with the HNSW index, then without it; PostgresStore puts between."""
+    persona = Persona(1, "Kioku", LINEAGE)
+    user = Participant("bench-user", "Bench")
+    with store.accounts() as accounts:
+        for name in ("w-hnsw", "w-exact"):
+            accounts.upsert_server(name, "writes", self_teaching_enabled=True)
+    pending = iter(writes)
+    peer_keys = iter(range(10**9))
+
+    def kioku_write(server: str) -> Callable[[], object]:
+        context = TurnContext(
+            server_id=server,
+            channel_id="c",
+            user=user,
+            persona=persona,
+            bot_user_id="b",
+            participants=(user,),
+        )
+
+        def write() -> None:
+            with store.sessions() as session:
+                result = create_long_term_memory(
+                    session,
+                    store,
+                    context,
+                    {"memory_content": next(pending), "memory_scope": "server_wide"},
+                )
+            assert result.status == "memory_saved_successfully", result
+
+        return write
+
+    def peer_put() -> None:
+        key = next(peer_keys)
+        peer.put(("writes",), f"w{key}", {"text": writes[key % len(writes)]})
+
+    with_index = Rounds.run({"kioku": kioku_write("w-hnsw"), "peer": peer_put}, per_round=100)
+    with store.engine.begin() as connection:
+        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 10k give you
+    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put}, per_round=100)
+    peer_rate = statistics.mean([with_index.per_second("peer"), without_index.per_second("peer")])
+    return {
+        "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),
+        "kioku_tool_path_without_hnsw": without_index.per_second("kioku"),
+    }, peer_rate
+
+
+def print_scale(scale: int, queries: int, r: dict[str, Any]) -> None:
+    """One block of figures for ``scale``."""
+    s, rc, w = r["search_ms"], r["recall_at_10"], r["writes_per_second"]
     print(f"\n{scale:,} memories, {SERVERS} scopes of 5%, {queries} queries")
     print(
-        f"  search p50/p95 ms   kioku {kioku_lat[0]:.2f}/{kioku_lat[1]:.2f}   "
-        f"PostgresStore {peer_lat[0]:.2f}/{peer_lat[1]:.2f}   "
-        f"ratio p95 {peer_lat[1] / kioku_lat[1]:.2f}x"
+        f"  search p50/p95 ms   kioku hybrid {s['kioku_hybrid_p50']:.2f}/"
+        f"{s['kioku_hybrid_p95']:.2f}   kioku HNSW vector-only "
+        f"{s['kioku_hnsw_vector_only_p50']:.2f}/{s['kioku_hnsw_vector_only_p95']:.2f}   "
+        f"PostgresStore {s['postgres_store_p50']:.2f}/{s['postgres_store_p95']:.2f}"
     )
     print(
-        f"  recall@10 vs exact  kioku {r['recall_at_10']['kioku']:.3f}   "
-        f"PostgresStore {r['recall_at_10']['postgres_store']:.3f} "
-        f"({peer_short} of {len(probes)} queries returned < 10)"
+        f"  recall@10 vs exact  kioku {rc['kioku']:.3f}   kioku via HNSW {rc['kioku_hnsw']:.3f}   "
+        f"PostgresStore {rc['postgres_store']:.3f} "
+        f"({rc['postgres_store_short_results']} of {queries} queries returned < 10)"
     )
+    peer = w["postgres_store_put"]
     print(
-        f"  writes/s            kioku {kioku_writes:.0f}   PostgresStore {peer_writes:.0f}   "
-        f"ratio {kioku_writes / peer_writes:.2f}x"
+        f"  writes/s            kioku {w['kioku_tool_path_without_hnsw']:.0f} "
+        f"({w['kioku_tool_path_without_hnsw'] / peer:.2f}x), with HNSW index "
+        f"{w['kioku_tool_path_with_hnsw']:.0f} ({w['kioku_tool_path_with_hnsw'] / peer:.2f}x)"
+        f"   PostgresStore put {peer:.0f}"
     )
 
 

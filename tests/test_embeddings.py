@@ -26,6 +26,10 @@ class BrokenEmbeddings(Embeddings):
         raise TimeoutError("embedding service timed out")
 
 
+HALF_PRECISION = 1e-3
+"""Vectors are stored as halfvec."""
+
+
 def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
 
@@ -50,7 +54,7 @@ def test_writes_store_embeddings(store: KiokuStore) -> None:
     row = memory_row(store, created["memory_id"])
     assert row is not None and row.embedding is not None and not row.needs_embedding
     assert list(row.embedding) == pytest.approx(
-        store.embedder.embeddings.embed_query("{user} likes tea"), abs=1e-6
+        store.embedder.embeddings.embed_query("{user} likes tea"), abs=HALF_PRECISION
     )
     run_tool(
         update_long_term_memory_tool(store),
@@ -60,7 +64,7 @@ def test_writes_store_embeddings(store: KiokuStore) -> None:
     row = memory_row(store, created["memory_id"])
     assert row is not None
     assert list(row.embedding) == pytest.approx(
-        store.embedder.embeddings.embed_query("{user} likes coffee"), abs=1e-6
+        store.embedder.embeddings.embed_query("{user} likes coffee"), abs=HALF_PRECISION
     )
 
 

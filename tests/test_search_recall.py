@@ -11,6 +11,7 @@ from sqlalchemy import Engine, insert, select, text
 from toolkit import KiokuSettings, KiokuStore
 from toolkit.db.engine import make_engine
 from toolkit.db.models import Memory, Server
+from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
 from toolkit.search.engine import vector_candidates
 from toolkit.search.query import Visibility
@@ -30,7 +31,7 @@ def corpus(database_url: str, engine: Engine) -> Iterator[KiokuStore]:
     url = engine.url.set(database="kioku_recall").render_as_string(hide_password=False)
     store = KiokuStore(
         make_engine(url),
-        settings=KiokuSettings(database_url=url),
+        settings=KiokuSettings(database_url=url, vector_index="hnsw"),
         embedder=EmbedderSpec(HashingEmbeddings(DIM), f"hashing-{DIM}", DIM),
     )
     store.setup()
@@ -73,8 +74,11 @@ def exact(store: KiokuStore, visibility: Visibility, query: list[float], k: int)
         )
 
 
+@pytest.mark.parametrize("exact_max_rows", [0, EXACT_SEARCH_MAX_ROWS], ids=["hnsw", "exact"])
 @pytest.mark.parametrize(("server", "share"), [("s3", 0.009), ("s42", 0.009), ("big", 0.10)])
-def test_recall_at_10_under_scope_filters(corpus: KiokuStore, server: str, share: float) -> None:
+def test_recall_at_10_under_scope_filters(
+    corpus: KiokuStore, server: str, share: float, exact_max_rows: int
+) -> None:
     rng = random.Random(hash(server) % 1000)
     visibility = Visibility(server, LINEAGE)
     found = total = 0
@@ -82,11 +86,20 @@ def test_recall_at_10_under_scope_filters(corpus: KiokuStore, server: str, share
         query = [rng.gauss(0, 1) for _ in range(DIM)]
         truth = exact(corpus, visibility, query, 10)
         with corpus.sessions() as session:
-            got = vector_candidates(session, visibility, query, memory_type=None, limit=10)
+            got = vector_candidates(
+                session,
+                visibility,
+                query,
+                memory_type=None,
+                limit=10,
+                exact_max_rows=exact_max_rows,
+            )
         assert len(got) == 10
         found += len(set(got) & set(truth))
         total += len(truth)
-    assert found / total >= 0.95, f"recall@10 {found / total:.3f} for a {share:.0%} filter"
+    assert found / total >= (0.95 if exact_max_rows == 0 else 1.0), (
+        f"recall@10 {found / total:.3f} for a {share:.0%} filter"
+    )
 
 
 def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:
@@ -103,3 +116,22 @@ def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:
             .all()
         )
     assert any("ix_memories_embedding_hnsw" in line for line in plan), plan
+
+
+def test_the_hnsw_index_follows_the_limits(engine: Engine, settings: KiokuSettings) -> None:
+    def indexed() -> bool:
+        with engine.connect() as connection:
+            return bool(
+                connection.execute(
+                    text("SELECT 1 FROM pg_indexes WHERE indexname = 'ix_memories_embedding_hnsw'")
+                ).first()
+            )
+
+    small = settings.model_copy(update={"vector_index": "auto"})
+    KiokuStore(engine, settings=small).setup()
+    assert not indexed()  # limits of 100: every scope is searched exactly
+    large = small.model_copy(update={"max_server_memories": EXACT_SEARCH_MAX_ROWS + 1})
+    KiokuStore(engine, settings=large).setup()
+    assert indexed()
+    KiokuStore(engine, settings=small.model_copy(update={"vector_index": "exact"})).setup()
+    assert not indexed()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, ValidationError
@@ -118,6 +119,18 @@ class KiokuSettings(BaseSettings):
         validation_alias=AliasChoices("KIOKU_EMBEDDING_DIMENSION", "embedding_dimension"),
     )
     """Vector size of the hashing embedder (the others have their own)."""
+
+    vector_index: Literal["auto", "hnsw", "exact"] = Field(
+        default="auto", validation_alias=AliasChoices("KIOKU_VECTOR_INDEX", "vector_index")
+    )
+    """``hnsw`` builds an HNSW index for scopes too large to search exactly; ``exact``
+    does without; ``auto`` builds it only when the memory limits allow such scopes."""
+
+    def wants_hnsw_index(self, exact_max_rows: int) -> bool:
+        """Whether setup should build the HNSW index, given the exact-search ceiling."""
+        if self.vector_index != "auto":
+            return self.vector_index == "hnsw"
+        return max(self.max_server_memories, self.max_personal_memories) > exact_max_rows
 
     stm_max_other_channels: int = Field(
         default=3,

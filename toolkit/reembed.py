@@ -8,7 +8,7 @@ from sqlalchemy import func, select, text, update
 
 from toolkit.db.models import Memory
 from toolkit.db.schema import serialised_setup, upgrade_schema
-from toolkit.db.vectors import set_vector_schema, stored_embedder
+from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
 from toolkit.store import KiokuStore
 
 Progress = Callable[[int, int], None]
@@ -27,7 +27,12 @@ def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | Non
         upgrade_schema(store.engine)
         with store.engine.begin() as connection:
             if stored_embedder(connection) != (spec.model, spec.dimension):
-                set_vector_schema(connection, spec.model, spec.dimension)
+                set_vector_schema(
+                    connection,
+                    spec.model,
+                    spec.dimension,
+                    hnsw=store.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
+                )
                 connection.execute(update(Memory).values(embedding=None, needs_embedding=True))
             connection.execute(
                 update(Memory).where(Memory.embedding.is_(None)).values(needs_embedding=True)

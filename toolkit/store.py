@@ -24,7 +24,7 @@ from toolkit.config import KiokuSettings, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import ENGINE_OPTIONS, check_pgvector, libpq_url, make_engine
 from toolkit.db.schema import serialised_setup, upgrade_schema
-from toolkit.db.vectors import ensure_vector_schema
+from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
 from toolkit.embeddings import EmbedderSpec, embedder_from_settings
 from toolkit.memory.cache import ScopeCache
 from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
@@ -35,6 +35,7 @@ from toolkit.memory.repository import (
     ServerScope,
 )
 from toolkit.search.access import AccessRecorder
+from toolkit.search.aids import SearchAids
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ class KiokuStore:
         self.directory = directory
         """The application's directory; ``None`` uses kioku's own tables."""
         self.cache: ScopeCache[CacheKey, list[MemoryRecord]] = ScopeCache()
+        self.search_aids = SearchAids()
+        """Scope sizes and word statistics remembered between searches."""
         self.access = AccessRecorder(self.sessions)
         """Batched access counts of memories returned by search."""
         self._async_engine: AsyncEngine | None = None
@@ -110,7 +113,12 @@ class KiokuStore:
         with serialised_setup(self.engine):
             upgrade_schema(self.engine)
             with self.engine.begin() as connection:
-                ensure_vector_schema(connection, self.embedder.model, self.embedder.dimension)
+                ensure_vector_schema(
+                    connection,
+                    self.embedder.model,
+                    self.embedder.dimension,
+                    hnsw=self.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
+                )
             self.checkpointer().setup()
 
     def checkpointer(self) -> PostgresSaver:

@@ -112,6 +112,13 @@ def rank_by_relevance(
     except Exception:
         vector = None  # rank by text and relevance alone
     hits = hybrid_search(
-        session, visibility, query, vector, now=utc_now(), limit=count, candidates=count
+        session,
+        visibility,
+        query,
+        vector,
+        now=utc_now(),
+        limit=count,
+        candidates=count,
+        aids=store.search_aids,
     )
     return [hit.id for hit in hits]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -143,8 +143,9 @@ class Memory(Base):
     attributes: Mapped[dict[str, Any]] = mapped_column(
         JSONB, default=dict, server_default=text("'{}'::jsonb")
     )
-    embedding: Mapped[Any | None] = mapped_column(Vector(), nullable=True)
-    """Dimension fixed at setup from the configured embedder (see ``db/vectors.py``)."""
+    embedding: Mapped[Any | None] = mapped_column(HALFVEC(), nullable=True)
+    """Half precision (ample for normalised embeddings, half the bytes to scan); the
+    dimension is fixed at setup from the configured embedder (see ``db/vectors.py``)."""
     needs_embedding: Mapped[bool] = mapped_column(
         Boolean, default=False, server_default=text("false")
     )
@@ -184,7 +185,12 @@ class Memory(Base):
             "persona_lineage_id",
             postgresql_where=text("scope = 'personal'"),
         ),
-        Index("ix_memories_search_vector", "search_vector", postgresql_using="gin"),
+        Index(
+            "ix_memories_search_vector",
+            "search_vector",
+            postgresql_using="gin",
+            postgresql_with={"fastupdate": "off"},
+        ),
         Index("ix_memories_needs_embedding", "id", postgresql_where=text("needs_embedding")),
     )
 

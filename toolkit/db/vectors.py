@@ -7,8 +7,21 @@ from sqlalchemy import Connection, text
 from toolkit.errors import ConfigurationError
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
+EXACT_SEARCH_MAX_ROWS = 10_000
+"""Scopes up to this many memories are searched exactly, from the covering scope indexes;
+larger ones through the HNSW index, when there is one. Up to this size exact search is
+as fast (measured in bench/RESULTS.md), loses nothing, and costs writes nothing."""
 MODEL_KEY = "embedding_model"
 DIMENSION_KEY = "embedding_dimension"
+
+SCOPE_VECTOR_INDEXES = {
+    "ix_memories_server_embeddings": ("server_id, persona_lineage_id", "scope = 'server'"),
+    "ix_memories_personal_embeddings": ("user_id, persona_lineage_id", "scope = 'personal'"),
+}
+"""Covering indexes holding each scope's vectors, for exact search without heap visits."""
+COVERING_MAX_DIMENSION = 1024
+"""B-tree entries are capped near 2,700 bytes and a halfvec takes 2 bytes a dimension:
+wider embeddings go without the covering indexes (exact search then reads the table)."""
 
 
 def stored_embedder(connection: Connection) -> tuple[str, int] | None:
@@ -23,36 +36,72 @@ def stored_embedder(connection: Connection) -> tuple[str, int] | None:
     return str(rows[MODEL_KEY]), int(rows[DIMENSION_KEY])
 
 
-def ensure_vector_schema(connection: Connection, model: str, dimension: int) -> None:
-    """Give the column its dimension and index on first setup; refuse a silent switch.
+def ensure_vector_schema(
+    connection: Connection, model: str, dimension: int, *, hnsw: bool = True
+) -> None:
+    """Give the column its dimension and indexes on first setup; refuse a silent switch.
+
+    ``hnsw`` builds (or drops) the HNSW index; building it over many rows takes a while.
 
     Raises:
         ConfigurationError: when the database holds vectors of another embedder.
     """
     stored = stored_embedder(connection)
-    if stored == (model, dimension):
+    if stored == (model, dimension) and _column_type(connection) == f"halfvec({dimension})":
+        ensure_scope_vector_indexes(connection, dimension)
+        _ensure_hnsw_index(connection, hnsw)
         return
-    if stored is not None:
+    if stored is not None and stored != (model, dimension):
         raise ConfigurationError(
             f"The memories were embedded with {stored[0]} ({stored[1]} dimensions), but the "
             f"configured embedder is {model} ({dimension}). Run `kioku reembed` to re-embed "
             "every memory with the new model, or set KIOKU_EMBEDDINGS back."
         )
-    set_vector_schema(connection, model, dimension)
+    set_vector_schema(connection, model, dimension, hnsw=hnsw)
 
 
-def set_vector_schema(connection: Connection, model: str, dimension: int) -> None:
-    """(Re)type the column for ``dimension``, clearing vectors of another size, and index it."""
+def _ensure_hnsw_index(connection: Connection, wanted: bool) -> None:
+    if wanted:
+        connection.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON memories "
+                "USING hnsw (embedding halfvec_cosine_ops)"
+            )
+        )
+    else:
+        connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
+
+
+def _column_type(connection: Connection) -> str:
+    return str(
+        connection.execute(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
+            )
+        ).scalar_one()
+    )
+
+
+def set_vector_schema(
+    connection: Connection, model: str, dimension: int, *, hnsw: bool = True
+) -> None:
+    """(Re)type the column as ``halfvec(dimension)`` and index it.
+
+    Vectors of that size are kept (converted from full precision where needed); vectors
+    of another size are cleared, for ``kioku reembed`` to fill in.
+    """
     connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
+    _drop_scope_vector_indexes(connection)
     connection.execute(
         text(
-            f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dimension)}) "
-            f"USING CASE WHEN vector_dims(embedding) = {int(dimension)} THEN embedding END"
+            f"ALTER TABLE memories ALTER COLUMN embedding TYPE halfvec({int(dimension)}) "
+            f"USING CASE WHEN vector_dims(embedding) = {int(dimension)} "
+            f"THEN embedding::halfvec({int(dimension)}) END"
         )
     )
-    connection.execute(
-        text(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
-    )
+    _ensure_hnsw_index(connection, hnsw)
+    ensure_scope_vector_indexes(connection, dimension)
     for key, value in ((MODEL_KEY, model), (DIMENSION_KEY, str(dimension))):
         connection.execute(
             text(
@@ -61,3 +110,23 @@ def set_vector_schema(connection: Connection, model: str, dimension: int) -> Non
             ),
             {"k": key, "v": value},
         )
+
+
+def ensure_scope_vector_indexes(connection: Connection, dimension: int) -> None:
+    """Create the covering scope indexes when vectors of ``dimension`` fit in them."""
+    if dimension > COVERING_MAX_DIMENSION:
+        _drop_scope_vector_indexes(connection)
+        return
+    for name, (keys, scope) in SCOPE_VECTOR_INDEXES.items():
+        connection.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {name} ON memories ({keys}) "
+                f"INCLUDE (id, memory_type, embedding) "
+                f"WHERE {scope} AND status = 'active' AND embedding IS NOT NULL"
+            )
+        )
+
+
+def _drop_scope_vector_indexes(connection: Connection) -> None:
+    for name in SCOPE_VECTOR_INDEXES:
+        connection.execute(text(f"DROP INDEX IF EXISTS {name}"))

@@ -150,22 +150,14 @@ def _insert(
     embedding = embed_or_queue(call.store, content)  # before the lock: the embedder may be slow
     memories = MemoryRepository(call.session)
     memories.lock_scope(scope)
-    count = memories.count(scope)
-    if count >= limit:
-        raise fail(
-            S.LIMIT_EXCEEDED,
-            f"The limit of {limit} {what} is reached ({count} saved). Nothing was saved; "
-            "a person can delete memories (or ask you to) to make room.",
-            limit=limit,
-            count=count,
-        )
     accounts = AccountRepository(call.session)
     if not settings.stored:
         accounts.ensure_server(context.memory_server_key, context.server_name, is_dm=context.is_dm)
     if target is not None:
         accounts.ensure_user(target.user_id, target.display_name)
-    record = memories.add(
+    record, count = memories.add_within_limit(
         scope,
+        limit,
         content,
         persona_id=context.persona.persona_id,
         created_by=context.user.user_id,
@@ -175,4 +167,13 @@ def _insert(
         decay_rate=typed.decay_rate,
         attributes=typed.attributes,
     )
+    if record is None:
+        call.session.rollback()  # nothing half-written: not even the server or user row
+        raise fail(
+            S.LIMIT_EXCEEDED,
+            f"The limit of {limit} {what} is reached ({count} saved). Nothing was saved; "
+            "a person can delete memories (or ask you to) to make room.",
+            limit=limit,
+            count=count,
+        )
     return record.id

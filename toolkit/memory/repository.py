@@ -7,7 +7,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, delete, func, insert, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Text,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    true,
+)
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import Memory, MemoryHistory
@@ -111,9 +122,10 @@ class MemoryRepository:
         )
         return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
 
-    def add(
+    def add_within_limit(
         self,
         scope: ServerScope | PersonalScope,
+        limit: int,
         content: str,
         *,
         persona_id: int | None,
@@ -123,34 +135,66 @@ class MemoryRepository:
         importance: float = 0.5,
         decay_rate: float = 0.01,
         attributes: dict[str, Any] | None = None,
-    ) -> MemoryRecord:
-        """Insert a memory and its ``create`` history row.
+    ) -> tuple[MemoryRecord | None, int]:
+        """Insert a memory and its ``create`` history row unless ``scope`` is full.
 
+        One statement counts, inserts and logs (this is the hot write path); call it after
+        :meth:`lock_scope`, in a later statement, so the count sees every committed writer.
         Without an embedding the row is queued for re-embedding (``needs_embedding``).
+
+        Returns:
+            The new record (``None`` when ``limit`` memories exist) and the count before.
         """
-        # Core statements, one round trip each: this is the hot write path.
-        row = self.session.execute(
+        values: dict[str, Any] = {
+            "scope": "server" if isinstance(scope, ServerScope) else "personal",
+            "server_id": scope.server_id if isinstance(scope, ServerScope) else None,
+            "user_id": scope.user_id if isinstance(scope, PersonalScope) else None,
+            "persona_lineage_id": scope.lineage_id,
+            "persona_id": persona_id,
+            "created_by": created_by,
+            "content": content,
+            "embedding": list(embedding) if embedding is not None else None,
+            "needs_embedding": embedding is None,
+            "memory_type": memory_type,
+            "importance": importance,
+            "decay_rate": decay_rate,
+            "attributes": attributes or {},
+        }
+        columns = Memory.__table__.c
+        counted = (
+            select(func.count().label("n"))
+            .select_from(Memory)
+            .where(Memory.status == "active", *self._scope_filter(scope))
+            .cte("counted")
+        )
+        inserted = (
             insert(Memory)
-            .values(
-                scope="server" if isinstance(scope, ServerScope) else "personal",
-                server_id=scope.server_id if isinstance(scope, ServerScope) else None,
-                user_id=scope.user_id if isinstance(scope, PersonalScope) else None,
-                persona_lineage_id=scope.lineage_id,
-                persona_id=persona_id,
-                created_by=created_by,
-                content=content,
-                embedding=list(embedding) if embedding is not None else None,
-                needs_embedding=embedding is None,
-                memory_type=memory_type,
-                importance=importance,
-                decay_rate=decay_rate,
-                attributes=attributes or {},
+            .from_select(
+                list(values),
+                select(*(literal(v, columns[k].type) for k, v in values.items())).where(
+                    counted.c.n < limit
+                ),
             )
             .returning(*_RECORD_COLUMNS)
+            .cte("inserted")
+        )
+        logged = insert(MemoryHistory).from_select(
+            ["memory_id", "action", "new_content", "actor_user_id", "persona_id"],
+            select(
+                inserted.c.id,
+                literal("create"),
+                inserted.c.content,
+                literal(created_by, Text),
+                literal(persona_id, Integer),
+            ),
+        )
+        row = self.session.execute(
+            select(counted.c.n, *inserted.c)
+            .select_from(counted.outerjoin(inserted, true()))
+            .add_cte(logged.cte("logged"))
         ).one()
-        record = MemoryRecord(*cast(tuple[Any, ...], row))
-        self._history(record.id, "create", None, content, created_by, persona_id)
-        return record
+        count, *record = cast(tuple[Any, ...], row)
+        return (MemoryRecord(*record) if record[0] is not None else None), int(count)
 
     def find_for_update(
         self, memory_id: int, scope: ServerScope | PersonalScope

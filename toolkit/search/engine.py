@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Row, func, select, text
+from sqlalchemy import Row, text
 from sqlalchemy.orm import Session
 
-from toolkit.db.models import Memory
-from toolkit.search.query import Visibility, or_tsquery
+from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
+from toolkit.search.aids import SearchAids
+from toolkit.search.query import Visibility, or_tsquery, query_words
 from toolkit.search.scoring import FusionWeights, fuse, relevance
+from toolkit.search.sizes import ScopeSizes
+from toolkit.search.sql import (
+    SearchShape,
+    VectorPlan,
+    candidates_sql,
+    scope_size_sql,
+    search_params,
+)
+from toolkit.search.terms import distinctive_words
 
 EF_SEARCH = 100
 """HNSW candidate list size; with iterative scans it bounds each scan step."""
@@ -42,43 +52,71 @@ class SearchHit:
         return record
 
 
-_DETAILS = (
-    Memory.id,
-    Memory.scope,
-    Memory.server_id,
-    Memory.user_id,
-    Memory.memory_type,
-    Memory.content,
-    Memory.importance,
-    Memory.decay_rate,
-    Memory.created_at,
-)
-"""Columns every candidate query returns, so no third query is needed."""
-
-_ITERATIVE_SCAN = text(
+_HNSW_SETTINGS = text(
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     f"set_config('hnsw.ef_search', '{EF_SEARCH}', true)"
 )
+"""Transaction-local: keep walking the graph until enough rows pass the scope filter."""
 
 
-def _vector_rows(
+def _vector_plan(
+    session: Session, visibility: Visibility, *, exact_max_rows: int, sizes: ScopeSizes | None
+) -> VectorPlan:
+    """Exact search for small scopes; HNSW (its settings applied) for large ones.
+
+    ``sizes`` spares most searches the count that makes this choice.
+    """
+    size = sizes.get(visibility) if sizes is not None else None
+    if size is None:
+        shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
+        size = int(
+            session.execute(
+                text(scope_size_sql(shape)), search_params(visibility, cap=exact_max_rows + 1)
+            ).scalar_one()
+        )
+        if sizes is not None:
+            sizes.put(visibility, size)
+    if size <= exact_max_rows:
+        return "exact"
+    session.execute(_HNSW_SETTINGS)
+    return "hnsw"
+
+
+def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
+    words = query_words(query)
+    if shares is not None:
+        words = distinctive_words(words, shares)
+    return or_tsquery(query, words)
+
+
+def _candidates(
     session: Session,
     visibility: Visibility,
-    query_vector: Sequence[float],
     *,
+    query_vector: Sequence[float] | None,
+    terms: str | None,
     memory_type: str | None,
-    limit: int,
-) -> list[Row[Any]]:
-    session.execute(_ITERATIVE_SCAN)  # transaction-local, one round trip
-    distance = Memory.embedding.cosine_distance(list(query_vector))
-    rows = session.execute(
-        select(*_DETAILS, distance.label("distance"))
-        .where(visibility.condition(memory_type), Memory.embedding.is_not(None))
-        .order_by(distance)
-        .limit(limit)
-    ).all()
-    # relaxed_order may return rows slightly out of order: sort them exactly.
-    return sorted(rows, key=lambda row: (row.distance, row.id))
+    pool: int,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
+) -> dict[str, list[Row[Any]]]:
+    """Vector and text candidates in one statement: rows per source, best first."""
+    plan = (
+        _vector_plan(session, visibility, exact_max_rows=exact_max_rows, sizes=sizes)
+        if query_vector is not None
+        else None
+    )
+    shape = SearchShape.of(visibility, memory_type=memory_type, vector=plan, text=terms is not None)
+    params = search_params(
+        visibility, memory_type=memory_type, vector=query_vector, terms=terms, pool=pool
+    )
+    found: dict[str, list[Row[Any]]] = {"vector": [], "text": []}
+    for row in session.execute(text(candidates_sql(shape)), params):
+        found[row.source].append(row)
+    # Vector scores are distances (smaller is better); text scores are ranks.
+    found["vector"].sort(key=lambda row: (row.score, row.id))
+    found["text"].sort(key=lambda row: (-row.score, row.id))
+    return found
 
 
 def vector_candidates(
@@ -88,39 +126,41 @@ def vector_candidates(
     *,
     memory_type: str | None,
     limit: int,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
 ) -> list[int]:
     """Nearest memories in scope, nearest first.
 
-    pgvector's iterative index scan keeps scanning the HNSW graph until enough rows pass
-    the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
+    Scopes of at most ``exact_max_rows`` memories are searched exactly. Larger ones use
+    pgvector's iterative index scan, which keeps walking the HNSW graph until enough rows
+    pass the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
     """
-    rows = _vector_rows(session, visibility, query_vector, memory_type=memory_type, limit=limit)
-    return [row.id for row in rows]
-
-
-def _text_rows(
-    session: Session, visibility: Visibility, query: str, *, memory_type: str | None, limit: int
-) -> list[Row[Any]]:
-    terms = or_tsquery(query)
-    if terms is None:
-        return []
-    tsquery = func.to_tsquery("english", terms)
-    rank = func.ts_rank_cd(Memory.search_vector, tsquery)
-    rows = session.execute(
-        select(*_DETAILS)
-        .where(visibility.condition(memory_type), Memory.search_vector.op("@@")(tsquery))
-        .order_by(rank.desc(), Memory.id)
-        .limit(limit)
-    ).all()
-    return cast(list[Row[Any]], rows)
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=query_vector,
+        terms=None,
+        memory_type=memory_type,
+        pool=limit,
+        exact_max_rows=exact_max_rows,
+        sizes=sizes,
+    )
+    return [row.id for row in found["vector"]]
 
 
 def text_candidates(
     session: Session, visibility: Visibility, query: str, *, memory_type: str | None, limit: int
 ) -> list[int]:
     """Memories matching any query word (English stemming), best ``ts_rank_cd`` first."""
-    rows = _text_rows(session, visibility, query, memory_type=memory_type, limit=limit)
-    return [row.id for row in rows]
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=None,
+        terms=or_tsquery(query),
+        memory_type=memory_type,
+        pool=limit,
+    )
+    return [row.id for row in found["text"]]
 
 
 def hybrid_search(
@@ -134,18 +174,29 @@ def hybrid_search(
     limit: int = 5,
     candidates: int | None = None,
     weights: FusionWeights | None = None,
+    aids: SearchAids | None = None,
 ) -> list[SearchHit]:
-    """The ``limit`` best memories for ``query`` among those ``visibility`` allows."""
+    """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
+
+    Vector and text candidates come back in one statement. ``aids`` (a store's
+    ``search_aids``) remembers scope sizes and word statistics between searches:
+    without them every search counts its scope and searches by every word.
+    """
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
     pool = max(candidates or 2 * limit, limit, 20)
-    vector_rows = (
-        _vector_rows(session, visibility, query_vector, memory_type=memory_type, limit=pool)
-        if query_vector is not None
-        else []
+    shares = aids.term_shares.get(session) if aids is not None else None
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=query_vector,
+        terms=_text_terms(query, shares),
+        memory_type=memory_type,
+        pool=pool,
+        sizes=aids.sizes if aids is not None else None,
     )
-    text_rows = _text_rows(session, visibility, query, memory_type=memory_type, limit=pool)
+    vector_rows, text_rows = found["vector"], found["text"]
     rows = {row.id: row for row in (*vector_rows, *text_rows)}
     if not rows:
         return []

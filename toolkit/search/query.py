@@ -25,28 +25,50 @@ class Visibility:
     include_server: bool = True
     """``False`` searches the personal memories only."""
 
-    def condition(self, memory_type: str | None = None) -> ColumnElement[bool]:
-        """The SQL filter selecting exactly these memories."""
-        server = and_(
-            Memory.scope == "server",
-            Memory.server_id == self.server_key,
-            Memory.persona_lineage_id == self.lineage_id,
-        )
-        parts: list[ColumnElement[bool]] = [server] if self.include_server else []
+    def owners(self) -> list[ColumnElement[bool]]:
+        """The scope-key filters alone (no status or type), one per scope kind.
+
+        Each is answered from a narrow scope index, which makes counting a scope cheap.
+        """
+        owners: list[ColumnElement[bool]] = []
+        if self.include_server:
+            owners.append(
+                and_(
+                    Memory.scope == "server",
+                    Memory.server_id == self.server_key,
+                    Memory.persona_lineage_id == self.lineage_id,
+                )
+            )
         if self.personal_user_ids:
-            parts.append(
+            owners.append(
                 and_(
                     Memory.scope == "personal",
                     Memory.user_id.in_(self.personal_user_ids),
                     Memory.persona_lineage_id.in_([self.lineage_id, GLOBAL_LINEAGE]),
                 )
             )
-        if not parts:
-            return false()
-        condition = and_(Memory.status == "active", or_(*parts))
+        return owners
+
+    def parts(self, memory_type: str | None = None) -> list[ColumnElement[bool]]:
+        """The full filter split by scope kind (server, personal).
+
+        Querying the parts separately (``UNION ALL``) lets PostgreSQL answer each from
+        its covering index; an ``OR`` of them would fall back to heap scans.
+        """
+        extra = [Memory.status == "active"]
         if memory_type is not None:
-            condition = and_(condition, Memory.memory_type == memory_type)
-        return condition
+            extra.append(Memory.memory_type == memory_type)
+        return [and_(owner, *extra) for owner in self.owners()]
+
+    def condition(self, memory_type: str | None = None) -> ColumnElement[bool]:
+        """The SQL filter selecting exactly these memories."""
+        parts = self.parts(memory_type)
+        return or_(*parts) if parts else false()
+
+
+def query_words(text: str) -> list[str]:
+    """The distinct words of ``text``, lower-cased, in order (at most ``MAX_TERMS``)."""
+    return list(dict.fromkeys(w.lower() for w in _TERM.findall(text)))[:MAX_TERMS]
 
 
 def or_tsquery(text: str, terms: Sequence[str] | None = None) -> str | None:
@@ -55,6 +77,6 @@ def or_tsquery(text: str, terms: Sequence[str] | None = None) -> str | None:
     Words are reduced to letters and digits, so nothing the model writes can break
     the query syntax.
     """
-    words = list(dict.fromkeys(w.lower() for w in (terms or _TERM.findall(text))))[:MAX_TERMS]
+    words = query_words(text if terms is None else " ".join(terms))
     words = [w for w in words if w.replace("_", "")]
     return " | ".join(w.replace("_", "") for w in words) or None

@@ -135,6 +135,7 @@ def search_long_term_memory(
                 now=utc_now(),
                 memory_type=memory_type,
                 limit=limit,
+                aids=store.search_aids,
             )
     except StorageError as exc:
         return {

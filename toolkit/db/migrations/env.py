@@ -6,13 +6,14 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from toolkit.db.models import Base
+from toolkit.db.vectors import HNSW_INDEX, SCOPE_VECTOR_INDEXES
 
 config = context.config
 target_metadata = Base.metadata
 VERSION_TABLE = "kioku_alembic_version"
 
 
-RUNTIME_INDEXES = frozenset({"ix_memories_embedding_hnsw"})
+RUNTIME_INDEXES = frozenset({HNSW_INDEX, *SCOPE_VECTOR_INDEXES})
 """Indexes ``setup()`` creates from the configured embedder, not from the models."""
 
 

@@ -1,0 +1,98 @@
+"""The search statements' SQL text selects exactly what ``Visibility.condition`` selects."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import insert, select, text
+
+from toolkit import KiokuStore
+from toolkit.db.models import Memory, Server, User
+from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
+from toolkit.memory.repository import GLOBAL_LINEAGE
+from toolkit.search.engine import vector_candidates
+from toolkit.search.query import Visibility
+from toolkit.search.sql import SearchShape, candidates_sql, search_params
+
+SERVERS = ("s1", "s2")
+USERS = ("u1", "u2", "u3")
+LINEAGES = (10_000, 10_001)
+TYPES = ("episodic", "semantic")
+
+
+@pytest.fixture
+def corpus(store: KiokuStore) -> KiokuStore:
+    """Memories in every combination of scope, owner, lineage, status and type."""
+    rng = random.Random(3)
+    dim = store.embedder.dimension
+    rows = []
+    for i in range(240):
+        personal = i % 2 == 1
+        rows.append(
+            {
+                "scope": "personal" if personal else "server",
+                "server_id": None if personal else SERVERS[i // 2 % 2],
+                "user_id": USERS[i % 3] if personal else None,
+                "persona_lineage_id": (*LINEAGES, GLOBAL_LINEAGE)[i // 2 % 3]
+                if personal
+                else LINEAGES[i // 4 % 2],
+                "content": f"memory {i} about tea",
+                "status": "archived" if i % 7 == 0 else "active",
+                "memory_type": TYPES[i // 5 % 2],
+                "embedding": [rng.gauss(0, 1) for _ in range(dim)],
+            }
+        )
+    with store.transaction() as session:
+        session.execute(insert(Server), [{"id": s, "name": s} for s in SERVERS])
+        session.execute(insert(User), [{"id": u, "display_name": u} for u in USERS])
+        session.execute(insert(Memory), rows)
+    return store
+
+
+visibilities = st.builds(
+    Visibility,
+    server_key=st.sampled_from(SERVERS),
+    lineage_id=st.sampled_from(LINEAGES),
+    personal_user_ids=st.lists(st.sampled_from(USERS), unique=True, max_size=3).map(tuple),
+    include_server=st.booleans(),
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(visibility=visibilities, memory_type=st.sampled_from([None, *TYPES]))
+def test_sql_text_and_expression_agree(
+    corpus: KiokuStore, visibility: Visibility, memory_type: str | None
+) -> None:
+    query = [0.5] * corpus.embedder.dimension
+    with corpus.sessions() as session:
+        expected = set(session.scalars(select(Memory.id).where(visibility.condition(memory_type))))
+        for exact_max_rows in (EXACT_SEARCH_MAX_ROWS, 0):  # exact, then the HNSW statement
+            found = vector_candidates(
+                session,
+                visibility,
+                query,
+                memory_type=memory_type,
+                limit=1000,
+                exact_max_rows=exact_max_rows,
+            )
+            assert set(found) == expected
+            assert len(found) == len(expected)
+
+
+def test_exact_search_reads_the_covering_indexes(corpus: KiokuStore) -> None:
+    autocommit = corpus.engine.execution_options(isolation_level="AUTOCOMMIT")
+    with autocommit.connect() as connection:
+        connection.execute(text("VACUUM ANALYZE memories"))  # the visibility map
+    visibility = Visibility("s1", LINEAGES[0], ("u1", "u2"))
+    shape = SearchShape.of(visibility, memory_type=None, vector="exact", text=False)
+    params = search_params(visibility, vector=[0.5] * corpus.embedder.dimension, pool=10)
+    with corpus.sessions() as session:
+        session.execute(text("SET LOCAL enable_seqscan = off"))  # a 240-row table is tiny
+        plan = "\n".join(
+            session.execute(text("EXPLAIN " + candidates_sql(shape)), params).scalars()
+        )
+    assert "Index Only Scan using ix_memories_server_embeddings" in plan, plan
+    assert "Index Only Scan using ix_memories_personal_embeddings" in plan, plan

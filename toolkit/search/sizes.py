@@ -1,0 +1,41 @@
+"""Approximate scope sizes, remembered briefly so most searches skip counting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+
+
+class ScopeSizes:
+    """Thread-safe map from a search scope to its size, each entry kept ``ttl_seconds``.
+
+    The size only chooses between exact and index search (both correct), so a
+    slightly stale count costs at most some speed, never a wrong answer.
+    """
+
+    def __init__(
+        self,
+        ttl_seconds: float = 60.0,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Create an empty map."""
+        self._ttl, self._max, self._clock = ttl_seconds, max_entries, clock
+        self._sizes: dict[Hashable, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, scope: Hashable) -> int | None:
+        """The remembered size, or ``None`` when unknown or expired."""
+        with self._lock:
+            entry = self._sizes.get(scope)
+        if entry is None or entry[1] < self._clock():
+            return None
+        return entry[0]
+
+    def put(self, scope: Hashable, size: int) -> None:
+        """Remember ``size`` for ``scope``."""
+        with self._lock:
+            if len(self._sizes) >= self._max:
+                self._sizes.clear()
+            self._sizes[scope] = (size, self._clock() + self._ttl)

@@ -6,24 +6,36 @@ intent gate → context build → generate ⇄ tools → STM-summary dedup → �
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+import psycopg
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
+from sqlalchemy.exc import SQLAlchemyError
 
+from graphs.repair import with_answered_calls
 from graphs.state import TurnGraphState
 from toolkit.context import NO_STM_PROVIDERS, TurnContext
 from toolkit.context_build.build import ContextBuilder, insert_tail_directive
 from toolkit.context_build.render import ContextBudgets
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
+from toolkit.db.errors import describe
 from toolkit.intent import IntentGate
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import StmMessage
@@ -36,6 +48,8 @@ from toolkit.tools.stm import StmStatus, update_short_term_memory_tool
 SENT_AT = "kioku_sent_at"
 """``additional_kwargs`` key holding when a message was sent (ISO 8601)."""
 STM_TOOL = "update_short_term_memory"
+
+logger = logging.getLogger("kioku.graph")
 
 
 def _text(message: BaseMessage) -> str:
@@ -91,9 +105,22 @@ class TurnGraph:
     # nodes -------------------------------------------------------------------------------
 
     def intent_gate_node(self, state: TurnGraphState) -> dict[str, Any]:
-        """Reset the per-turn flags; detect explicit long-term-memory intent."""
-        intent = self.intent_gate.detect(_latest_human_text(state.get("messages", [])))
-        return {"kioku_ltm_intent": intent, "kioku_stm_updated": False, "kioku_tool_rounds": 0}
+        """Reset the per-turn flags; detect explicit long-term-memory intent.
+
+        Also answers tool calls an interrupted earlier turn left without results.
+        """
+        messages = state.get("messages", [])
+        intent = self.intent_gate.detect(_latest_human_text(messages))
+        update: dict[str, Any] = {
+            "kioku_ltm_intent": intent,
+            "kioku_stm_updated": False,
+            "kioku_tool_rounds": 0,
+        }
+        repaired = with_answered_calls(messages)
+        if repaired is not None:
+            logger.warning("kioku: answering tool calls an interrupted turn left open")
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired]
+        return update
 
     def context_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Render memories for this turn (stages that fail contribute nothing)."""
@@ -190,7 +217,11 @@ class TurnGraph:
                 )
             captured.append(_stm_message(message, context, datetime.fromisoformat(sent_at)))
         if captured:
-            self.stm.capture(context, captured)
+            try:
+                self.stm.capture(context, captured)
+            except (psycopg.Error, SQLAlchemyError) as exc:
+                # Passive capture is best effort: the answer is given, the turn completes.
+                logger.error("kioku: short-term memory capture skipped: %s", describe(exc))
         return {"messages": stamped} if stamped else {}
 
     # routing -----------------------------------------------------------------------------

@@ -120,6 +120,14 @@ class KiokuSettings(BaseSettings):
     )
     """Vector size of the hashing embedder (the others have their own)."""
 
+    statement_timeout_ms: int = Field(
+        default=10_000,
+        ge=0,
+        validation_alias=AliasChoices("KIOKU_STATEMENT_TIMEOUT_MS", "statement_timeout_ms"),
+    )
+    """Database statements running longer are cancelled (the tool reports a database
+    error); ``0`` disables the limit. Schema setup is never limited."""
+
     vector_index: Literal["auto", "hnsw", "exact"] = Field(
         default="auto", validation_alias=AliasChoices("KIOKU_VECTOR_INDEX", "vector_index")
     )

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from toolkit.accounts import AccountRepository
 from toolkit.config import KiokuSettings, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import ENGINE_OPTIONS, check_pgvector, libpq_url, make_engine
+from toolkit.db.engine import check_pgvector, engine_options, libpq_url, make_engine
 from toolkit.db.schema import serialised_setup, upgrade_schema
 from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
 from toolkit.embeddings import EmbedderSpec, embedder_from_settings
@@ -99,7 +99,7 @@ class KiokuStore:
         if url is None:
             embedded = EmbeddedPostgres(settings.data_dir)
             url = embedded.url
-        engine = make_engine(url)
+        engine = make_engine(url, statement_timeout_ms=settings.statement_timeout_ms)
         check_pgvector(engine)
         return cls(
             engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
@@ -178,7 +178,9 @@ class KiokuStore:
     async def async_session(self) -> AsyncIterator[AsyncSession]:
         """An ``AsyncSession`` on the same database (the async engine is made on first use)."""
         if self._async_sessions is None:
-            self._async_engine = create_async_engine(self.engine.url, **ENGINE_OPTIONS)
+            self._async_engine = create_async_engine(
+                self.engine.url, **engine_options(self.settings.statement_timeout_ms)
+            )
             self._async_sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
         async with self._async_sessions() as session:
             yield session

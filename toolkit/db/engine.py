@@ -50,9 +50,34 @@ ENGINE_OPTIONS: dict[str, Any] = {
 """Pool settings shared by the sync and async engines: pre-ping survives server restarts."""
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> Engine:
-    """Create a pooled engine that survives server restarts (pre-ping)."""
-    options = {**ENGINE_OPTIONS, "pool_size": pool_size, "max_overflow": pool_size}
+DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
+"""A statement slower than this is cancelled and its tool call reports a database error."""
+
+
+def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> dict[str, Any]:
+    """Pool settings plus a per-connection statement timeout (``0`` disables it)."""
+    return {
+        **ENGINE_OPTIONS,
+        "connect_args": {"options": f"-c statement_timeout={int(statement_timeout_ms)}"},
+    }
+
+
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
+) -> Engine:
+    """Create a pooled engine that survives server restarts (pre-ping).
+
+    Every statement is cancelled after ``statement_timeout_ms`` (schema setup lifts
+    the limit for its own transaction).
+    """
+    options = {
+        **engine_options(statement_timeout_ms),
+        "pool_size": pool_size,
+        "max_overflow": pool_size,
+    }
     return create_engine(normalise_url(url), **options)
 
 

@@ -15,6 +15,8 @@ from toolkit.errors import DatabaseUnavailableError
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _SETUP_LOCK_KEY = 0x6B696F6B75  # "kioku": serialises setup() across processes
+UNLIMITED = text("SET LOCAL statement_timeout = 0")
+"""Schema changes (index builds over many rows) may take longer than any turn's statement."""
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -61,5 +63,6 @@ def upgrade_schema(engine: Engine) -> None:
     """
     config = alembic_config(engine)
     with engine.begin() as connection:
+        connection.execute(UNLIMITED)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")

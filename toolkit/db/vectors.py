@@ -46,6 +46,7 @@ def ensure_vector_schema(
     Raises:
         ConfigurationError: when the database holds vectors of another embedder.
     """
+    connection.execute(text("SET LOCAL statement_timeout = 0"))  # index builds take a while
     stored = stored_embedder(connection)
     if stored == (model, dimension) and _column_type(connection) == f"halfvec({dimension})":
         ensure_scope_vector_indexes(connection, dimension)
@@ -91,6 +92,7 @@ def set_vector_schema(
     Vectors of that size are kept (converted from full precision where needed); vectors
     of another size are cleared, for ``kioku reembed`` to fill in.
     """
+    connection.execute(text("SET LOCAL statement_timeout = 0"))  # retyping rewrites the table
     connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
     _drop_scope_vector_indexes(connection)
     connection.execute(

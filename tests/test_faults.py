@@ -1,0 +1,316 @@
+"""Fault injection on a real server: killed connections, timeouts, a server stopped mid-turn.
+
+Every case ends in a documented failure status (or a clean retry), never a partial write,
+never a tool call left without a result; service resumes when the database is back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import Engine, event, text
+
+from graphs import build_graph
+from graphs.repair import INTERRUPTED
+from tests.helpers import World, make_world, run_tool, table_counts
+from toolkit import (
+    KiokuSettings,
+    KiokuStore,
+    create_long_term_memory_tool,
+    update_long_term_memory_tool,
+)
+from toolkit.db.embedded import EmbeddedPostgres
+from toolkit.db.engine import make_engine
+from toolkit.testing import Script, ScriptedChatModel, call_tool, say
+
+REMEMBER = {
+    "memory_content": "{user} likes tea",
+    "memory_scope": "target_user",
+    "target_user": "Alice",
+}
+CHANGE = {"memory_content": "{user} likes coffee", "target_user": "Alice"}
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+@pytest.fixture
+def admin(engine: Engine) -> Iterator[Engine]:
+    """A connection of the tests' own, to act on kioku's connections from outside."""
+    yield engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+@contextmanager
+def kill_connection_when(
+    store: KiokuStore, admin: Engine, matches: Callable[[str], bool]
+) -> Iterator[list[int]]:
+    """Terminate the backend of kioku's connection just before a matching statement runs."""
+    killed: list[int] = []
+
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if matches(statement) and not killed:
+            pid = cursor.connection.info.backend_pid
+            with admin.connect() as connection:
+                connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            killed.append(pid)
+
+    event.listen(store.engine, "before_cursor_execute", before)
+    try:
+        yield killed
+    finally:
+        event.remove(store.engine, "before_cursor_execute", before)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        pytest.param(lambda sql: "pg_advisory_xact_lock" in sql, id="at-the-lock"),
+        pytest.param(lambda sql: "INSERT INTO memories" in sql, id="at-the-insert"),
+    ],
+)
+def test_connection_killed_during_a_create(
+    store: KiokuStore, world: World, admin: Engine, moment: Callable[[str], bool]
+) -> None:
+    create = create_long_term_memory_tool(store)
+    with kill_connection_when(store, admin, moment) as killed:
+        outcome = run_tool(create, REMEMBER, world.context())
+    assert killed, "the statement never ran"
+    assert outcome.result["status"] == "memory_save_failed_db_error"
+    assert table_counts(store) == (0, 0)  # nothing half-written
+    assert world.notices == []  # nothing announced
+    again = run_tool(create, REMEMBER, world.context())  # the pool replaced the connection
+    assert again.result["status"] == "memory_saved_successfully"
+    assert table_counts(store) == (1, 1)
+
+
+def test_connection_killed_before_commit(store: KiokuStore, world: World, admin: Engine) -> None:
+    killed: list[int] = []
+
+    def before_commit(conn: Any) -> None:
+        if not killed:
+            pid = conn.connection.dbapi_connection.info.backend_pid
+            with admin.connect() as connection:
+                connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            killed.append(pid)
+
+    event.listen(store.engine, "commit", before_commit)
+    try:
+        outcome = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
+    finally:
+        event.remove(store.engine, "commit", before_commit)
+    assert killed
+    assert outcome.result["status"] == "memory_save_failed_db_error"
+    assert table_counts(store) == (0, 0)
+    assert world.notices == []
+
+
+def test_connection_killed_during_an_update(store: KiokuStore, world: World, admin: Engine) -> None:
+    created = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
+    memory_id = created.result["memory_id"]
+    update = update_long_term_memory_tool(store)
+    with kill_connection_when(store, admin, lambda sql: sql.startswith("UPDATE memories")):
+        outcome = run_tool(
+            update,
+            {"memory_id": memory_id, **CHANGE},
+            world.context(),
+        )
+    assert outcome.result["status"] == "memory_update_failed_db_error"
+    with store.sessions() as session:
+        content = session.execute(
+            text("SELECT content FROM memories WHERE id = :id"), {"id": memory_id}
+        ).scalar_one()
+    assert content == "{user} likes tea"
+    assert table_counts(store) == (1, 1)  # no history row for the failed update
+    again = run_tool(update, {"memory_id": memory_id, **CHANGE}, world.context())
+    assert again.result["status"] == "memory_updated_successfully"
+
+
+def test_every_connection_killed_between_calls(
+    store: KiokuStore, world: World, admin: Engine
+) -> None:
+    """Pools notice dead connections on checkout and reconnect: a clean retry."""
+    create = create_long_term_memory_tool(store)
+    assert run_tool(create, REMEMBER, world.context()).result["status"] == (
+        "memory_saved_successfully"
+    )
+    with admin.connect() as connection:
+        mine = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        connection.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> :mine"
+            ),
+            {"mine": mine},
+        )
+    outcome = run_tool(
+        create,
+        {"memory_content": "The shop opens at nine", "memory_scope": "server_wide"},
+        world.context(),
+    )
+    assert outcome.result["status"] == "memory_saved_successfully"
+
+
+def test_statement_timeout_while_the_scope_is_locked(
+    database_url: str, engine: Engine, settings: KiokuSettings, admin: Engine
+) -> None:
+    """A writer stuck behind a lock is cancelled by the statement timeout: a db_error."""
+    store = KiokuStore(
+        make_engine(engine.url.render_as_string(hide_password=False), statement_timeout_ms=300),
+        settings=settings,
+    )
+    store.setup()
+    world = make_world(store)
+    scope_key = f"server:srv-a:{world.persona.lineage_id}"
+    create = create_long_term_memory_tool(store)
+    with admin.connect() as holder:
+        holder.execute(text("BEGIN"))
+        holder.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": scope_key}
+        )
+        outcome = run_tool(
+            create,
+            {"memory_content": "The shop opens at nine", "memory_scope": "server_wide"},
+            world.context(),
+        )
+        holder.execute(text("ROLLBACK"))
+    assert outcome.result["status"] == "memory_save_failed_db_error"
+    assert "statement timeout" in outcome.result["reason"]
+    assert table_counts(store) == (0, 0)
+    again = run_tool(
+        create,
+        {"memory_content": "The shop opens at nine", "memory_scope": "server_wide"},
+        world.context(),
+    )
+    assert again.result["status"] == "memory_saved_successfully"
+    store.close()
+
+
+# --- the server stopped in the middle of a turn ---------------------------------------
+
+
+@pytest.fixture
+def private_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+    """A server of this test's own, so stopping it disturbs no other test."""
+    server = EmbeddedPostgres(tmp_path / "mid-turn")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def private_store(private_server: EmbeddedPostgres) -> Iterator[KiokuStore]:
+    url = private_server.url
+    store = KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url))
+    store.setup()
+    yield store
+    store.close()
+
+
+def all_calls_answered(messages: Sequence[BaseMessage]) -> bool:
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    return all(call in answered for call in calls)
+
+
+def tool_statuses(messages: Sequence[BaseMessage]) -> list[str]:
+    return [json.loads(str(m.content))["status"] for m in messages if isinstance(m, ToolMessage)]
+
+
+def test_server_stopped_before_the_tools_run(
+    private_server: EmbeddedPostgres,
+    private_store: KiokuStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Tools answer with db_error, capture is skipped, and the turn still completes."""
+    world = make_world(private_store)
+
+    def stop_then_call(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+        private_server.kill()
+        return call_tool("create_long_term_memory", **REMEMBER)
+
+    script = Script([stop_then_call, say("I could not save that right now.")])
+    graph = build_graph(
+        ScriptedChatModel(script=script), private_store, checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "t1"}}
+    with caplog.at_level(logging.ERROR):
+        state = graph.invoke(
+            {"messages": [HumanMessage("Remember that I like tea", name="Alice")]},
+            config,
+            context=world.context(),
+        )
+    assert tool_statuses(state["messages"]) == ["memory_save_failed_db_error"]
+    assert all_calls_answered(state["messages"])
+    assert state["messages"][-1].text == "I could not save that right now."
+    assert "short-term memory capture skipped" in caplog.text
+
+    private_server.start_again()
+    assert table_counts(private_store) == (0, 0)
+    script.add(call_tool("create_long_term_memory", **REMEMBER), say("Saved."))
+    state = graph.invoke(
+        {"messages": [HumanMessage("Remember that I like tea", name="Alice")]},
+        config,
+        context=world.context(),
+    )
+    assert tool_statuses(state["messages"])[-1] == "memory_saved_successfully"
+    assert table_counts(private_store) == (1, 1)
+
+
+def test_server_stopped_while_a_tool_runs_leaves_no_dangling_call(
+    private_server: EmbeddedPostgres, private_store: KiokuStore
+) -> None:
+    """The checkpointer shares the database: the turn fails, and the next one repairs."""
+    world = make_world(private_store)
+    stopped = threading.Event()
+
+    def stop_at_the_lock(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "pg_advisory_xact_lock" in statement and not stopped.is_set():
+            stopped.set()
+            private_server.kill()
+
+    script = Script([call_tool("create_long_term_memory", **REMEMBER), say("(not reached)")])
+    graph = build_graph(
+        ScriptedChatModel(script=script),
+        private_store,
+        checkpointer=private_store.checkpointer(),
+    )
+    config = {"configurable": {"thread_id": "t1"}}
+    event.listen(private_store.engine, "before_cursor_execute", stop_at_the_lock)
+    try:
+        with pytest.raises(psycopg.OperationalError):  # saving the checkpoint fails
+            graph.invoke(
+                {"messages": [HumanMessage("Remember that I like tea", name="Alice")]},
+                config,
+                context=world.context(),
+            )
+    finally:
+        event.remove(private_store.engine, "before_cursor_execute", stop_at_the_lock)
+    assert stopped.is_set()
+
+    private_server.start_again()
+    saved = graph.get_state(config).values["messages"]
+    assert not all_calls_answered(saved)  # the crash left the call open
+    script.replies = [say("Sorry, something went wrong; could you say that again?")]
+    state = graph.invoke(
+        {"messages": [HumanMessage("Did you get that?", name="Alice")]},
+        config,
+        context=world.context(),
+    )
+    assert all_calls_answered(state["messages"])
+    assert INTERRUPTED in tool_statuses(state["messages"])
+    calls = [
+        i for i, m in enumerate(state["messages"]) if isinstance(m, AIMessage) and m.tool_calls
+    ]
+    assert isinstance(state["messages"][calls[0] + 1], ToolMessage)  # result right after call
+    assert table_counts(private_store) == (0, 0)

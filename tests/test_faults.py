@@ -163,14 +163,14 @@ def test_every_connection_killed_between_calls(
 
 
 def test_statement_timeout_while_the_scope_is_locked(
-    database_url: str, engine: Engine, settings: KiokuSettings, admin: Engine
+    store: KiokuStore, engine: Engine, settings: KiokuSettings, admin: Engine
 ) -> None:
     """A writer stuck behind a lock is cancelled by the statement timeout: a db_error."""
+    # Its own engine with a short timeout; the fixture's store empties the tables after.
     store = KiokuStore(
         make_engine(engine.url.render_as_string(hide_password=False), statement_timeout_ms=300),
         settings=settings,
     )
-    store.setup()
     world = make_world(store)
     scope_key = f"server:srv-a:{world.persona.lineage_id}"
     create = create_long_term_memory_tool(store)

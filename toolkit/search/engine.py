@@ -97,6 +97,7 @@ def _candidates(
     terms: str | None,
     memory_type: str | None,
     pool: int,
+    min_importance: float | None = None,
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
 ) -> dict[str, list[Row[Any]]]:
@@ -106,9 +107,20 @@ def _candidates(
         if query_vector is not None
         else None
     )
-    shape = SearchShape.of(visibility, memory_type=memory_type, vector=plan, text=terms is not None)
+    shape = SearchShape.of(
+        visibility,
+        memory_type=memory_type,
+        vector=plan,
+        text=terms is not None,
+        min_importance=min_importance,
+    )
     params = search_params(
-        visibility, memory_type=memory_type, vector=query_vector, terms=terms, pool=pool
+        visibility,
+        memory_type=memory_type,
+        min_importance=min_importance,
+        vector=query_vector,
+        terms=terms,
+        pool=pool,
     )
     found: dict[str, list[Row[Any]]] = {"vector": [], "text": []}
     for row in session.execute(text(candidates_sql(shape)), params):
@@ -171,6 +183,7 @@ def hybrid_search(
     *,
     now: datetime,
     memory_type: str | None = None,
+    min_importance: float | None = None,
     limit: int = 5,
     candidates: int | None = None,
     weights: FusionWeights | None = None,
@@ -193,6 +206,7 @@ def hybrid_search(
         query_vector=query_vector,
         terms=_text_terms(query, shares),
         memory_type=memory_type,
+        min_importance=min_importance,
         pool=pool,
         sizes=aids.sizes if aids is not None else None,
     )

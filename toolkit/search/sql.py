@@ -43,6 +43,8 @@ class SearchShape:
     """Some participants' personal memories are visible."""
     typed: bool
     """Only memories of one ``memory_type``."""
+    important: bool
+    """Only memories of at least ``min_importance``."""
     vector: VectorPlan | None
     """How vector candidates are found (``None``: no query vector)."""
     text: bool
@@ -56,12 +58,14 @@ class SearchShape:
         memory_type: str | None,
         vector: VectorPlan | None,
         text: bool,
+        min_importance: float | None = None,
     ) -> SearchShape:
         """The shape of a search over ``visibility``."""
         return cls(
             server=visibility.include_server,
             personal=bool(visibility.personal_user_ids),
             typed=memory_type is not None,
+            important=min_importance is not None,
             vector=vector,
             text=text,
         )
@@ -69,7 +73,11 @@ class SearchShape:
 
 def _parts(shape: SearchShape) -> list[str]:
     """One filter per visible scope kind, each answered by its own (covering) index."""
-    extra = " AND status = 'active'" + (" AND memory_type = :memory_type" if shape.typed else "")
+    extra = " AND status = 'active'"
+    if shape.typed:
+        extra += " AND memory_type = :memory_type"
+    if shape.important:
+        extra += " AND importance >= :min_importance"  # a float column: compared as numbers
     parts = []
     if shape.server:
         parts.append(
@@ -159,6 +167,7 @@ def search_params(
     visibility: Visibility,
     *,
     memory_type: str | None = None,
+    min_importance: float | None = None,
     vector: Sequence[float] | None = None,
     terms: str | None = None,
     pool: int = 0,
@@ -171,6 +180,7 @@ def search_params(
         "users": list(visibility.personal_user_ids),
         "global_lineage": GLOBAL_LINEAGE,
         "memory_type": memory_type,
+        "min_importance": min_importance,
         "terms": terms,
         "pool": pool,
         "cap": cap,

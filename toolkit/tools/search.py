@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -53,6 +54,12 @@ SCHEMA: dict[str, Any] = {
             "enum": list(MEMORY_TYPES),
             "description": "Only memories of this type (optional).",
         },
+        "min_importance": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "Only memories at least this important, 0 to 1 (optional).",
+        },
         "limit": {
             "type": "integer",
             "minimum": 1,
@@ -89,10 +96,23 @@ def render_hit(hit: SearchHit, context: TurnContext) -> str:
     return f"ID:{hit.id} {text}"
 
 
-def _parse(arguments: dict[str, Any]) -> tuple[str, str | None, int] | str:
-    extra = sorted(k for k in arguments if k not in ("query", "memory_type", "limit"))
+@dataclass(frozen=True)
+class SearchArgs:
+    """Validated search arguments."""
+
+    query: str
+    memory_type: str | None
+    min_importance: float | None
+    limit: int
+
+
+ARGUMENTS = ("query", "memory_type", "min_importance", "limit")
+
+
+def _parse(arguments: dict[str, Any]) -> SearchArgs | str:
+    extra = sorted(k for k in arguments if k not in ARGUMENTS)
     if extra:
-        return f"unknown argument(s) {', '.join(extra)}; use query, memory_type, limit"
+        return f"unknown argument(s) {', '.join(extra)}; use {', '.join(ARGUMENTS)}"
     query = arguments.get("query")
     if not isinstance(query, str) or not query.strip():
         return "query is required: a few words describing what to find"
@@ -101,10 +121,22 @@ def _parse(arguments: dict[str, Any]) -> tuple[str, str | None, int] | str:
     memory_type = arguments.get("memory_type")
     if memory_type is not None and memory_type not in MEMORY_TYPES:
         return f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted"
+    min_importance = arguments.get("min_importance")
+    if min_importance is not None and (
+        isinstance(min_importance, bool)
+        or not isinstance(min_importance, int | float)
+        or not 0 <= min_importance <= 1
+    ):
+        return "min_importance must be a number from 0 to 1, or omitted"
     limit = arguments.get("limit", 5)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return f"limit must be a whole number from 1 to {MAX_LIMIT}"
-    return query.strip(), memory_type, limit
+    return SearchArgs(
+        query.strip(),
+        memory_type,
+        float(min_importance) if min_importance is not None else None,
+        limit,
+    )
 
 
 def search_long_term_memory(
@@ -119,9 +151,8 @@ def search_long_term_memory(
     parsed = _parse(arguments)
     if isinstance(parsed, str):
         return {"status": SearchStatus.INVALID_ARGS, "reason": parsed}, []
-    query, memory_type, limit = parsed
     try:
-        vector = store.embedder.embeddings.embed_query(query)
+        vector = store.embedder.embeddings.embed_query(parsed.query)
     except Exception as exc:
         logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
         vector = None
@@ -130,11 +161,12 @@ def search_long_term_memory(
             hits = hybrid_search(
                 session,
                 visibility_for(session, context),
-                query,
+                parsed.query,
                 vector,
                 now=utc_now(),
-                memory_type=memory_type,
-                limit=limit,
+                memory_type=parsed.memory_type,
+                min_importance=parsed.min_importance,
+                limit=parsed.limit,
                 aids=store.search_aids,
             )
     except StorageError as exc:

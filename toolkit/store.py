@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -41,6 +42,20 @@ logger = logging.getLogger(__name__)
 
 CacheKey = ServerScope | PersonalScope
 
+MEMORY_WINDOW = 200
+"""Memories of one scope a context build loads, newest first. More than a block's token
+budget holds (2,000 tokens), so a scope within it is loaded whole; larger scopes (limits
+raised far above the default 100) are rendered from the window plus the most relevant
+memories found by search, and never loaded whole."""
+
+
+@dataclass(frozen=True)
+class MemoryWindow:
+    """The newest memories of a scope and how many the scope holds."""
+
+    records: list[MemoryRecord]
+    total: int
+
 
 class KiokuStore:
     """Owns the engines and hands out sessions; tools and the graph share one store.
@@ -70,7 +85,7 @@ class KiokuStore:
         self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
         self.directory = directory
         """The application's directory; ``None`` uses kioku's own tables."""
-        self.cache: ScopeCache[CacheKey, list[MemoryRecord]] = ScopeCache()
+        self.cache: ScopeCache[CacheKey, MemoryWindow] = ScopeCache()
         self.search_aids = SearchAids()
         """Scope sizes and word statistics remembered between searches."""
         self.access = AccessRecorder(self.sessions)
@@ -195,14 +210,21 @@ class KiokuStore:
         """The directory to resolve names with during a unit of work in ``session``."""
         return self.directory if self.directory is not None else DatabaseUserDirectory(session)
 
-    def memories(self, scope: CacheKey) -> list[MemoryRecord]:
-        """Active memories of ``scope``, newest first (cached until the next write)."""
+    def memory_window(self, scope: CacheKey) -> MemoryWindow:
+        """The newest active memories of ``scope`` and their total (cached until a write).
 
-        def load() -> list[MemoryRecord]:
+        At most ``MEMORY_WINDOW`` are loaded; a scope within the window is loaded whole.
+        """
+
+        def load() -> MemoryWindow:
             with self.sessions() as session:
-                return MemoryRepository(session).list(scope)
+                return MemoryWindow(*MemoryRepository(session).window(scope, MEMORY_WINDOW))
 
         return self.cache.get_or_load(scope, load)
+
+    def memories(self, scope: CacheKey) -> list[MemoryRecord]:
+        """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""
+        return self.memory_window(scope).records
 
     def invalidate(self, scope: CacheKey) -> None:
         """Drop cached memories of ``scope`` (called after a committed write)."""

@@ -34,11 +34,12 @@ from toolkit.context_build.render import (
     visible_participants,
 )
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
+from toolkit.memory.repository import MemoryRecord
 from toolkit.search.query import Visibility
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import utc_now
 from toolkit.stm.store import ShortTermMemory
-from toolkit.store import KiokuStore
+from toolkit.store import MEMORY_WINDOW, KiokuStore
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,15 @@ def insert_tail_directive(
             break
     messages.insert(position, directive)
     return messages
+
+
+def with_found(
+    loaded: Sequence[MemoryRecord], priority: Sequence[int], session: Session
+) -> list[MemoryRecord]:
+    """``loaded`` plus the retrieved memories it lacks, newest first."""
+    have = {m.id for m in loaded}
+    extra = loader.load_records(session, [i for i in priority if i not in have])
+    return sorted([*loaded, *extra], key=lambda m: (m.created_at, m.id), reverse=True)
 
 
 @dataclass
@@ -155,23 +165,37 @@ class ContextBuilder:
             return loader.rank_by_relevance(session, self.store, visibility, query, count)
 
         def server_stage() -> Rendered:
-            memories = loader.load_server_memories(self.store, context)
+            window = loader.load_server_memories(self.store, context)
             rendered = server_memories_stage(
-                memories, context, names, counter, budgets.server_memories
+                window.records,
+                context,
+                names,
+                counter,
+                budgets.server_memories,
+                total=window.total,
             )
             if not rendered.omitted or not query:
                 return rendered
             retrieval.append("server_memories")
             scope = Visibility(context.memory_server_key, context.persona.lineage_id)
-            priority = ranked(scope, len(memories))
+            priority = ranked(scope, min(window.total, MEMORY_WINDOW))
+            memories = with_found(window.records, priority, session)
             return server_memories_stage(
-                memories, context, names, counter, budgets.server_memories, priority=priority
+                memories,
+                context,
+                names,
+                counter,
+                budgets.server_memories,
+                priority=priority,
+                total=window.total,
             )
 
         def personal_stage() -> Rendered:
-            memories = loader.load_personal_memories(self.store, context, participants, settings)
+            windows = loader.load_personal_memories(self.store, context, participants, settings)
+            memories = {user: window.records for user, window in windows.items()}
+            total = sum(window.total for window in windows.values())
             rendered = personal_memories_stage(
-                participants, memories, names, counter, budgets.personal_memories
+                participants, memories, names, counter, budgets.personal_memories, total=total
             )
             if not rendered.omitted or not query:
                 return rendered
@@ -179,12 +203,21 @@ class ContextBuilder:
             scope = Visibility(
                 context.memory_server_key,
                 context.persona.lineage_id,
-                tuple(memories),
+                tuple(windows),
                 include_server=False,
             )
-            priority = ranked(scope, sum(len(v) for v in memories.values()))
+            priority = ranked(scope, min(total, MEMORY_WINDOW))
+            loaded = [m for records in memories.values() for m in records]
+            found = with_found(loaded, priority, session)
+            by_user = {user: [m for m in found if m.user_id == user] for user in memories}
             return personal_memories_stage(
-                participants, memories, names, counter, budgets.personal_memories, priority=priority
+                participants,
+                by_user,
+                names,
+                counter,
+                budgets.personal_memories,
+                priority=priority,
+                total=total,
             )
 
         stages: list[tuple[str, Callable[[], Rendered]]] = [

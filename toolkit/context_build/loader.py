@@ -13,13 +13,13 @@ from toolkit.accounts import AccountRepository, ServerSettings
 from toolkit.context import Participant, PrivacyLevel, TurnContext
 from toolkit.context_build.select import select_other_channels
 from toolkit.db.models import User
-from toolkit.memory.repository import MemoryRecord, PersonalScope, ServerScope
+from toolkit.memory.repository import MemoryRecord, MemoryRepository, PersonalScope, ServerScope
 from toolkit.search.engine import hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import StmEntry, StmKey, utc_now
 from toolkit.stm.registry import StmRegistry
 from toolkit.stm.store import ShortTermMemory
-from toolkit.store import KiokuStore
+from toolkit.store import KiokuStore, MemoryWindow
 
 
 def load_settings(session: Session, context: TurnContext) -> ServerSettings:
@@ -29,9 +29,9 @@ def load_settings(session: Session, context: TurnContext) -> ServerSettings:
     )
 
 
-def load_server_memories(store: KiokuStore, context: TurnContext) -> list[MemoryRecord]:
-    """Server-wide memories of the active lineage (cached per scope)."""
-    return store.memories(ServerScope(context.memory_server_key, context.persona.lineage_id))
+def load_server_memories(store: KiokuStore, context: TurnContext) -> MemoryWindow:
+    """Server-wide memories of the active lineage: the newest, and the total (cached)."""
+    return store.memory_window(ServerScope(context.memory_server_key, context.persona.lineage_id))
 
 
 def load_personal_memories(
@@ -39,16 +39,21 @@ def load_personal_memories(
     context: TurnContext,
     participants: Sequence[Participant],
     settings: ServerSettings,
-) -> dict[str, list[MemoryRecord]]:
+) -> dict[str, MemoryWindow]:
     """Personal memories of MINIMAL-privacy participants, when the server allows them."""
     if not settings.personal_memories_enabled:
         return {}
     lineage = context.persona.lineage_id
     return {
-        p.user_id: store.memories(PersonalScope(p.user_id, lineage))
+        p.user_id: store.memory_window(PersonalScope(p.user_id, lineage))
         for p in participants
         if p.privacy == PrivacyLevel.MINIMAL
     }
+
+
+def load_records(session: Session, ids: Sequence[int]) -> list[MemoryRecord]:
+    """Memories found by retrieval that the loaded windows do not hold."""
+    return MemoryRepository(session).by_ids(ids)
 
 
 def load_other_channel_entries(

@@ -113,8 +113,11 @@ def server_memories_stage(
     budget: int,
     *,
     priority: Sequence[int] | None = None,
+    total: int | None = None,
 ) -> Rendered:
     """``## {bot}'s Memories about …`` then ``ID:N content`` lines, newest first.
+
+    ``total`` counts the scope's memories when ``memories`` holds only some of them.
 
     Over budget, the oldest are left out; with ``priority`` (ids, most relevant first) the
     least relevant are, and the note points to the search tool.
@@ -130,7 +133,7 @@ def server_memories_stage(
         priority,
     )
     shown = [header, *(lines[m.id] for m in memories if m.id in kept)]
-    omitted = len(memories) - len(kept)
+    omitted = max(total or 0, len(memories)) - len(kept)
     if omitted:
         shown.append(_left_out(omitted, "memory", "memories", searchable=priority is not None))
     return Rendered((_item("system", "\n".join(shown), SERVER_MEMORIES, counter),), omitted)
@@ -153,8 +156,11 @@ def personal_memories_stage(
     budget: int,
     *,
     priority: Sequence[int] | None = None,
+    total: int | None = None,
 ) -> Rendered:
     """Each participant, with ``- Memories: ID:12 …; ID:9 …`` for those who allow them.
+
+    ``total`` counts their memories when ``memories_by_user`` holds only some of them.
 
     Over budget, the oldest memories are left out, or the least relevant with ``priority``.
     """
@@ -183,7 +189,7 @@ def personal_memories_stage(
         shown = [text for m, text in rendered.get(person.user_id, ()) if m.id in kept_ids]
         if shown:
             lines.append("- Memories: " + "; ".join(shown))
-    omitted = len(every) - len(kept_ids)
+    omitted = max(total or 0, len(every)) - len(kept_ids)
     if omitted:
         lines.append(
             _left_out(

@@ -113,6 +113,28 @@ class MemoryRepository:
         statement = statement.where(*self._scope_filter(scope))
         return int(self.session.execute(statement).scalar_one())
 
+    def window(
+        self, scope: ServerScope | PersonalScope, limit: int
+    ) -> tuple[list[MemoryRecord], int]:
+        """The ``limit`` newest active memories of ``scope`` and how many it holds in all."""
+        rows = self.session.execute(
+            select(*_RECORD_COLUMNS, func.count().over().label("total"))
+            .where(Memory.status == "active", *self._scope_filter(scope))
+            .order_by(Memory.created_at.desc(), Memory.id.desc())
+            .limit(limit)
+        ).all()
+        total = int(rows[0].total) if rows else 0
+        return [MemoryRecord(*cast(tuple[Any, ...], row)[:-1]) for row in rows], total
+
+    def by_ids(self, ids: Sequence[int]) -> list[MemoryRecord]:
+        """The active memories among ``ids`` (in no particular order)."""
+        if not ids:
+            return []
+        rows = self.session.execute(
+            select(*_RECORD_COLUMNS).where(Memory.id.in_(list(ids)), Memory.status == "active")
+        )
+        return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
+
     def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
         """Active memories in ``scope``, newest first (only the columns a record needs)."""
         rows = self.session.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -145,3 +146,15 @@ def test_access_counts_are_batched(world: World) -> None:
             )
         ).one()
     assert row.access_count == 3 and row.last_accessed is not None
+
+
+def test_access_counts_are_written_later_by_a_timer(world: World) -> None:
+    world.store.access.interval = 0.05
+    search(world, {"query": "jasmine tea"})
+    deadline = time.monotonic() + 5
+    while world.store.access.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert world.store.access.pending == 0
+    with world.store.sessions() as session:
+        counts = session.scalars(select(Memory.access_count).where(Memory.access_count > 0))
+        assert list(counts)

@@ -159,7 +159,7 @@ class KiokuStore:
 
         Call :meth:`aclose` instead when the store was used through async tools.
         """
-        self.access.flush()
+        self.access.close()
         self.engine.dispose()
         if self._checkpoint_pool is not None:
             self._checkpoint_pool.close()

@@ -70,6 +70,12 @@ def insert_tail_directive(
     return messages
 
 
+def wanted(total: int, rendered: Rendered) -> int:
+    """How many memories to rank: a few more than the block showed, at most the window."""
+    shown = max(0, total - rendered.omitted)
+    return min(total, MEMORY_WINDOW, shown + shown // 4 + 5)
+
+
 def with_found(
     loaded: Sequence[MemoryRecord], priority: Sequence[int], session: Session
 ) -> list[MemoryRecord]:
@@ -178,7 +184,7 @@ class ContextBuilder:
                 return rendered
             retrieval.append("server_memories")
             scope = Visibility(context.memory_server_key, context.persona.lineage_id)
-            priority = ranked(scope, min(window.total, MEMORY_WINDOW))
+            priority = ranked(scope, wanted(window.total, rendered))
             memories = with_found(window.records, priority, session)
             return server_memories_stage(
                 memories,
@@ -206,7 +212,7 @@ class ContextBuilder:
                 tuple(windows),
                 include_server=False,
             )
-            priority = ranked(scope, min(total, MEMORY_WINDOW))
+            priority = ranked(scope, wanted(total, rendered))
             loaded = [m for records in memories.values() for m in records]
             found = with_found(loaded, priority, session)
             by_user = {user: [m for m in found if m.user_id == user] for user in memories}

@@ -20,22 +20,52 @@ _FLUSH = text(
 
 
 class AccessRecorder:
-    """Collects "this memory was returned or rendered" events; one UPDATE per batch."""
+    """Collects "this memory was returned or rendered" events; one UPDATE per batch.
 
-    def __init__(self, sessions: sessionmaker[Session], *, flush_every: int = 200) -> None:
-        """Flush once ``flush_every`` accesses are pending (and on :meth:`flush`)."""
+    A batch is written ``interval`` seconds after its first access, by a timer thread,
+    or at once when ``flush_every`` distinct memories are pending: never by the search
+    or context build that recorded the access.
+    """
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        flush_every: int = 5000,
+        interval: float = 5.0,
+    ) -> None:
+        """Start with nothing pending."""
         self._sessions = sessions
         self.flush_every = flush_every
+        self.interval = interval
         self._pending: Counter[int] = Counter()
         self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
 
     def record(self, memory_ids: Iterable[int]) -> None:
-        """Count one access for each id; flushes when the batch is full."""
+        """Count one access for each id; the batch is written later."""
         with self._lock:
             self._pending.update(memory_ids)
-            full = sum(self._pending.values()) >= self.flush_every
+            full = len(self._pending) >= self.flush_every
+            if not full and self._pending and self._timer is None:
+                self._timer = threading.Timer(self.interval, self._on_timer)
+                self._timer.daemon = True
+                self._timer.start()
         if full:
             self.flush()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+        self.flush()
+
+    def close(self) -> None:
+        """Stop the timer and write what is pending."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self.flush()
 
     def flush(self) -> None:
         """Write pending counts (failures are logged and the counts kept for next time)."""

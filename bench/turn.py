@@ -1,0 +1,329 @@
+"""Per-turn memory overhead and short-term-memory lookup, beside LangGraph's PostgresStore.
+
+A turn's memory work, without the model and without query embedding:
+intent gate → context build (server memories, 5 participants' personal memories, this
+channel's and other channels' short-term memory) → one tool call (an update of a memory)
+→ passive capture of the turn into short-term memory.
+
+PostgresStore doing the same work: a search of the server's namespace and of each
+participant's (query embedding excluded, as for kioku), a get of this channel's entry
+and a listing of the newest other-channel entries, a put for the tool's write and a put
+for the capture.
+
+Run: .venv/bin/python -m bench.turn [--server-memories 100 100000] [--turns 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.base import PutOp
+from langgraph.store.postgres import PostgresStore
+from sqlalchemy import insert, text
+
+from bench.common import bench_database, open_store
+from bench.search import DIM, Lookup, Rounds, sentences
+from toolkit import KiokuStore, Participant, TurnContext
+from toolkit.context_build import loader
+from toolkit.context_build.build import ContextBuilder
+from toolkit.db.engine import libpq_url
+from toolkit.db.models import Memory
+from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
+from toolkit.intent import IntentGate
+from toolkit.memory.update import update_long_term_memory
+from toolkit.stm.model import StmMessage, utc_now
+from toolkit.stm.store import ShortTermMemory
+
+SERVER = "bench-server"
+PERSONAL_PER_USER = 100
+PARTICIPANTS = tuple(Participant(f"user-{i}", f"User {i}") for i in range(5))
+QUESTIONS = [
+    "what tea does the shop serve on fridays?",
+    "remind me what User 1 likes to cook",
+    "do you remember the hiking plans?",
+    "which books were recommended last week?",
+]
+
+
+@dataclass
+class Scenario:
+    """One server's memories, loaded into kioku and into PostgresStore alike."""
+
+    store: KiokuStore
+    stm: ShortTermMemory
+    peer: PostgresStore
+    context: TurnContext
+    updatable: list[int]
+    """Memory ids the tool call of each turn updates in turn."""
+    resources: ExitStack
+
+    def close(self) -> None:
+        """Close the peer's connection and the store."""
+        self.resources.close()
+        self.store.close()
+
+
+def channel_context(base: TurnContext, channel: str, speaker: Participant) -> TurnContext:
+    """The same server and persona in another channel."""
+    return TurnContext(
+        server_id=base.server_id,
+        server_name=base.server_name,
+        channel_id=channel,
+        channel_name=channel,
+        user=speaker,
+        persona=base.persona,
+        bot_user_id=base.bot_user_id,
+        participants=base.participants,
+    )
+
+
+def build_scenario(
+    url: str, server_memories: int, channels: int, vectors: dict[str, list[float]]
+) -> Scenario:
+    """Load the memories and ``channels`` channels of short-term memory into both stores."""
+    hashing = HashingEmbeddings(DIM)
+    lookup = EmbedderSpec(Lookup(vectors, hashing), f"hashing-{DIM}", DIM)
+    # Loaded without the HNSW index; setup() below builds it when the limits call for it.
+    store = open_store(
+        url, lookup, max_server_memories=max(server_memories, 100), vector_index="exact"
+    )
+    with store.accounts() as accounts:
+        accounts.upsert_server(SERVER, "Bench", self_teaching_enabled=True)
+        persona = accounts.create_persona(SERVER, "Kioku")
+        for p in PARTICIPANTS:
+            accounts.upsert_user(p.user_id, p.display_name)
+    server_texts = sentences(server_memories)
+    personal_texts = sentences(PERSONAL_PER_USER * len(PARTICIPANTS) + server_memories)[
+        server_memories:
+    ]
+    for t in [*server_texts, *personal_texts]:
+        vectors.setdefault(t, hashing.embed_query(t))
+    rows = [
+        {
+            "scope": "server",
+            "server_id": SERVER,
+            "persona_lineage_id": persona.lineage_id,
+            "content": t,
+            "embedding": vectors[t],
+        }
+        for t in server_texts
+    ] + [
+        {
+            "scope": "personal",
+            "user_id": PARTICIPANTS[i % len(PARTICIPANTS)].user_id,
+            "persona_lineage_id": persona.lineage_id,
+            "content": t,
+            "embedding": vectors[t],
+        }
+        for i, t in enumerate(personal_texts)
+    ]
+    with store.transaction() as session:
+        for start in range(0, len(rows), 5000):
+            session.execute(insert(Memory), rows[start : start + 5000])
+        updatable = list(
+            session.scalars(
+                text(
+                    "SELECT id FROM memories WHERE scope = 'personal' AND user_id = :u "
+                    "ORDER BY id LIMIT 20"
+                ),
+                {"u": PARTICIPANTS[0].user_id},
+            )
+        )
+    autocommit = store.engine.execution_options(isolation_level="AUTOCOMMIT")
+    with autocommit.connect() as connection:
+        connection.execute(text("VACUUM ANALYZE memories"))
+    store.settings = store.settings.model_copy(update={"vector_index": "auto"})
+    store.setup()  # the HNSW index, when the limits allow scopes beyond exact search
+
+    stm = ShortTermMemory(store, store.checkpointer())
+    context = TurnContext(
+        server_id=SERVER,
+        server_name="Bench",
+        channel_id="current",
+        channel_name="current",
+        user=PARTICIPANTS[0],
+        persona=persona,
+        bot_user_id="bench-bot",
+        participants=PARTICIPANTS,
+    )
+    resources = ExitStack()
+    peer = resources.enter_context(
+        PostgresStore.from_conn_string(
+            libpq_url(store.engine),
+            index={"dims": DIM, "embed": lookup.embeddings, "fields": ["text"]},
+        )
+    )
+    peer.setup()
+    ops = [PutOp(("memories", SERVER), f"s{i}", {"text": t}) for i, t in enumerate(server_texts)]
+    ops += [
+        PutOp(("memories", PARTICIPANTS[i % len(PARTICIPANTS)].user_id), f"p{i}", {"text": t})
+        for i, t in enumerate(personal_texts)
+    ]
+    for start in range(0, len(ops), 1000):
+        peer.batch(ops[start : start + 1000])
+
+    now = utc_now()
+    for c in range(channels + 1):
+        channel = "current" if c == channels else f"channel-{c}"
+        speaker = PARTICIPANTS[c % len(PARTICIPANTS)]
+        messages = [
+            StmMessage(
+                "user" if i % 2 == 0 else "assistant",
+                speaker.display_name if i % 2 == 0 else "Kioku",
+                f"message {i} in {channel}",
+                now + timedelta(seconds=i),
+            )
+            for i in range(10)
+        ]
+        turn = channel_context(context, channel, speaker)
+        stm.capture(turn, messages)
+        entry = {"messages": [m.to_dict() for m in messages], "summary": None}
+        if c % 2 == 0:
+            summary = f"Summary of {channel}: people are discussing tea and hobbies."
+            stm.write_summary(turn, summary)
+            entry["summary"] = summary
+        peer.put(("stm", SERVER), channel, entry, index=False)
+    return Scenario(store, stm, peer, context, updatable, resources)
+
+
+def turn_contenders(scenario: Scenario, vectors: dict[str, list[float]]) -> dict[str, Any]:
+    """One kioku turn and one PostgresStore turn, each a callable."""
+    store, stm, peer, context = scenario.store, scenario.stm, scenario.peer, scenario.context
+    gate, builder = IntentGate(), ContextBuilder(store, stm)
+    hashing = HashingEmbeddings(DIM)
+    rng = random.Random(5)
+    step = iter(range(10**9))
+    for q in QUESTIONS:
+        vectors.setdefault(q, hashing.embed_query(q))
+
+    def kioku_turn() -> None:
+        i = next(step)
+        question = QUESTIONS[i % len(QUESTIONS)]
+        dialogue = [HumanMessage(question, name=context.user.display_name)]
+        intent = gate.detect(question)
+        built = builder.build(context, dialogue, ltm_intent=intent)
+        assert not built.failed_stages, built.failed_stages
+        content = f"{{user}} asked about topic {rng.randrange(10**6)}"
+        vectors.setdefault(content, hashing.embed_query(content))
+        with store.sessions() as session:
+            result = update_long_term_memory(
+                session,
+                store,
+                context,
+                {
+                    "memory_id": scenario.updatable[i % len(scenario.updatable)],
+                    "memory_content": content,
+                    "target_user": context.user.display_name,
+                },
+            )
+        assert result.status == "memory_updated_successfully", result
+        reply = AIMessage("Here is what I remember.")
+        stm.capture(
+            context,
+            [
+                StmMessage("user", context.user.display_name, question, utc_now()),
+                StmMessage("assistant", "Kioku", str(reply.content), utc_now()),
+            ],
+        )
+
+    def peer_turn() -> None:
+        i = next(step)
+        question = QUESTIONS[i % len(QUESTIONS)]
+        peer.search(("memories", SERVER), query=question, limit=10)
+        for p in PARTICIPANTS:
+            peer.search(("memories", p.user_id), query=question, limit=10)
+        current = peer.get(("stm", SERVER), "current")
+        peer.search(("stm", SERVER), limit=4)  # the newest entries (other channels)
+        content = f"User 0 asked about topic {rng.randrange(10**6)}"
+        vectors.setdefault(content, hashing.embed_query(content))
+        peer.put(("memories", PARTICIPANTS[0].user_id), f"p{i % 20}", {"text": content})
+        messages = (current.value["messages"] if current else [])[-8:] + [
+            {"role": "user", "text": question},
+            {"role": "assistant", "text": "Here is what I remember."},
+        ]
+        peer.put(("stm", SERVER), "current", {"messages": messages}, index=False)
+
+    return {"kioku": kioku_turn, "peer": peer_turn}
+
+
+def stm_contenders(scenario: Scenario) -> dict[str, Callable[[], object]]:
+    """Other-channel lookup: kioku's candidates + chosen entries vs PostgresStore's listing."""
+    store, stm, peer, context = scenario.store, scenario.stm, scenario.peer, scenario.context
+
+    def kioku_lookup() -> None:
+        with store.sessions() as session:
+            settings = loader.load_settings(session, context)
+            loader.load_other_channel_entries(session, store, stm, context, settings)
+
+    def peer_lookup() -> None:
+        peer.search(("stm", SERVER), limit=4)
+
+    return {"kioku": kioku_lookup, "peer": peer_lookup}
+
+
+def measure_turns(server_memories: int, turns: int, channels: int = 50) -> dict[str, Any]:
+    """Per-turn overhead p50/p95 for kioku and PostgresStore, one database, one run."""
+    vectors: dict[str, list[float]] = {}
+    with bench_database(f"kioku_bench_turn_{server_memories}") as url:
+        scenario = build_scenario(url, server_memories, channels, vectors)
+        try:
+            rounds = Rounds.run(turn_contenders(scenario, vectors), per_round=max(1, turns // 5))
+        finally:
+            scenario.close()
+    return {
+        "server_memories": server_memories,
+        "kioku_p50_ms": rounds.p50("kioku"),
+        "kioku_p95_ms": rounds.p95("kioku"),
+        "postgres_store_p50_ms": rounds.p50("peer"),
+        "postgres_store_p95_ms": rounds.p95("peer"),
+    }
+
+
+def measure_stm_lookup(channels: int, lookups: int) -> dict[str, Any]:
+    """Other-channel STM lookup at ``channels`` channels."""
+    vectors: dict[str, list[float]] = {}
+    with bench_database("kioku_bench_stm") as url:
+        scenario = build_scenario(url, 100, channels, vectors)
+        try:
+            rounds = Rounds.run(stm_contenders(scenario), per_round=max(1, lookups // 5))
+        finally:
+            scenario.close()
+    return {
+        "channels": channels,
+        "kioku_p50_ms": rounds.p50("kioku"),
+        "kioku_p95_ms": rounds.p95("kioku"),
+        "postgres_store_p50_ms": rounds.p50("peer"),
+        "postgres_store_p95_ms": rounds.p95("peer"),
+    }
+
+
+def main() -> None:
+    """Print the per-turn figures for each server size."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--server-memories", type=int, nargs="+", default=[100, 100_000])
+    parser.add_argument("--turns", type=int, default=200)
+    args = parser.parse_args()
+    for size in args.server_memories:
+        r = measure_turns(size, args.turns)
+        print(
+            f"{size:>7,} server memories: kioku p50/p95 {r['kioku_p50_ms']:.2f}/"
+            f"{r['kioku_p95_ms']:.2f} ms   PostgresStore {r['postgres_store_p50_ms']:.2f}/"
+            f"{r['postgres_store_p95_ms']:.2f} ms"
+        )
+    s = measure_stm_lookup(1000, args.turns)
+    print(
+        f"STM lookup at 1,000 channels: kioku p50/p95 {s['kioku_p50_ms']:.2f}/"
+        f"{s['kioku_p95_ms']:.2f} ms   PostgresStore {s['postgres_store_p50_ms']:.2f}/"
+        f"{s['postgres_store_p95_ms']:.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

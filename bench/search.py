@@ -154,11 +154,22 @@ def load_peer(peer: PostgresStore, corpus: list[str]) -> None:
         )
 
 
-def run_scale(scale: int, queries: int, hashing: HashingEmbeddings, report: dict[str, Any]) -> None:
+def run_scale(
+    scale: int,
+    queries: int,
+    hashing: HashingEmbeddings,
+    report: dict[str, Any],
+    *,
+    writes_per_round: int = 100,
+    show: bool = True,
+) -> None:
     """Load ``scale`` memories into kioku and PostgresStore, then measure both."""
     texts = sentences(scale + queries)
     corpus, questions = texts[:scale], texts[scale:]
-    writes = [f"write benchmark fact {i}: {corpus[i % scale]}" for i in range(ROUNDS * 200 * 2)]
+    writes = [
+        f"write benchmark fact {i}: {corpus[i % scale]}"
+        for i in range((ROUNDS * writes_per_round + 10) * 2)
+    ]
     vectors = dict(zip(texts + writes, hashing.embed_documents(texts + writes), strict=True))
     lookup = EmbedderSpec(Lookup(vectors, hashing), f"hashing-{DIM}", DIM)
     with bench_database(f"kioku_bench_search_{scale}") as url:
@@ -177,11 +188,12 @@ def run_scale(scale: int, queries: int, hashing: HashingEmbeddings, report: dict
             t1 = time.perf_counter()
             load_peer(peer, corpus)
             peer_load_s = time.perf_counter() - t1
-            result = measure(store, peer, corpus, questions, vectors, writes)
+            result = measure(store, peer, corpus, questions, vectors, writes, writes_per_round)
         store.close()
     result["load_seconds"] = {"kioku": round(load_s, 1), "postgres_store": round(peer_load_s, 1)}
     report[str(scale)] = result
-    print_scale(scale, queries, result)
+    if show:
+        print_scale(scale, queries, result)
 
 
 def measure(
@@ -191,6 +203,7 @@ def measure(
     questions: list[str],
     vectors: dict[str, list[float]],
     writes: list[str],
+    writes_per_round: int,
 ) -> dict[str, Any]:
     """Recall, search latency and write throughput of kioku and the peer."""
     rng = random.Random(len(corpus))
@@ -260,7 +273,7 @@ def measure(
         {"kioku": kioku_search, "kioku_hnsw_vector": kioku_hnsw_vector, "peer": peer_search},
         per_round=len(probes) // 2,
     )
-    kioku_writes, peer_writes = write_rounds(store, peer, writes)
+    kioku_writes, peer_writes = write_rounds(store, peer, writes, writes_per_round)
     return {
         "search_ms": {
             "kioku_hybrid_p50": searches.p50("kioku"),
@@ -280,7 +293,7 @@ def measure(
 
 
 def write_rounds(
-    store: KiokuStore, peer: PostgresStore, writes: list[str]
+    store: KiokuStore, peer: PostgresStore, writes: list[str], per_round: int
 ) -> tuple[dict[str, float], float]:
     """Tool-path writes with the HNSW index, then without it; PostgresStore puts between."""
     persona = Persona(1, "Kioku", LINEAGE)
@@ -317,10 +330,10 @@ def write_rounds(
         key = next(peer_keys)
         peer.put(("writes",), f"w{key}", {"text": writes[key % len(writes)]})
 
-    with_index = Rounds.run({"kioku": kioku_write("w-hnsw"), "peer": peer_put}, per_round=100)
+    with_index = Rounds.run({"kioku": kioku_write("w-hnsw"), "peer": peer_put}, per_round)
     with store.engine.begin() as connection:
         connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 10k give you
-    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put}, per_round=100)
+    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put}, per_round)
     peer_rate = statistics.mean([with_index.per_second("peer"), without_index.per_second("peer")])
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),

@@ -184,7 +184,7 @@ def build_scenario(
         ]
         turn = channel_context(context, channel, speaker)
         stm.capture(turn, messages)
-        entry = {"messages": [m.to_dict() for m in messages], "summary": None}
+        entry: dict[str, Any] = {"messages": [m.to_dict() for m in messages], "summary": None}
         if c % 2 == 0:
             summary = f"Summary of {channel}: people are discussing tea and hobbies."
             stm.write_summary(turn, summary)

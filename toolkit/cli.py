@@ -50,6 +50,19 @@ def _reembed(console: Console) -> int:
     return 0
 
 
+def _bench(console: Console, *, quick: bool) -> int:
+    try:
+        from bench.__main__ import main as run_benchmarks
+    except ImportError:
+        console.print(
+            "[red]kioku bench runs from a clone of the repository[/] (the benchmarks are not "
+            "installed with the package): cd into it and run `.venv/bin/kioku bench`."
+        )
+        return 2
+    run_benchmarks(["--quick"] if quick else [])
+    return 0
+
+
 def _sweep(store: KiokuStore, *, since_hours: float) -> str:
     from toolkit.stm.store import ShortTermMemory
 
@@ -108,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
     )
+    bench = sub.add_parser(
+        "bench", help="run every benchmark beside PostgresStore (from a clone of the repository)"
+    )
+    bench.add_argument("--quick", action="store_true", help="small sizes, under a minute")
     sweep = sub.add_parser("sweep", help="prune short-term memory checkpoints; drop idle threads")
     sweep.add_argument(
         "--since-hours",
@@ -131,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "reembed":
         return _reembed(console)
+    if args.command == "bench":
+        return _bench(console, quick=args.quick)
     try:
         store = _open_store(console, quiet=args.command == "mcp")
     except ConfigurationError as exc:

@@ -1,0 +1,150 @@
+"""Soak: many scripted turns in one process, watching connections, memory and tables.
+
+10,000 turns (by default) across 100 channels and 20 users through the per-turn graph
+(scripted model, LangGraph ``PostgresSaver``). After every tenth of the run the sweeper
+prunes short-term-memory checkpoints, the application prunes its conversation threads
+(``checkpointer.prune``), and the figures are sampled: open connections to the database,
+the process's resident memory, checkpoint and registry rows.
+
+Run: .venv/bin/python -m bench.soak [--turns 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from sqlalchemy import text
+
+from bench.common import bench_database, open_store, percentile
+from graphs import build_graph
+from toolkit import Participant, TurnContext
+from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
+from toolkit.stm.model import utc_now
+from toolkit.stm.store import ShortTermMemory
+from toolkit.testing import Script, ScriptedChatModel, call_tool, echo
+
+CHANNELS = 100
+USERS = tuple(Participant(f"soak-user-{i}", f"Soaker {i}") for i in range(20))
+SERVER = "soak-server"
+
+
+def resident_mb() -> float:
+    """The process's resident set size now, in MiB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Run ``turns`` turns; return the samples taken every tenth of the run."""
+    hashing = HashingEmbeddings(384)
+    with bench_database("kioku_bench_soak") as url:
+        store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
+        with store.accounts() as accounts:
+            accounts.upsert_server(SERVER, "Soak", self_teaching_enabled=True)
+            persona = accounts.create_persona(SERVER, "Kioku")
+            for user in USERS:
+                accounts.upsert_user(user.user_id, user.display_name)
+        rng = random.Random(11)
+        script = Script(fallback=echo)
+        graph = build_graph(
+            ScriptedChatModel(script=script), store, checkpointer=store.checkpointer()
+        )
+        stm = ShortTermMemory(store, store.checkpointer())
+        samples: list[dict[str, Any]] = []
+        latencies: list[float] = []
+        last_sweep = utc_now()
+        every = max(1, turns // 10)
+        for turn in range(turns):
+            channel = f"channel-{turn % CHANNELS}"
+            speaker = rng.choice(USERS)
+            others = tuple(rng.sample(USERS, 2))
+            if turn % 50 == 0:  # now and then the model saves something
+                script.add(
+                    call_tool(
+                        "create_long_term_memory",
+                        memory_content=f"{{user}} mentioned soak fact {turn}",
+                        memory_scope="target_user",
+                        target_user=speaker.display_name,
+                    )
+                )
+            context = TurnContext(
+                server_id=SERVER,
+                server_name="Soak",
+                channel_id=channel,
+                channel_name=channel,
+                user=speaker,
+                participants=(speaker, *[o for o in others if o != speaker]),
+                persona=persona,
+                bot_user_id="soak-bot",
+            )
+            start = time.perf_counter()
+            graph.invoke(
+                {
+                    "messages": [
+                        HumanMessage(f"turn {turn}: how is it going?", name=speaker.display_name)
+                    ]
+                },
+                {"configurable": {"thread_id": f"conversation-{channel}"}},
+                context=context,
+            )
+            latencies.append((time.perf_counter() - start) * 1000)
+            if progress is not None:
+                progress(1)
+            if (turn + 1) % every == 0 or turn + 1 == turns:
+                sweep_start = utc_now()
+                stm.sweep(retention=timedelta(days=7), pruned_since=last_sweep)
+                store.checkpointer().prune(
+                    [f"conversation-channel-{c}" for c in range(CHANNELS)], strategy="keep_latest"
+                )
+                last_sweep = sweep_start
+                samples.append(sample(store, turn + 1, latencies))
+                latencies = []
+        store.close()
+    return {"turns": turns, "channels": CHANNELS, "users": len(USERS), "samples": samples}
+
+
+def sample(store: Any, turns: int, latencies: list[float]) -> dict[str, Any]:
+    """Connections, memory and table sizes now, and the turn latency since the last sample."""
+    with store.engine.connect() as connection:
+        counts = connection.execute(
+            text(
+                "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()),"
+                " (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs),"
+                " (SELECT count(*) FROM checkpoint_writes), (SELECT count(*) FROM stm_threads)"
+            )
+        ).one()
+    return {
+        "turns": turns,
+        "connections": counts[0],
+        "rss_mb": round(resident_mb(), 1),
+        "checkpoints": counts[1],
+        "checkpoint_blobs": counts[2],
+        "checkpoint_writes": counts[3],
+        "stm_threads": counts[4],
+        "turn_p50_ms": round(statistics.median(latencies), 2),
+        "turn_p95_ms": round(percentile(latencies, 0.95), 2),
+    }
+
+
+def main() -> None:
+    """Run the soak and print its samples."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=10_000)
+    args = parser.parse_args()
+    result = soak(args.turns)
+    for s in result["samples"]:
+        print(s)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""The benchmark report: table rows, the RESULTS.md block, and replacing it in place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.__main__ import END, QUICK, START, markdown, rows, write_results
+
+SAMPLE = json.loads((Path(__file__).parent / "data" / "bench-results-quick.json").read_text())
+
+
+def test_every_figure_has_a_row_with_the_peer_beside_it() -> None:
+    lines = rows(QUICK, SAMPLE)
+    figures = [row.figure for row in lines]
+    assert any("per-turn" in f for f in figures) and any("search p95" in f for f in figures)
+    assert any("STM other-channel" in f for f in figures)
+    assert all(row.ratio for row in lines if row.peer)
+
+
+def test_the_generated_block_is_replaced_not_appended(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# results\n\nhand-written intro\n\n## LoCoMo\n\nkept\n")
+    block = markdown(QUICK, True, SAMPLE["machine"], SAMPLE)
+    write_results(results, block)
+    write_results(results, block)
+    text = results.read_text()
+    assert text.count(START) == 1 and text.count(END) == 1
+    assert "hand-written intro" in text and "## LoCoMo" in text
+    assert "python -m bench --quick" in text and SAMPLE["machine"]["commit"] in text

@@ -99,6 +99,15 @@ class StmRegistry:
             select(StmThread.last_updated).where(StmThread.thread_id == thread_id)
         )
 
+    def versions(self, thread_ids: Sequence[str]) -> dict[str, datetime]:
+        """``last_updated`` of each known thread among ``thread_ids``, in one query."""
+        rows = self.session.execute(
+            select(StmThread.thread_id, StmThread.last_updated).where(
+                StmThread.thread_id.in_(list(thread_ids))
+            )
+        )
+        return {thread_id: last_updated for thread_id, last_updated in rows}
+
     def idle_since(self, cutoff: datetime) -> list[str]:
         """Threads not updated since ``cutoff``."""
         return list(

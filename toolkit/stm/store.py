@@ -157,8 +157,23 @@ class ShortTermMemory:
             for entry in entries:
                 registry.record(entry)
 
-    def _current_or_new(self, key: StmKey, context: TurnContext, now: datetime) -> StmEntry:
-        existing = self.load(key)
+    def _current_entries(self, context: TurnContext, now: datetime) -> list[StmEntry]:
+        """This channel's entries as stored, or new ones.
+
+        Read from the checkpointer only when the registry shows a version this process
+        has not seen.
+        """
+        keys = entry_keys(context)
+        with self.store.sessions() as session:
+            versions = StmRegistry(session).versions([k.thread_id for k in keys])
+        return [
+            self._current_or_new(key, context, now, versions.get(key.thread_id)) for key in keys
+        ]
+
+    def _current_or_new(
+        self, key: StmKey, context: TurnContext, now: datetime, version: datetime | None
+    ) -> StmEntry:
+        existing = self.load_version(key, version) if version is not None else None
         if existing is not None and not self.policy.is_expired(existing, now):
             return existing
         return StmEntry(
@@ -179,8 +194,8 @@ class ShortTermMemory:
         now = self.clock()
         self._save(
             [
-                with_captured(self._current_or_new(key, context, now), messages, self.policy, now)
-                for key in entry_keys(context)
+                with_captured(entry, messages, self.policy, now)
+                for entry in self._current_entries(context, now)
             ]
         )
         return True
@@ -189,8 +204,8 @@ class ShortTermMemory:
         """Store ``summary`` (truncated silently) in this channel's entries; returns it."""
         now = self.clock()
         entries = [
-            with_summary(self._current_or_new(key, context, now), summary, self.policy, now)
-            for key in entry_keys(context)
+            with_summary(entry, summary, self.policy, now)
+            for entry in self._current_entries(context, now)
         ]
         self._save(entries)
         return entries[0].summary or ""

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -33,6 +34,7 @@ from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import make_engine
 from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
+T = TypeVar("T")
 REMEMBER = {
     "memory_content": "{user} likes tea",
     "memory_scope": "target_user",
@@ -217,6 +219,18 @@ def private_store(private_server: EmbeddedPostgres) -> Iterator[KiokuStore]:
     store.close()
 
 
+def eventually(call: Callable[[], T], timeout: float = 60.0) -> T:
+    """``call()``, retried while the database is still coming back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def all_calls_answered(messages: Sequence[BaseMessage]) -> bool:
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -293,13 +307,15 @@ def test_server_stopped_while_a_tool_runs_leaves_no_dangling_call(
                 {"messages": [HumanMessage("Remember that I like tea", name="Alice")]},
                 config,
                 context=world.context(),
+                durability="sync",  # the model's tool call is saved before the tools run
             )
     finally:
         event.remove(private_store.engine, "before_cursor_execute", stop_at_the_lock)
     assert stopped.is_set()
 
     private_server.start_again()
-    saved = graph.get_state(config).values["messages"]
+    # The checkpointer's pool reconnects with a backoff: service resumes within seconds.
+    saved = eventually(lambda: graph.get_state(config).values["messages"])
     assert not all_calls_answered(saved)  # the crash left the call open
     script.replies = [say("Sorry, something went wrong; could you say that again?")]
     state = graph.invoke(

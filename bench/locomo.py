@@ -16,11 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text
 
 from bench.common import bench_database, open_store
 from toolkit.db.models import Memory, Server
 from toolkit.embeddings import LOCAL_MODEL, EmbedderSpec
+from toolkit.search.aids import SearchAids
 from toolkit.search.engine import hybrid_search
 from toolkit.search.query import Visibility
 
@@ -97,6 +98,10 @@ def main() -> None:
                         .returning(Memory.id)
                     ).scalar_one()
                     ids[memory_id] = dia_id
+            with store.engine.connect() as connection:
+                connection.execute(text("ANALYZE memories"))  # what autovacuum would do
+                connection.commit()
+            store.search_aids = SearchAids()  # read the new word statistics
             known = set(ids.values())
             scope = Visibility(server, LINEAGE)
             now = max(when for _, _, when in rows)
@@ -120,7 +125,13 @@ def main() -> None:
                     hybrid = [
                         ids[h.id]
                         for h in hybrid_search(
-                            session, scope, qa["question"], query_vector, now=now, limit=10
+                            session,
+                            scope,
+                            qa["question"],
+                            query_vector,
+                            now=now,
+                            limit=10,
+                            aids=store.search_aids,
                         )
                     ]
                 for name, ranked in (("cosine", cosine), ("hybrid", hybrid)):

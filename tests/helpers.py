@@ -13,7 +13,16 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from sqlalchemy import func, select
 
-from toolkit import KiokuStore, MemoryNotice, Participant, Persona, PrivacyLevel, TurnContext
+from toolkit import (
+    KiokuStore,
+    MemoryNotice,
+    Participant,
+    Persona,
+    PrivacyLevel,
+    TurnContext,
+    create_long_term_memory_tool,
+    update_long_term_memory_tool,
+)
 from toolkit.db.models import Memory, MemoryHistory
 from toolkit.stm.model import StmKey, StmMessage
 from toolkit.tools.invoke import arun_tool_call, run_tool_call
@@ -93,6 +102,22 @@ def run_tool(tool: BaseTool, args: dict[str, Any], context: TurnContext | None) 
     """Execute one tool call exactly as LangGraph's ToolNode does inside a graph."""
     outcome = run_tool_call([tool], tool.name, args, context)
     return ToolRun(json.loads(str(outcome.message.content)), outcome.message, outcome.custom_events)
+
+
+def create_memory(world: World, args: dict[str, Any], **context: Any) -> int:
+    """Create through the tool (the world's runner); the new memory's id."""
+    result = world.run(
+        create_long_term_memory_tool(world.store), args, world.context(**context)
+    ).result
+    assert result["status"] == "memory_saved_successfully", result
+    return int(result["memory_id"])
+
+
+def update_memory(world: World, args: dict[str, Any], **context: Any) -> dict[str, Any]:
+    """Update (or delete) through the tool; the tool's result."""
+    return world.run(
+        update_long_term_memory_tool(world.store), args, world.context(**context)
+    ).result
 
 
 def table_counts(store: KiokuStore) -> tuple[int, int]:

@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import World, make_world, memory_row, table_counts
+from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 from toolkit import (
     KiokuStore,
     Participant,
-    create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
 from toolkit.context import Persona
@@ -21,18 +20,11 @@ def world(store: KiokuStore, request: pytest.FixtureRequest) -> World:
     return make_world(store, runner=request.param)
 
 
-def create(world: World, args: dict[str, Any], **ctx: Any) -> int:
-    result = world.run(create_long_term_memory_tool(world.store), args, world.context(**ctx)).result
-    assert result["status"] == "memory_saved_successfully", result
-    return int(result["memory_id"])
+create = create_memory
 
 
 def update(world: World, args: dict[str, Any], **ctx: Any) -> str:
-    return str(
-        world.run(update_long_term_memory_tool(world.store), args, world.context(**ctx)).result[
-            "status"
-        ]
-    )
+    return str(update_memory(world, args, **ctx)["status"])
 
 
 @pytest.mark.parametrize("content", ["changed", ""])

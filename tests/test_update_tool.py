@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import World, make_world, memory_row, table_counts
+from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 from toolkit import (
     KiokuStore,
     Participant,
     PrivacyLevel,
-    create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
 from toolkit.db.models import Memory
@@ -26,18 +25,8 @@ def world(store: KiokuStore, request: pytest.FixtureRequest) -> World:
     return make_world(store, runner=request.param)
 
 
-def create(world: World, args: dict[str, Any], **context: Any) -> int:
-    result = world.run(
-        create_long_term_memory_tool(world.store), args, world.context(**context)
-    ).result
-    assert result["status"] == "memory_saved_successfully", result
-    return int(result["memory_id"])
-
-
-def update(world: World, args: dict[str, Any], **context: Any) -> dict[str, Any]:
-    return world.run(
-        update_long_term_memory_tool(world.store), args, world.context(**context)
-    ).result
+create = create_memory
+update = update_memory
 
 
 def server_memory(world: World, text: str = "{bot} likes tea") -> int:

@@ -110,6 +110,12 @@ def run(plan: Plan, console: Console) -> dict[str, Any]:
     ]
     with Progress(console=console, transient=False) as progress:
         overall = progress.add_task("benchmarks", total=len(steps) + 1)
+        # The soak first, so its memory samples start from a fresh process.
+        soak_task = progress.add_task("soak", total=plan.soak_turns)
+        results["soak"] = soak.soak(
+            plan.soak_turns, progress=lambda n: progress.advance(soak_task, n)
+        )
+        progress.advance(overall)
         for name, step in steps:
             task = progress.add_task(name, total=None)
             start = time.perf_counter()
@@ -117,11 +123,6 @@ def run(plan: Plan, console: Console) -> dict[str, Any]:
             results[name]["wall_seconds"] = round(time.perf_counter() - start, 1)
             progress.update(task, total=1, completed=1)
             progress.advance(overall)
-        soak_task = progress.add_task("soak", total=plan.soak_turns)
-        results["soak"] = soak.soak(
-            plan.soak_turns, progress=lambda n: progress.advance(soak_task, n)
-        )
-        progress.advance(overall)
     results["peak_rss_mb"] = {
         "benchmark_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "isolation_process": round(

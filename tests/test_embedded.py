@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from toolkit import KiokuStore, load_settings
+from toolkit.db.embedded import shared_buffers_bytes
 
 
 def test_embedded_server_is_reused_and_stopped(
@@ -21,6 +23,11 @@ def test_embedded_server_is_reused_and_stopped(
         with store.accounts() as accounts:
             accounts.upsert_server("kept", "Kept across runs")
         assert (pgdata / "postmaster.pid").exists()
+        with store.engine.connect() as connection:
+            buffers = connection.execute(
+                text("SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'")
+            ).scalar_one()
+        assert buffers == shared_buffers_bytes()  # sized once, when the server was created
     assert not (pgdata / "postmaster.pid").exists(), "the server should stop on close"
 
     with KiokuStore.open(load_settings()) as store:

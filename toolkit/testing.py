@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,6 +15,9 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
+
+PROMPT_LOG = 100
+"""Prompts (and offered tool names) a :class:`Script` keeps, newest last."""
 
 Reply = AIMessage | Callable[[Sequence[BaseMessage], tuple[str, ...]], AIMessage]
 """A scripted reply, or a function of (prompt, offered tool names) returning one."""
@@ -36,8 +40,9 @@ class Script:
         """
         self.replies: list[Reply] = list(replies)
         self.fallback: Reply = fallback or say("(the scripted model has nothing more to say)")
-        self.prompts: list[list[BaseMessage]] = []
-        self.offered: list[tuple[str, ...]] = []
+        # The latest prompts only: a long run (a soak, a demo left open) must not grow.
+        self.prompts: deque[list[BaseMessage]] = deque(maxlen=PROMPT_LOG)
+        self.offered: deque[tuple[str, ...]] = deque(maxlen=PROMPT_LOG)
 
     def add(self, *replies: Reply) -> None:
         """Append replies."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from toolkit.errors import ConfigurationError
 
@@ -28,6 +31,7 @@ class EmbeddedPostgres:
         """
         self.data_dir = data_dir
         self.pgdata = data_dir / "pgdata"
+        fresh = not self.pgdata.exists()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             with warnings.catch_warnings():
@@ -41,7 +45,28 @@ class EmbeddedPostgres:
                 "Set KIOKU_DATA_DIR to a writable directory, or KIOKU_DATABASE_URL "
                 "to use an existing PostgreSQL server with pgvector."
             ) from exc
+        if fresh:
+            self._size_buffers()
         logger.info("embedded PostgreSQL ready in %s", self.pgdata)
+
+    def _size_buffers(self) -> None:
+        """Give a new server buffers for the memories and their indexes (one restart).
+
+        PostgreSQL's default of 128 MB makes searches over a few hundred thousand memories
+        read their indexes from the operating system's cache (measured: 16 ms instead of
+        7 ms at the 95th percentile, bench/RESULTS.md).
+        """
+        with psycopg.connect(self._server.get_uri(), autocommit=True) as connection:
+            row = connection.execute(
+                "SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'"
+            ).fetchone()
+            if row is None or int(row[0]) >= shared_buffers_bytes():
+                return
+            connection.execute(
+                f"ALTER SYSTEM SET shared_buffers = '{shared_buffers_bytes() // 2**20}MB'"
+            )
+        self.kill()
+        self.start_again()
 
     @property
     def url(self) -> str:
@@ -63,3 +88,12 @@ class EmbeddedPostgres:
     def start_again(self) -> None:
         """Start a server stopped by :meth:`kill`."""
         self._server.ensure_postgres_running()
+
+
+def shared_buffers_bytes() -> int:
+    """A quarter of the machine's memory, between 128 MiB and 1 GiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    return max(128 * 2**20, min(2**30, total // 4))

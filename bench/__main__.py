@@ -260,8 +260,8 @@ def markdown(plan: Plan, quick: bool, info: dict[str, str], r: dict[str, Any]) -
         "```",
         "",
         f"Machine: {info['cpu']}, {info['memory']} RAM, Python {info['python']}, "
-        f"{info['system']}; commit {info['commit']}. Timings alternate between kioku and "
-        "the peer in rounds, so a noisy neighbour slows both alike.",
+        f"{info['system']}; commit {info['commit']}. Data: {r.get('data', 'n/a')}. Timings "
+        "alternate between kioku and the peer in rounds, so a noisy neighbour slows both alike.",
         "",
         "| figure | kioku | PostgresStore | kioku/peer | target |",
         "|---|---:|---:|---:|---|",
@@ -313,6 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     results = run(plan, console)
     results["machine"] = info
+    results["data"] = search.data_source()
     results["plan"] = plan.__dict__
     results["seconds"] = round(time.perf_counter() - started, 1)
     console.print(table(rows(plan, results)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
@@ -38,6 +39,16 @@ def bench_database(name: str) -> Iterator[str]:
         admin.dispose()
         if embedded is not None:
             embedded.stop()
+
+
+def bench_data(name: str) -> Path | None:
+    """``name`` in ``KIOKU_BENCH_DATA``, or in ``../shared/bench-data`` beside the clone."""
+    folders = [os.environ.get("KIOKU_BENCH_DATA", "")]
+    folders.append(str(Path(__file__).resolve().parents[2] / "shared" / "bench-data"))
+    for folder in folders:
+        if folder and (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
 
 
 def open_store(url: str, embedder: EmbedderSpec, **settings: object) -> KiokuStore:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, text
 
-from bench.common import bench_database, open_store
+from bench.common import bench_data, bench_database, open_store
 from toolkit.db.models import Memory, Server
 from toolkit.embeddings import LOCAL_MODEL, EmbedderSpec
 from toolkit.search.aids import SearchAids
@@ -26,7 +26,7 @@ from toolkit.search.engine import hybrid_search
 from toolkit.search.query import Visibility
 
 LINEAGE = 10_000
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo-dev.json"
+DEFAULT_DATA = bench_data("locomo-dev.json")
 
 
 def session_time(text: str) -> datetime:
@@ -66,7 +66,7 @@ def turns(sample: dict[str, Any]) -> list[tuple[str, str, datetime]]:
 def main() -> None:
     """Load every conversation into its own scope, then score both rankings."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, required=DEFAULT_DATA is None)
     args = parser.parse_args()
     from toolkit.local_embeddings import MiniLMEmbeddings
 

@@ -33,7 +33,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, select, text
 
-from bench.common import bench_database, open_store, percentile
+from bench.common import bench_data, bench_database, open_store, percentile
 from toolkit import KiokuStore, Participant, Persona, TurnContext
 from toolkit.db.engine import libpq_url
 from toolkit.db.models import Memory, Server
@@ -44,7 +44,7 @@ from toolkit.search.engine import hybrid_search, vector_candidates
 from toolkit.search.query import Visibility
 from toolkit.stm.model import utc_now
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "msc_personas_all.json"
+PERSONAS = "msc_personas_all.json"
 SERVERS = 20  # each scope holds 5% of the memories
 LINEAGE = 10_000
 DIM = 384
@@ -67,8 +67,14 @@ class Lookup(Embeddings):
 
 
 def sentences(count: int) -> list[str]:
-    """``count`` persona sentences (numbered once the data runs out, so all differ)."""
-    data = json.loads(DATA.read_text())
+    """``count`` persona sentences (numbered once the data runs out, so all differ).
+
+    Without the MSC data (``KIOKU_BENCH_DATA``), generated sentences stand in for them.
+    """
+    path = bench_data(PERSONAS)
+    if path is None:
+        return [synthetic_sentence(i) for i in range(count)]
+    data = json.loads(path.read_text())
     pool = [
         s
         for split in data.values()
@@ -79,6 +85,25 @@ def sentences(count: int) -> list[str]:
     ]
     unique = list(dict.fromkeys(pool))
     return [unique[i % len(unique)] + ("" if i < len(unique) else f" ({i})") for i in range(count)]
+
+
+def data_source() -> str:
+    """Which sentences the benchmarks use."""
+    path = bench_data(PERSONAS)
+    return f"MSC persona sentences ({path})" if path else "generated persona-like sentences"
+
+
+_SUBJECTS = ("tea", "hiking", "jazz", "gardening", "chess", "cooking", "cycling", "poetry")
+_VERBS = ("loves", "avoids", "teaches", "collects books about", "dreams of", "writes about")
+
+
+def synthetic_sentence(i: int) -> str:
+    """A persona-like sentence, different for every ``i``."""
+    rng = random.Random(i)
+    return (
+        f"Person {i % 997} {rng.choice(_VERBS)} {rng.choice(_SUBJECTS)} "
+        f"and {rng.choice(_SUBJECTS)} since {1950 + i % 70} ({i})"
+    )
 
 
 def recall(found: Sequence[Any], truth: Sequence[Any]) -> float:

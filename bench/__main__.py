@@ -2,7 +2,7 @@
 
 Run from a clone after the README's test setup::
 
-    .venv/bin/python -m bench            # the full suite (about half an hour)
+    .venv/bin/python -m bench            # the full suite (about 25 minutes)
     .venv/bin/python -m bench --quick    # smaller sizes, under a minute
     .venv/bin/kioku bench [--quick]      # the same
 
@@ -52,7 +52,7 @@ class Plan:
 
 
 FULL = Plan(100_000, 100, 100, 100, 100_000, 200, 1000, 10_000, 10_000)
-QUICK = Plan(2_000, 20, 20, 100, 2_000, 30, 1000, 100, 100)
+QUICK = Plan(2_000, 20, 10, 100, 2_000, 20, 300, 100, 100)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from toolkit.db.schema import alembic_config
 
 
 def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
-    store = KiokuStore(engine, settings=settings)
-    store.setup()
-    store.setup()
+    with KiokuStore(engine, settings=settings) as store:
+        store.setup()
+        store.setup()
     with engine.connect() as connection:
         version = connection.execute(
             text("SELECT version_num FROM kioku_alembic_version")

@@ -127,11 +127,14 @@ def test_the_hnsw_index_follows_the_limits(engine: Engine, settings: KiokuSettin
                 ).first()
             )
 
+    def setup(settings: KiokuSettings) -> None:
+        with KiokuStore(engine, settings=settings) as store:  # closes its checkpoint pool
+            store.setup()
+
     small = settings.model_copy(update={"vector_index": "auto"})
-    KiokuStore(engine, settings=small).setup()
+    setup(small)
     assert not indexed()  # limits of 100: every scope is searched exactly
-    large = small.model_copy(update={"max_server_memories": EXACT_SEARCH_MAX_ROWS + 1})
-    KiokuStore(engine, settings=large).setup()
+    setup(small.model_copy(update={"max_server_memories": EXACT_SEARCH_MAX_ROWS + 1}))
     assert indexed()
-    KiokuStore(engine, settings=small.model_copy(update={"vector_index": "exact"})).setup()
+    setup(small.model_copy(update={"vector_index": "exact"}))
     assert not indexed()

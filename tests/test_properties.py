@@ -132,3 +132,17 @@ def test_update_of_existing_ids_never_raises(
     args = {"memory_id": memory_id, "memory_content": content, "target_user": target}
     result = run_tool(update_long_term_memory_tool(store), args, world.context()).result
     _check(store, result, {s.value for s in UpdateStatus}, before)
+
+
+@pytest.mark.parametrize("name", ["self", "config", "run_manager", "args", "kwargs"])
+def test_argument_names_clashing_with_langchain_get_a_status(world: World, name: str) -> None:
+    """A model may invent any argument name; none of them may raise inside the graph."""
+    before = table_counts(world.store)
+    for tool in (
+        create_long_term_memory_tool(world.store),
+        update_long_term_memory_tool(world.store),
+    ):
+        outcome = run_tool(tool, {name: None}, world.context())
+        assert outcome.result["status"].endswith("invalid_args"), outcome.result
+        assert name in outcome.result["reason"]
+    assert table_counts(world.store) == before

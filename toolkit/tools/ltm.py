@@ -25,6 +25,7 @@ from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus, UpdateStatus
 from toolkit.memory.update import update_long_term_memory
 from toolkit.store import KiokuStore
+from toolkit.tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ def _build(
             logger.exception("kioku: %s failed while opening or closing its session", name)
         return _answer(result, internal_error)
 
-    return StructuredTool.from_function(
+    return ArgumentSafeTool.from_function(
         func=run,
         coroutine=arun,
         name=name,

@@ -20,6 +20,7 @@ from toolkit.search.engine import SearchHit, hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import utc_now
 from toolkit.store import KiokuStore
+from toolkit.tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +197,7 @@ def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
         payload, artifact = search_long_term_memory(store, context, arguments)
         return json.dumps(payload, ensure_ascii=False), artifact
 
-    return StructuredTool.from_function(
+    return ArgumentSafeTool.from_function(
         func=run,
         name="search_long_term_memory",
         description=DESCRIPTION,

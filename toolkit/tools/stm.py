@@ -21,6 +21,7 @@ from toolkit.memory.results import ToolResult
 from toolkit.memory.text import sanitise_content
 from toolkit.stm.availability import stm_tool_refusal, turn_flags
 from toolkit.stm.store import ShortTermMemory
+from toolkit.tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def update_short_term_memory_tool(
             stm, context, state, arguments, no_stm_providers=no_stm_providers
         ).to_json()
 
-    return StructuredTool.from_function(
+    return ArgumentSafeTool.from_function(
         func=run,
         name="update_short_term_memory",
         description=DESCRIPTION,

@@ -1,0 +1,66 @@
+"""A ``StructuredTool`` that survives any argument name a model invents.
+
+LangChain passes tool arguments as keywords to ``StructuredTool._run(self, *, config,
+run_manager, ...)``: a model that sends an argument called ``self`` or ``config`` makes
+that call raise ``TypeError`` inside the graph. This tool carries such arguments past the
+call under one private name and hands them back to the function, whose own validation
+then answers with a status (``unknown argument(s) self``) like for any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+
+RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
+_PACKED = "kioku_reserved_arguments"
+
+
+class ArgumentSafeTool(StructuredTool):
+    """``StructuredTool`` whose model-supplied arguments never clash with its own names."""
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        args, kwargs = super()._to_args_and_kwargs(tool_input, tool_call_id)
+        reserved = {key: kwargs.pop(key) for key in list(kwargs) if key in RESERVED}
+        if reserved:
+            kwargs[_PACKED] = reserved
+        return args, kwargs
+
+    def _run(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if self.func is None:
+            raise NotImplementedError(f"{self.name} has no synchronous function")
+        return self.func(*args, **_unpacked(kwargs))
+
+    async def _arun(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        arguments = _unpacked(kwargs)
+        if self.coroutine is not None:
+            return await self.coroutine(*args, **arguments)
+        if self.func is None:
+            raise NotImplementedError(f"{self.name} has no function")
+        return await asyncio.get_running_loop().run_in_executor(
+            None, partial(self.func, *args, **arguments)
+        )
+
+
+def _unpacked(kwargs: dict[str, Any]) -> dict[str, Any]:
+    reserved = kwargs.pop(_PACKED, None) or {}
+    return {**kwargs, **reserved}

@@ -52,30 +52,25 @@ class Corpus:
         """Marker numbers the update tool may reach (SPEC §4): the server's memories of
         the lineage, and personal memories (lineage active or global) of people who are
         current members of the server. Privacy may refuse more, never allow more."""
-        server = context.memory_server_key
-        lineage = context.persona.lineage_id
-        members = MEMBERS[server] | {p.user_id for p in context.all_participants()}
-        return {
-            marker
-            for marker, m in self.memories.items()
-            if (m.scope == "server" and m.server_id == server and m.lineage == lineage)
-            or (
-                m.scope == "personal"
-                and m.user_id in members
-                and m.lineage in (lineage, GLOBAL_LINEAGE)
-            )
+        members = MEMBERS[context.memory_server_key] | {
+            p.user_id for p in context.all_participants()
         }
+        return self._reachable(context, members)
 
     def allowed(self, context: TurnContext) -> set[int]:
         """Marker numbers the turn may see (SPEC §10): the rule, written independently."""
-        server = context.memory_server_key
-        lineage = context.persona.lineage_id
         personal_users = (
             {p.user_id for p in context.all_participants() if p.privacy == PrivacyLevel.MINIMAL}
             - {context.bot_user_id}
-            if self.personal_enabled[server]
+            if self.personal_enabled[context.memory_server_key]
             else set()
         )
+        return self._reachable(context, personal_users)
+
+    def _reachable(self, context: TurnContext, personal_users: set[str]) -> set[int]:
+        """The server's memories of the lineage, and personal ones of ``personal_users``
+        (lineage active or global)."""
+        server, lineage = context.memory_server_key, context.persona.lineage_id
         return {
             marker
             for marker, m in self.memories.items()

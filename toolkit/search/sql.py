@@ -71,6 +71,19 @@ class SearchShape:
         )
 
 
+def _owners(shape: SearchShape) -> list[str]:
+    """The scope-key filter of each visible scope kind, each served by its own index."""
+    owners = []
+    if shape.server:
+        owners.append("scope = 'server' AND server_id = :server AND persona_lineage_id = :lineage")
+    if shape.personal:
+        owners.append(
+            "scope = 'personal' AND user_id = ANY(:users) "
+            "AND persona_lineage_id IN (:lineage, :global_lineage)"
+        )
+    return owners
+
+
 def _parts(shape: SearchShape) -> list[str]:
     """One filter per visible scope kind, each answered by its own (covering) index."""
     extra = " AND status = 'active'"
@@ -78,17 +91,7 @@ def _parts(shape: SearchShape) -> list[str]:
         extra += " AND memory_type = :memory_type"
     if shape.important:
         extra += " AND importance >= :min_importance"  # a float column: compared as numbers
-    parts = []
-    if shape.server:
-        parts.append(
-            "scope = 'server' AND server_id = :server AND persona_lineage_id = :lineage" + extra
-        )
-    if shape.personal:
-        parts.append(
-            "scope = 'personal' AND user_id = ANY(:users) "
-            "AND persona_lineage_id IN (:lineage, :global_lineage)" + extra
-        )
-    return parts
+    return [owner + extra for owner in _owners(shape)]
 
 
 def _any_part(shape: SearchShape) -> str:
@@ -148,17 +151,9 @@ def candidates_sql(shape: SearchShape) -> str:
 @lru_cache(maxsize=16)
 def scope_size_sql(shape: SearchShape) -> str:
     """Memories in scope (any status or type), each kind counted up to ``:cap``."""
-    owners = []
-    if shape.server:
-        owners.append("scope = 'server' AND server_id = :server AND persona_lineage_id = :lineage")
-    if shape.personal:
-        owners.append(
-            "scope = 'personal' AND user_id = ANY(:users) "
-            "AND persona_lineage_id IN (:lineage, :global_lineage)"
-        )
     counts = [
         f"(SELECT count(*) FROM (SELECT 1 FROM memories WHERE {owner} LIMIT :cap) AS bounded)"
-        for owner in owners
+        for owner in _owners(shape)
     ] or ["0"]
     return "SELECT " + " + ".join(counts)
 

@@ -94,6 +94,24 @@ def test_disabled(store: KiokuStore) -> None:
     assert table_counts(store) == (0, 0)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"memory_content": "x" * 5000, "memory_scope": "server_wide"},
+        {"memory_content": "x", "memory_scope": "target_user", "target_user": "Zed"},
+        {"memory_content": "x", "memory_scope": "target_user", "target_user": "Bob"},
+    ],
+    ids=["content-too-long", "user-not-found", "privacy"],
+)
+def test_disabled_wins_over_later_checks(store: KiokuStore, args: dict[str, object]) -> None:
+    """SPEC §3 checks self-teaching second, even though a successful save reads it last."""
+    world = make_world(store, self_teaching=False)
+    bob = replace(world.bob, privacy=PrivacyLevel.FULL)
+    result = create(world, args, participants=(world.alice, bob))
+    assert result["status"] == "memory_save_failed_disabled"
+    assert table_counts(store) == (0, 0)
+
+
 def test_unknown_server_defaults_to_disabled(world: World) -> None:
     result = create(
         world, {"memory_content": "x", "memory_scope": "server_wide"}, server_id="new-srv"

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import OperationalError
 
 from graphs import build_graph
 from graphs.repair import INTERRUPTED
@@ -31,7 +32,7 @@ from toolkit import (
     update_long_term_memory_tool,
 )
 from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import make_engine
+from toolkit.db.engine import make_engine, normalise_url, ping_when_idle
 from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 T = TypeVar("T")
@@ -75,18 +76,9 @@ def kill_connection_when(
         event.remove(store.engine, "before_cursor_execute", before)
 
 
-@pytest.mark.parametrize(
-    "moment",
-    [
-        pytest.param(lambda sql: "pg_advisory_xact_lock" in sql, id="at-the-lock"),
-        pytest.param(lambda sql: "INSERT INTO memories" in sql, id="at-the-insert"),
-    ],
-)
-def test_connection_killed_during_a_create(
-    store: KiokuStore, world: World, admin: Engine, moment: Callable[[str], bool]
-) -> None:
+def test_connection_killed_during_a_create(store: KiokuStore, world: World, admin: Engine) -> None:
     create = create_long_term_memory_tool(store)
-    with kill_connection_when(store, admin, moment) as killed:
+    with kill_connection_when(store, admin, lambda sql: "kioku_create_memory" in sql) as killed:
         outcome = run_tool(create, REMEMBER, world.context())
     assert killed, "the statement never ran"
     assert outcome.result["status"] == "memory_save_failed_db_error"
@@ -97,7 +89,30 @@ def test_connection_killed_during_a_create(
     assert table_counts(store) == (1, 1)
 
 
+def test_a_create_failing_after_its_insert_leaves_nothing(
+    store: KiokuStore, world: World, admin: Engine
+) -> None:
+    """The one-statement create is atomic: a failing history row takes the memory with it."""
+    with admin.connect() as connection:
+        connection.execute(
+            text(
+                "ALTER TABLE memory_history ADD CONSTRAINT no_creates "
+                "CHECK (action <> 'create') NOT VALID"
+            )
+        )
+    try:
+        outcome = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text("ALTER TABLE memory_history DROP CONSTRAINT no_creates"))
+    assert outcome.result["status"] == "memory_save_failed_db_error"
+    assert table_counts(store) == (0, 0)
+    assert world.notices == []
+
+
 def test_connection_killed_before_commit(store: KiokuStore, world: World, admin: Engine) -> None:
+    """A unit of work that read before writing commits explicitly; losing the commit is safe."""
+    created = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
     killed: list[int] = []
 
     def before_commit(conn: Any) -> None:
@@ -109,13 +124,17 @@ def test_connection_killed_before_commit(store: KiokuStore, world: World, admin:
 
     event.listen(store.engine, "commit", before_commit)
     try:
-        outcome = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
+        outcome = run_tool(
+            update_long_term_memory_tool(store),
+            {"memory_id": created.result["memory_id"], **CHANGE},
+            world.context(),
+        )
     finally:
         event.remove(store.engine, "commit", before_commit)
     assert killed
-    assert outcome.result["status"] == "memory_save_failed_db_error"
-    assert table_counts(store) == (0, 0)
-    assert world.notices == []
+    assert outcome.result["status"] == "memory_update_failed_db_error"
+    assert table_counts(store) == (1, 1)  # the create stands, the update left no trace
+    assert len(world.notices) == 1  # only the create's notice
 
 
 def test_connection_killed_during_an_update(store: KiokuStore, world: World, admin: Engine) -> None:
@@ -162,6 +181,33 @@ def test_every_connection_killed_between_calls(
         world.context(),
     )
     assert outcome.result["status"] == "memory_saved_successfully"
+
+
+def test_idle_connections_are_checked_before_use(database_url: str, admin: Engine) -> None:
+    """Pooled connections idle past the threshold are pinged and replaced when dead;
+    one used just now is trusted, fails once when it has died, and is then replaced."""
+    engine = ping_when_idle(
+        create_engine(normalise_url(database_url), pool_size=1, max_overflow=0), idle_seconds=0.2
+    )
+
+    def kill_the_pooled_connection() -> None:
+        with engine.connect() as connection:
+            pid = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with admin.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+
+    try:
+        kill_the_pooled_connection()
+        time.sleep(0.3)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT 1")).scalar_one() == 1
+        kill_the_pooled_connection()
+        with pytest.raises(OperationalError), engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT 1")).scalar_one() == 1
+    finally:
+        engine.dispose()
 
 
 def test_statement_timeout_while_the_scope_is_locked(
@@ -288,8 +334,8 @@ def test_server_stopped_while_a_tool_runs_leaves_no_dangling_call(
     world = make_world(private_store)
     stopped = threading.Event()
 
-    def stop_at_the_lock(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "pg_advisory_xact_lock" in statement and not stopped.is_set():
+    def stop_at_the_write(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "kioku_create_memory" in statement and not stopped.is_set():
             stopped.set()
             private_server.kill()
 
@@ -300,7 +346,7 @@ def test_server_stopped_while_a_tool_runs_leaves_no_dangling_call(
         checkpointer=private_store.checkpointer(),
     )
     config = {"configurable": {"thread_id": "t1"}}
-    event.listen(private_store.engine, "before_cursor_execute", stop_at_the_lock)
+    event.listen(private_store.engine, "before_cursor_execute", stop_at_the_write)
     try:
         with pytest.raises(psycopg.OperationalError):  # saving the checkpoint fails
             graph.invoke(
@@ -310,7 +356,7 @@ def test_server_stopped_while_a_tool_runs_leaves_no_dangling_call(
                 durability="sync",  # the model's tool call is saved before the tools run
             )
     finally:
-        event.remove(private_store.engine, "before_cursor_execute", stop_at_the_lock)
+        event.remove(private_store.engine, "before_cursor_execute", stop_at_the_write)
     assert stopped.is_set()
 
     private_server.start_again()

@@ -138,3 +138,12 @@ def test_relevance_decays_at_read_time() -> None:
     assert relevance(0.8, 0.01, 0) == pytest.approx(0.8)
     assert relevance(0.8, 0.01, 100) == pytest.approx(0.8 * 0.36788, rel=1e-3)
     assert relevance(0.8, 0.0, 1000) == pytest.approx(0.8)
+
+
+def test_disabled_server_answers_disabled_before_typed_field_errors(store: KiokuStore) -> None:
+    world = make_world(store, self_teaching=False)
+    result = create(world, {"type": "semantic", "content": "x", "importance": 1.5})
+    assert result["status"] == "memory_save_failed_disabled"
+    valid = create(world, {"type": "semantic", "content": "x"})
+    assert valid["status"] == "memory_save_failed_disabled"
+    assert table_counts(store) == (0, 0)

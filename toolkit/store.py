@@ -23,7 +23,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from toolkit.accounts import AccountRepository
 from toolkit.config import KiokuSettings, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import check_pgvector, engine_options, libpq_url, make_engine
+from toolkit.db.engine import (
+    check_pgvector,
+    engine_options,
+    libpq_url,
+    make_engine,
+    ping_when_idle,
+)
 from toolkit.db.schema import serialised_setup, upgrade_schema
 from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
 from toolkit.embeddings import EmbedderSpec, embedder_from_settings
@@ -196,6 +202,7 @@ class KiokuStore:
             self._async_engine = create_async_engine(
                 self.engine.url, **engine_options(self.settings.statement_timeout_ms)
             )
+            ping_when_idle(self._async_engine.sync_engine)
             self._async_sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
         async with self._async_sessions() as session:
             yield session

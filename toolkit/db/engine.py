@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from toolkit.db.errors import describe
 from toolkit.errors import DatabaseUnavailableError
@@ -44,10 +45,15 @@ def normalise_url(url: str) -> str:
 ENGINE_OPTIONS: dict[str, Any] = {
     "pool_size": 10,
     "max_overflow": 10,
-    "pool_pre_ping": True,
     "pool_timeout": 10,
+    "pool_use_lifo": True,
 }
-"""Pool settings shared by the sync and async engines: pre-ping survives server restarts."""
+"""Pool settings shared by the sync and async engines (liveness: :func:`ping_when_idle`)."""
+
+PING_AFTER_IDLE_SECONDS = 1.0
+"""A pooled connection unused for longer is pinged before it is handed out."""
+
+_LAST_USED = "kioku_last_used"
 
 
 DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
@@ -62,13 +68,40 @@ def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> 
     }
 
 
+def ping_when_idle(engine: Engine, idle_seconds: float = PING_AFTER_IDLE_SECONDS) -> Engine:
+    """Check a pooled connection on checkout once it has been idle for ``idle_seconds``.
+
+    ``pool_pre_ping`` pings on every checkout: a round trip per unit of work, a tenth of
+    a memory write. Connections idle for a while (where a restarted server or a network
+    timeout leaves dead ones) are still pinged, and a dead one is replaced before use;
+    one that died within the last ``idle_seconds`` fails its statement instead, which
+    the tools report as a database error, and the pool then replaces every older one.
+    """
+
+    def stamp(dbapi_connection: Any, record: Any, *_: Any) -> None:
+        record.info[_LAST_USED] = time.monotonic()
+
+    def check(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if time.monotonic() - record.info.get(_LAST_USED, 0.0) < idle_seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"stale pooled connection ({exc})") from exc
+
+    event.listen(engine, "connect", stamp)
+    event.listen(engine, "checkin", stamp)
+    event.listen(engine, "checkout", check)
+    return engine
+
+
 def make_engine(
     url: str,
     *,
     pool_size: int = 10,
     statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
 ) -> Engine:
-    """Create a pooled engine that survives server restarts (pre-ping).
+    """Create a pooled engine that survives server restarts (:func:`ping_when_idle`).
 
     Every statement is cancelled after ``statement_timeout_ms`` (schema setup lifts
     the limit for its own transaction).
@@ -78,7 +111,7 @@ def make_engine(
         "pool_size": pool_size,
         "max_overflow": pool_size,
     }
-    return create_engine(normalise_url(url), **options)
+    return ping_when_idle(create_engine(normalise_url(url), **options))
 
 
 def check_pgvector(engine: Engine) -> None:

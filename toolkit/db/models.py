@@ -195,6 +195,22 @@ class Memory(Base):
     )
 
 
+class MemoryCount(Base):
+    """Active memories per scope key, kept by triggers on ``memories`` (migration 0005).
+
+    The limit check reads one row here instead of counting the scope, so a write costs
+    the same in a scope of ten memories or of a million.
+    """
+
+    __tablename__ = "memory_counts"
+
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    owner_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    """``server_id`` of a server memory, ``user_id`` of a personal one."""
+    persona_lineage_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    active: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+
+
 class MemoryHistory(Base):
     """Append-only log of every change to a memory."""
 

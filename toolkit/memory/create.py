@@ -4,21 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.accounts import AccountRepository, ServerSettings
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.memory.arguments import CreateArgs, parse_create_args
 from toolkit.memory.flow import (
     FlowCall,
     FlowStatuses,
+    disabled,
     embed_or_queue,
     fail,
     notify,
-    open_turn,
+    require_context,
     resolve_or_fail,
+    settings_first,
     tool_flow,
 )
 from toolkit.memory.notices import MemoryNotice, NoticeScope, footer_for
-from toolkit.memory.repository import GLOBAL_LINEAGE, MemoryRepository, PersonalScope, ServerScope
+from toolkit.memory.repository import (
+    GLOBAL_LINEAGE,
+    MemoryRepository,
+    NewMemory,
+    PersonalScope,
+    ServerScope,
+)
 from toolkit.memory.resolution import Person
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus as S
@@ -32,15 +39,16 @@ STATUSES = FlowStatuses(
 
 def _create(call: FlowCall) -> ToolResult:
     args = parse_create_args(call.arguments)
-    context, settings = open_turn(call, STATUSES)
-    target, content = _resolve_target(call, context, args)
-    content = checked_content(call, context, content, field="memory_content")
+    context = require_context(call, STATUSES)
+    with settings_first(call, context, STATUSES):
+        target, content = _resolve_target(call, context, args)
+        content = checked_content(call, context, content, field="memory_content")
     scope: ServerScope | PersonalScope = (
         PersonalScope(target.user_id, context.persona.lineage_id)
         if target is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    return save(call, context, settings, scope, target, content)
+    return save(call, context, scope, target, content)
 
 
 def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: str) -> str:
@@ -66,15 +74,18 @@ def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: st
 def save(
     call: FlowCall,
     context: TurnContext,
-    settings: ServerSettings,
     scope: ServerScope | PersonalScope,
     target: Person | None,
     content: str,
     typed: TypedFields | None = None,
 ) -> ToolResult:
-    """Insert within the limit, commit, then invalidate the cache and emit the notice."""
+    """Insert within the limit, commit, then invalidate the cache and emit the notice.
+
+    Whether self-teaching is on is decided here, by the write itself (SPEC §3 step 2 for
+    a call that passed every other check), so a successful save reads no settings first.
+    """
     typed = typed or TypedFields()
-    record_id = _insert(call, context, settings, scope, target, content, typed)
+    record_id, personal_enabled = _insert(call, context, scope, target, content, typed)
     call.session.commit()
     call.store.invalidate(scope)
     effective: NoticeScope = "target_user" if target is not None else "server_wide"
@@ -88,9 +99,7 @@ def save(
             content=render_tokens(content, user_name=owner_name, bot_name=persona_name),
             persona_name=persona_name,
             target_user=target.display_name if target is not None else None,
-            footer=footer_for(
-                "created", effective, persona_name, record_id, settings.personal_memories_enabled
-            ),
+            footer=footer_for("created", effective, persona_name, record_id, personal_enabled),
         ),
         context,
         call,
@@ -133,47 +142,56 @@ def _resolve_target(
 def _insert(
     call: FlowCall,
     context: TurnContext,
-    settings: ServerSettings,
     scope: ServerScope | PersonalScope,
     target: Person | None,
     content: str,
     typed: TypedFields,
-) -> int:
-    """Check the limit and insert; the advisory lock serialises writers of the scope."""
+) -> tuple[int, bool]:
+    """The new memory's id and whether personal memories are on for the server.
+
+    Saved through the one-call create; a disabled server or a full scope ends the flow.
+    """
     defaults = call.store.settings
-    if isinstance(scope, ServerScope):
-        limit = settings.max_server_memories or defaults.max_server_memories
-        what = "server-wide memories for this server"
-    else:
-        limit = settings.max_personal_memories or defaults.max_personal_memories
-        what = f"personal memories for {target.display_name if target else 'this user'}"
-    embedding = embed_or_queue(call.store, content)  # before the lock: the embedder may be slow
-    memories = MemoryRepository(call.session)
-    memories.lock_scope(scope)
-    accounts = AccountRepository(call.session)
-    if not settings.stored:
-        accounts.ensure_server(context.memory_server_key, context.server_name, is_dm=context.is_dm)
-    if target is not None:
-        accounts.ensure_user(target.user_id, target.display_name)
-    record, count = memories.add_within_limit(
-        scope,
-        limit,
-        content,
-        persona_id=context.persona.persona_id,
-        created_by=context.user.user_id,
-        embedding=embedding,
-        memory_type=typed.memory_type,
-        importance=typed.importance,
-        decay_rate=typed.decay_rate,
-        attributes=typed.attributes,
+    personal = isinstance(scope, PersonalScope)
+    embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
+    if not call.session.in_transaction():
+        # Nothing was read in this unit of work: the create is atomic on its own, so run it
+        # as a single statement and save the BEGIN and COMMIT round trips.
+        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    saved = MemoryRepository(call.session).create_within_limit(
+        NewMemory(
+            scope=scope,
+            content=content,
+            server_key=context.memory_server_key,
+            server_name=context.server_name,
+            is_dm=context.is_dm,
+            default_limit=(
+                defaults.max_personal_memories if personal else defaults.max_server_memories
+            ),
+            owner_name=target.display_name if target is not None else None,
+            persona_id=context.persona.persona_id,
+            created_by=context.user.user_id,
+            embedding=embedding,
+            memory_type=typed.memory_type,
+            importance=typed.importance,
+            decay_rate=typed.decay_rate,
+            attributes=typed.attributes,
+        )
     )
-    if record is None:
-        call.session.rollback()  # nothing half-written: not even the server or user row
+    if saved.outcome == "disabled":
+        raise disabled(STATUSES)
+    if saved.outcome == "limit_reached":
+        what = (
+            f"personal memories for {target.display_name if target else 'this user'}"
+            if personal
+            else "server-wide memories for this server"
+        )
         raise fail(
             S.LIMIT_EXCEEDED,
-            f"The limit of {limit} {what} is reached ({count} saved). Nothing was saved; "
-            "a person can delete memories (or ask you to) to make room.",
-            limit=limit,
-            count=count,
+            f"The limit of {saved.limit} {what} is reached ({saved.count} saved). Nothing was "
+            "saved; a person can delete memories (or ask you to) to make room.",
+            limit=saved.limit,
+            count=saved.count,
         )
-    return record.id
+    assert saved.memory_id is not None  # "saved" carries the id
+    return saved.memory_id, saved.personal_memories_enabled

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from toolkit.memory.arguments import ArgumentError
 from toolkit.memory.create import STATUSES, checked_content, save
-from toolkit.memory.flow import FlowCall, open_turn, tool_flow
+from toolkit.memory.flow import FlowCall, require_context, settings_first, tool_flow
 from toolkit.memory.repository import ServerScope
 from toolkit.memory.results import ToolResult
 from toolkit.memory.typed import parse_typed
@@ -30,17 +30,18 @@ def _create_typed(call: FlowCall) -> ToolResult:
     embedding = arguments.get("embedding")
     if embedding is not None and not isinstance(embedding, list):
         raise ArgumentError("embedding, if given, must be a list of numbers (it is ignored)")
-    context, settings = open_turn(call, STATUSES)
-    content = checked_content(call, context, content, field="content")
-    typed = parse_typed(
-        arguments.get("type"),
-        arguments.get("importance"),
-        arguments.get("metadata"),
-        content=content,
-        now=utc_now(),
-    )
+    context = require_context(call, STATUSES)
+    with settings_first(call, context, STATUSES):
+        content = checked_content(call, context, content, field="content")
+        typed = parse_typed(
+            arguments.get("type"),
+            arguments.get("importance"),
+            arguments.get("metadata"),
+            content=content,
+            now=utc_now(),
+        )
     scope = ServerScope(context.memory_server_key, context.persona.lineage_id)
-    result = save(call, context, settings, scope, None, content, typed)
+    result = save(call, context, scope, None, content, typed)
     if embedding is not None:
         return ToolResult(result.status, result.reason, {**result.data, "embedding_ignored": True})
     return result

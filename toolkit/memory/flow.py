@@ -6,7 +6,8 @@ The call, the error boundary, the opening checks, target resolution and notices.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -127,25 +128,57 @@ def tool_flow(
 
 def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, ServerSettings]:
     """The turn context and server settings, once self-teaching is known to be on."""
-    context = _require_context(call.raw_context, statuses.internal_error)
-    settings = AccountRepository(call.session).server_settings(
-        context.memory_server_key, is_dm=context.is_dm
-    )
+    context = require_context(call, statuses)
+    settings = _settings(call, context)
     if not settings.self_teaching_enabled:
-        raise fail(
-            statuses.disabled,
-            "Self-teaching is turned off here, so long-term memories cannot be saved or "
-            "changed. A server admin can enable it.",
-        )
+        raise disabled(statuses)
     return context, settings
 
 
-def _require_context(context: object, status: str) -> TurnContext:
+def require_context(call: FlowCall, statuses: FlowStatuses) -> TurnContext:
+    """The call's turn context, complete enough to write with (a setup problem otherwise)."""
+    context = call.raw_context
     if not isinstance(context, TurnContext):
-        raise fail(status, "No turn context was provided to the memory tool (a setup problem).")
+        raise fail(
+            statuses.internal_error,
+            "No turn context was provided to the memory tool (a setup problem).",
+        )
     if not context.channel_id or not context.user.user_id or not context.persona.name:
-        raise fail(status, "The turn context lacks the channel, user or persona (a setup problem).")
+        raise fail(
+            statuses.internal_error,
+            "The turn context lacks the channel, user or persona (a setup problem).",
+        )
     return context
+
+
+@contextmanager
+def settings_first(call: FlowCall, context: TurnContext, statuses: FlowStatuses) -> Iterator[None]:
+    """Let a disabled server's answer win over the failures of the checks inside.
+
+    For flows whose write re-checks self-teaching itself: the settings are read only when
+    a check fails, so the spec's order holds without a read on the successful path.
+    """
+    try:
+        yield
+    except (FlowFailure, ArgumentError):
+        if not _settings(call, context).self_teaching_enabled:
+            raise disabled(statuses) from None
+        raise
+
+
+def disabled(statuses: FlowStatuses) -> FlowFailure:
+    """The failure of a write where self-teaching is off."""
+    return fail(
+        statuses.disabled,
+        "Self-teaching is turned off here, so long-term memories cannot be saved or "
+        "changed. A server admin can enable it.",
+    )
+
+
+def _settings(call: FlowCall, context: TurnContext) -> ServerSettings:
+    return AccountRepository(call.session).server_settings(
+        context.memory_server_key, is_dm=context.is_dm
+    )
 
 
 def resolve_or_fail(

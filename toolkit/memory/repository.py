@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
-from sqlalchemy import (
-    ColumnElement,
-    Integer,
-    Text,
-    delete,
-    func,
-    insert,
-    literal,
-    select,
-    text,
-    true,
-)
+from pgvector.sqlalchemy import HALFVEC
+from sqlalchemy import ColumnElement, bindparam, delete, func, insert, select, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import Memory, MemoryHistory
@@ -93,19 +84,59 @@ def _record(row: Memory) -> MemoryRecord:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A memory to save in ``scope``, with what the write needs to check and attribute it."""
+
+    scope: ServerScope | PersonalScope
+    content: str
+    server_key: str
+    """The server (or DM key) whose settings govern the write."""
+    server_name: str | None
+    is_dm: bool
+    default_limit: int
+    """The scope's limit unless the server's row overrides it."""
+    owner_name: str | None = None
+    """Display name of a personal memory's owner (their user row is created if missing)."""
+    persona_id: int | None = None
+    created_by: str | None = None
+    embedding: Sequence[float] | None = None
+    memory_type: str = "semantic"
+    importance: float = 0.5
+    decay_rate: float = 0.01
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOutcome:
+    """What :meth:`MemoryRepository.create_within_limit` did."""
+
+    outcome: Literal["saved", "disabled", "limit_reached"]
+    memory_id: int | None
+    """The new memory's id when ``outcome`` is ``saved``."""
+    count: int | None
+    """Active memories in the scope before the write (``None`` when disabled)."""
+    limit: int
+    personal_memories_enabled: bool
+
+
+_CREATE_MEMORY = text(
+    "SELECT * FROM kioku_create_memory(:server_key, :server_name, :is_dm, :scope, :owner_id, "
+    ":owner_name, :lineage, :lock_key, :default_limit, :persona_id, :created_by, :content, "
+    ":embedding, :memory_type, :importance, :decay_rate, :attributes)"
+).bindparams(
+    bindparam("embedding", type_=HALFVEC()),
+    bindparam("attributes", type_=JSONB()),
+)
+"""The one-round-trip create (migration 0005); parameters named after its arguments."""
+
+
 class MemoryRepository:
     """Queries and writes on ``memories`` and ``memory_history``."""
 
     def __init__(self, session: Session) -> None:
         """Work inside ``session``; the caller opens the transaction and commits."""
         self.session = session
-
-    def lock_scope(self, scope: ServerScope | PersonalScope) -> None:
-        """Serialise writers of ``scope`` until the transaction ends (limit checks)."""
-        self.session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": scope.lock_key},
-        )
 
     def count(self, scope: ServerScope | PersonalScope) -> int:
         """Active memories counted against the scope's limit."""
@@ -144,79 +175,48 @@ class MemoryRepository:
         )
         return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
 
-    def add_within_limit(
-        self,
-        scope: ServerScope | PersonalScope,
-        limit: int,
-        content: str,
-        *,
-        persona_id: int | None,
-        created_by: str | None,
-        embedding: Sequence[float] | None = None,
-        memory_type: str = "semantic",
-        importance: float = 0.5,
-        decay_rate: float = 0.01,
-        attributes: dict[str, Any] | None = None,
-    ) -> tuple[MemoryRecord | None, int]:
-        """Insert a memory and its ``create`` history row unless ``scope`` is full.
+    def create_within_limit(self, new: NewMemory) -> CreateOutcome:
+        """Save ``new`` unless self-teaching is off or its scope is full: one round trip.
 
-        One statement counts, inserts and logs (this is the hot write path); call it after
-        :meth:`lock_scope`, in a later statement, so the count sees every committed writer.
-        Without an embedding the row is queued for re-embedding (``needs_embedding``).
+        The server-side ``kioku_create_memory`` (migration 0005) reads the server's
+        settings, takes the scope's advisory lock (serialising writers, so the limit holds
+        under concurrency), counts, inserts the row and its ``create`` history row, and
+        inserts the server (and the owner of a personal memory) when missing. Without an
+        embedding the row is queued for re-embedding (``needs_embedding``).
 
-        Returns:
-            The new record (``None`` when ``limit`` memories exist) and the count before.
+        Run it as its own statement outside a transaction (it is atomic) or inside one.
         """
-        values: dict[str, Any] = {
-            "scope": "server" if isinstance(scope, ServerScope) else "personal",
-            "server_id": scope.server_id if isinstance(scope, ServerScope) else None,
-            "user_id": scope.user_id if isinstance(scope, PersonalScope) else None,
-            "persona_lineage_id": scope.lineage_id,
-            "persona_id": persona_id,
-            "created_by": created_by,
-            "content": content,
-            "embedding": list(embedding) if embedding is not None else None,
-            "needs_embedding": embedding is None,
-            "memory_type": memory_type,
-            "importance": importance,
-            "decay_rate": decay_rate,
-            "attributes": attributes or {},
-        }
-        columns = Memory.__table__.c
-        counted = (
-            select(func.count().label("n"))
-            .select_from(Memory)
-            .where(Memory.status == "active", *self._scope_filter(scope))
-            .cte("counted")
-        )
-        inserted = (
-            insert(Memory)
-            .from_select(
-                list(values),
-                select(*(literal(v, columns[k].type) for k, v in values.items())).where(
-                    counted.c.n < limit
-                ),
-            )
-            .returning(*_RECORD_COLUMNS)
-            .cte("inserted")
-        )
-        logged = insert(MemoryHistory).from_select(
-            ["memory_id", "action", "new_content", "actor_user_id", "persona_id"],
-            select(
-                inserted.c.id,
-                literal("create"),
-                inserted.c.content,
-                literal(created_by, Text),
-                literal(persona_id, Integer),
-            ),
-        )
+        scope = new.scope
+        personal = isinstance(scope, PersonalScope)
         row = self.session.execute(
-            select(counted.c.n, *inserted.c)
-            .select_from(counted.outerjoin(inserted, true()))
-            .add_cte(logged.cte("logged"))
+            _CREATE_MEMORY,
+            {
+                "server_key": new.server_key,
+                "server_name": new.server_name,
+                "is_dm": new.is_dm,
+                "scope": "personal" if personal else "server",
+                "owner_id": scope.user_id if isinstance(scope, PersonalScope) else scope.server_id,
+                "owner_name": new.owner_name,
+                "lineage": scope.lineage_id,
+                "lock_key": scope.lock_key,
+                "default_limit": new.default_limit,
+                "persona_id": new.persona_id,
+                "created_by": new.created_by,
+                "content": new.content,
+                "embedding": list(new.embedding) if new.embedding is not None else None,
+                "memory_type": new.memory_type,
+                "importance": new.importance,
+                "decay_rate": new.decay_rate,
+                "attributes": new.attributes,
+            },
         ).one()
-        count, *record = cast(tuple[Any, ...], row)
-        return (MemoryRecord(*record) if record[0] is not None else None), int(count)
+        return CreateOutcome(
+            outcome=row.outcome,
+            memory_id=row.memory_id,
+            count=row.saved_count,
+            limit=row.memory_limit,
+            personal_memories_enabled=row.personal_memories_enabled,
+        )
 
     def find_for_update(
         self, memory_id: int, scope: ServerScope | PersonalScope

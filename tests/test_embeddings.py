@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import struct
+
 import pytest
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import Engine, text
@@ -14,7 +17,7 @@ from toolkit import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from toolkit.db.vectors import ensure_vector_schema, stored_embedder
+from toolkit.db.vectors import ensure_vector_schema, halfvec_text, stored_embedder
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
 
 
@@ -24,6 +27,16 @@ class BrokenEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         raise TimeoutError("embedding service timed out")
+
+
+class OverflowingEmbeddings(Embeddings):
+    """Returns values no half-precision vector can hold."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1e6] + [0.0] * 383 for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1e6] + [0.0] * 383
 
 
 HALF_PRECISION = 1e-3
@@ -68,13 +81,14 @@ def test_writes_store_embeddings(store: KiokuStore) -> None:
     )
 
 
+@pytest.mark.parametrize("embeddings", [BrokenEmbeddings(), OverflowingEmbeddings()])
 def test_embedding_failure_saves_and_queues(
-    store: KiokuStore, caplog: pytest.LogCaptureFixture
+    store: KiokuStore, caplog: pytest.LogCaptureFixture, embeddings: Embeddings
 ) -> None:
     broken = KiokuStore(
         store.engine,
         settings=store.settings,
-        embedder=EmbedderSpec(BrokenEmbeddings(), "hashing-384", 384),
+        embedder=EmbedderSpec(embeddings, "hashing-384", 384),
     )
     world = make_world(broken)
     result = run_tool(
@@ -111,3 +125,20 @@ def test_switching_embedders_is_refused_with_a_fix(engine: Engine) -> None:
 def test_unknown_embedder_name() -> None:
     with pytest.raises(ConfigurationError, match="KIOKU_EMBEDDINGS"):
         embedder_from_settings(KiokuSettings(embeddings="word2vec"))
+
+
+def test_short_halfvec_text_stores_the_same_halves(engine: Engine) -> None:
+    """Five significant digits name each half exactly: the server keeps those halves."""
+    rng = random.Random(7)
+    vectors = [[rng.uniform(-1, 1) * 10 ** rng.randint(-6, 1) for _ in range(64)]]
+    vectors += [[rng.gauss(0, 0.05) for _ in range(384)] for _ in range(20)]
+    with engine.connect() as connection:
+        for vector in vectors:
+            layout = f"{len(vector)}e"
+            halves = struct.unpack(layout, struct.pack(layout, *vector))
+            full = "[" + ",".join(map(repr, halves)) + "]"
+            same = connection.execute(
+                text("SELECT CAST(:short AS halfvec) = CAST(:full AS halfvec)"),
+                {"short": halfvec_text(vector), "full": full},
+            ).scalar_one()
+            assert same, vector

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Sequence
+
 from sqlalchemy import Connection, text
 
 from toolkit.errors import ConfigurationError
@@ -22,6 +25,18 @@ SCOPE_VECTOR_INDEXES = {
 COVERING_MAX_DIMENSION = 1024
 """B-tree entries are capped near 2,700 bytes and a halfvec takes 2 bytes a dimension:
 wider embeddings go without the covering indexes (exact search then reads the table)."""
+
+
+def halfvec_text(vector: Sequence[float]) -> str:
+    """``vector`` rounded to half precision, in pgvector's text form.
+
+    Python's shortest-repr formatting of 384 dense floats takes longer than the server's
+    whole insert. Rounded to halves first, five significant digits name each value
+    exactly (a half has 11 significant bits), so the server stores these very halves.
+    """
+    layout = f"{len(vector)}e"
+    halves = struct.unpack(layout, struct.pack(layout, *vector))
+    return "[" + (("%.5g," * len(halves))[:-1] % halves) + "]"
 
 
 def stored_embedder(connection: Connection) -> tuple[str, int] | None:

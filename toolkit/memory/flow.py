@@ -34,6 +34,8 @@ from toolkit.store import KiokuStore
 logger = logging.getLogger("toolkit.memory")
 
 SELF_NAMES = frozenset({"self", "yourself"})
+HALF_MAX = 65504.0
+"""The largest magnitude the ``halfvec`` column stores."""
 StreamWriter = Callable[[Any], None]
 
 
@@ -242,6 +244,14 @@ def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
             spec.model,
             len(vector),
             spec.dimension,
+        )
+        return None
+    if not all(abs(x) <= HALF_MAX for x in vector):  # also false for NaN
+        logger.warning(
+            "kioku: %s returned values a half-precision vector cannot hold (NaN or beyond "
+            "±%g); queued for re-embedding",
+            spec.model,
+            HALF_MAX,
         )
         return None
     return list(vector)

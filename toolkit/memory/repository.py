@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from pgvector.sqlalchemy import HALFVEC
-from sqlalchemy import ColumnElement, bindparam, delete, func, insert, select, text
-from sqlalchemy.dialects.postgresql import JSONB
+from psycopg.types.json import Jsonb
+from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import Memory, MemoryHistory
+from toolkit.db.vectors import halfvec_text
 
 GLOBAL_LINEAGE = 0
 """Personal memories with this lineage are visible to every persona."""
@@ -120,15 +120,9 @@ class CreateOutcome:
     personal_memories_enabled: bool
 
 
-_CREATE_MEMORY = text(
-    "SELECT * FROM kioku_create_memory(:server_key, :server_name, :is_dm, :scope, :owner_id, "
-    ":owner_name, :lineage, :lock_key, :default_limit, :persona_id, :created_by, :content, "
-    ":embedding, :memory_type, :importance, :decay_rate, :attributes)"
-).bindparams(
-    bindparam("embedding", type_=HALFVEC()),
-    bindparam("attributes", type_=JSONB()),
-)
-"""The one-round-trip create (migration 0005); parameters named after its arguments."""
+_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 17))
+"""The one-round-trip create (migration 0005), sent as driver SQL: the hot write path skips
+statement compilation and SQLAlchemy's parameter processing."""
 
 
 class MemoryRepository:
@@ -188,28 +182,26 @@ class MemoryRepository:
         """
         scope = new.scope
         personal = isinstance(scope, PersonalScope)
-        row = self.session.execute(
-            _CREATE_MEMORY,
-            {
-                "server_key": new.server_key,
-                "server_name": new.server_name,
-                "is_dm": new.is_dm,
-                "scope": "personal" if personal else "server",
-                "owner_id": scope.user_id if isinstance(scope, PersonalScope) else scope.server_id,
-                "owner_name": new.owner_name,
-                "lineage": scope.lineage_id,
-                "lock_key": scope.lock_key,
-                "default_limit": new.default_limit,
-                "persona_id": new.persona_id,
-                "created_by": new.created_by,
-                "content": new.content,
-                "embedding": list(new.embedding) if new.embedding is not None else None,
-                "memory_type": new.memory_type,
-                "importance": new.importance,
-                "decay_rate": new.decay_rate,
-                "attributes": new.attributes,
-            },
-        ).one()
+        parameters = (
+            new.server_key,
+            new.server_name,
+            new.is_dm,
+            "personal" if personal else "server",
+            scope.user_id if isinstance(scope, PersonalScope) else scope.server_id,
+            new.owner_name,
+            scope.lineage_id,
+            scope.lock_key,
+            new.default_limit,
+            new.persona_id,
+            new.created_by,
+            new.content,
+            halfvec_text(new.embedding) if new.embedding is not None else None,
+            new.memory_type,
+            new.importance,
+            new.decay_rate,
+            Jsonb(new.attributes),
+        )
+        row = self.session.connection().exec_driver_sql(_CREATE_MEMORY, parameters).one()
         return CreateOutcome(
             outcome=row.outcome,
             memory_id=row.memory_id,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from toolkit.db.vectors import halfvec_text
 from toolkit.memory.repository import GLOBAL_LINEAGE
 from toolkit.search.query import Visibility
 
@@ -181,5 +182,5 @@ def search_params(
         "cap": cap,
     }
     if vector is not None:
-        params["vector"] = "[" + ",".join(map(str, vector)) + "]"
+        params["vector"] = halfvec_text(vector)
     return params

@@ -26,7 +26,7 @@ depends_on: str | Sequence[str] | None = None
 # A server without a row has the defaults: self-teaching on only in direct messages.
 # A limit override of 0 or NULL means "use the configured default" (p_default_limit).
 CREATE_MEMORY = """
-CREATE OR REPLACE FUNCTION kioku_create_memory(
+CREATE FUNCTION kioku_create_memory(
     p_server_key text,
     p_server_name text,
     p_is_dm boolean,
@@ -43,47 +43,44 @@ CREATE OR REPLACE FUNCTION kioku_create_memory(
     p_memory_type text,
     p_importance double precision,
     p_decay_rate double precision,
-    p_attributes jsonb
-) RETURNS TABLE (
-    outcome text,
-    memory_id bigint,
-    saved_count bigint,
-    memory_limit integer,
-    personal_memories_enabled boolean
+    p_attributes jsonb,
+    OUT outcome text,
+    OUT memory_id bigint,
+    OUT saved_count bigint,
+    OUT memory_limit integer,
+    OUT personal_memories_enabled boolean
 ) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    v_server servers%ROWTYPE;
     v_stored boolean;
     v_enabled boolean;
-    v_personal boolean := true;
-    v_limit integer := p_default_limit;
-    v_count bigint;
-    v_id bigint;
+    v_server_limit integer;
+    v_personal_limit integer;
 BEGIN
-    SELECT * INTO v_server FROM servers WHERE id = p_server_key;
+    SELECT s.self_teaching_enabled, s.personal_memories_enabled,
+           s.max_server_memories, s.max_personal_memories
+    INTO v_enabled, personal_memories_enabled, v_server_limit, v_personal_limit
+    FROM servers s WHERE s.id = p_server_key;
     v_stored := FOUND;
-    IF v_stored THEN
-        v_enabled := v_server.self_teaching_enabled;
-        v_personal := v_server.personal_memories_enabled;
-        v_limit := COALESCE(NULLIF(CASE WHEN p_scope = 'server'
-            THEN v_server.max_server_memories ELSE v_server.max_personal_memories END, 0),
-            p_default_limit);
-    ELSE
+    IF NOT v_stored THEN
         v_enabled := p_is_dm;
+        personal_memories_enabled := true;
     END IF;
+    memory_limit := COALESCE(NULLIF(CASE WHEN p_scope = 'server'
+        THEN v_server_limit ELSE v_personal_limit END, 0), p_default_limit);
     IF NOT v_enabled THEN
-        RETURN QUERY SELECT 'disabled'::text, NULL::bigint, NULL::bigint, v_limit, v_personal;
+        outcome := 'disabled';
         RETURN;
     END IF;
 
     PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));
     -- Read after the lock: a new snapshot sees every writer that committed before us.
-    SELECT COALESCE(sum(c.active), 0) INTO v_count FROM memory_counts c
+    -- Personal limits count the user's global (lineage 0) memories too.
+    SELECT COALESCE(sum(c.active), 0) INTO saved_count FROM memory_counts c
     WHERE c.scope = p_scope AND c.owner_id = p_owner_id
       AND c.persona_lineage_id IN (p_lineage, CASE WHEN p_scope = 'personal' THEN 0 END);
-    IF v_count >= v_limit THEN
-        RETURN QUERY SELECT 'limit_reached'::text, NULL::bigint, v_count, v_limit, v_personal;
+    IF saved_count >= memory_limit THEN
+        outcome := 'limit_reached';
         RETURN;
     END IF;
 
@@ -106,10 +103,10 @@ BEGIN
         p_lineage, p_persona_id, p_created_by, p_content,
         p_embedding, p_embedding IS NULL, p_memory_type, p_importance, p_decay_rate,
         p_attributes
-    ) RETURNING id INTO v_id;
+    ) RETURNING id INTO memory_id;
     INSERT INTO memory_history (memory_id, action, new_content, actor_user_id, persona_id)
-    VALUES (v_id, 'create', p_content, p_created_by, p_persona_id);
-    RETURN QUERY SELECT 'saved'::text, v_id, v_count, v_limit, v_personal;
+    VALUES (memory_id, 'create', p_content, p_created_by, p_persona_id);
+    outcome := 'saved';
 END $$;
 """
 

@@ -121,3 +121,36 @@ def test_missing_pgvector_says_how_to_install_it() -> None:
 def test_old_pgvector_is_refused() -> None:
     with pytest.raises(DatabaseUnavailableError, match="offers pgvector 0.6.0"):
         check_pgvector(_ServerWithOldPgvector())  # type: ignore[arg-type]
+
+
+def test_upgrading_counts_the_memories_already_saved(fresh_database: str) -> None:
+    """Migration 0005 fills ``memory_counts`` from the memories a database already holds."""
+    engine = make_engine(fresh_database)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        command.upgrade(alembic_config(engine), "0004")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO servers (id) VALUES ('s1')"))
+            connection.execute(text("INSERT INTO users (id, display_name) VALUES ('u1', 'U')"))
+            connection.execute(
+                text(
+                    "INSERT INTO memories (scope, server_id, user_id, persona_lineage_id, "
+                    "content, status) VALUES "
+                    "('server', 's1', NULL, 1, 'a', 'active'), "
+                    "('server', 's1', NULL, 1, 'b', 'active'), "
+                    "('server', 's1', NULL, 1, 'c', 'archived'), "
+                    "('personal', NULL, 'u1', 0, 'd', 'active')"
+                )
+            )
+        command.upgrade(alembic_config(engine), "head")
+        with engine.connect() as connection:
+            counts = connection.execute(
+                text("SELECT scope, owner_id, persona_lineage_id, active FROM memory_counts")
+            ).all()
+        assert sorted(tuple(row) for row in counts) == [
+            ("personal", "u1", 0, 1),
+            ("server", "s1", 1, 2),
+        ]
+    finally:
+        engine.dispose()

@@ -30,8 +30,6 @@ class ServerSettings:
     """Override of ``MAX_SERVER_MEMORIES`` for this server."""
     max_personal_memories: int | None = None
     """Override of ``MAX_PERSONAL_MEMORIES`` for this server."""
-    stored: bool = False
-    """Whether the server has a row (memories can reference it without inserting one)."""
 
 
 DM_SETTINGS = ServerSettings(self_teaching_enabled=True)
@@ -57,15 +55,7 @@ class AccountRepository:
             stm_privacy_bypass=row.stm_privacy_bypass,
             max_server_memories=row.max_server_memories,
             max_personal_memories=row.max_personal_memories,
-            stored=True,
         )
-
-    def ensure_server(self, server_key: str, name: str | None, *, is_dm: bool) -> None:
-        """Insert a server row with default settings unless one exists."""
-        values: dict[str, object] = {"id": server_key, "name": name}
-        if is_dm:
-            values["self_teaching_enabled"] = DM_SETTINGS.self_teaching_enabled
-        self.session.execute(insert(Server).values(**values).on_conflict_do_nothing())
 
     def upsert_server(self, server_id: str, name: str | None = None, **settings: object) -> None:
         """Create or update a server and any of its settings (column names as keywords)."""
@@ -76,12 +66,6 @@ class AccountRepository:
             statement.on_conflict_do_update(index_elements=[Server.id], set_=update)
             if update
             else statement.on_conflict_do_nothing()
-        )
-
-    def ensure_user(self, user_id: str, display_name: str) -> None:
-        """Insert a user row unless one exists."""
-        self.session.execute(
-            insert(User).values(id=user_id, display_name=display_name).on_conflict_do_nothing()
         )
 
     def upsert_user(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from psycopg.types.json import Jsonb
 from sqlalchemy import ColumnElement, delete, func, insert, select
@@ -25,6 +25,14 @@ class ServerScope:
     server_id: str
     lineage_id: int
 
+    kind: ClassVar[Literal["server"]] = "server"
+    """The ``scope`` column of its memories."""
+
+    @property
+    def owner_id(self) -> str:
+        """The key its memories are stored under (the server)."""
+        return self.server_id
+
     @property
     def lock_key(self) -> str:
         """Text hashed into the advisory lock that serialises writers of this scope."""
@@ -37,6 +45,14 @@ class PersonalScope:
 
     user_id: str
     lineage_id: int
+
+    kind: ClassVar[Literal["personal"]] = "personal"
+    """The ``scope`` column of its memories."""
+
+    @property
+    def owner_id(self) -> str:
+        """The key its memories are stored under (the user)."""
+        return self.user_id
 
     @property
     def lock_key(self) -> str:
@@ -132,12 +148,6 @@ class MemoryRepository:
         """Work inside ``session``; the caller opens the transaction and commits."""
         self.session = session
 
-    def count(self, scope: ServerScope | PersonalScope) -> int:
-        """Active memories counted against the scope's limit."""
-        statement = select(func.count()).select_from(Memory).where(Memory.status == "active")
-        statement = statement.where(*self._scope_filter(scope))
-        return int(self.session.execute(statement).scalar_one())
-
     def window(
         self, scope: ServerScope | PersonalScope, limit: int
     ) -> tuple[list[MemoryRecord], int]:
@@ -181,13 +191,12 @@ class MemoryRepository:
         Run it as its own statement outside a transaction (it is atomic) or inside one.
         """
         scope = new.scope
-        personal = isinstance(scope, PersonalScope)
         parameters = (
             new.server_key,
             new.server_name,
             new.is_dm,
-            "personal" if personal else "server",
-            scope.user_id if isinstance(scope, PersonalScope) else scope.server_id,
+            scope.kind,
+            scope.owner_id,
             new.owner_name,
             scope.lineage_id,
             scope.lock_key,

@@ -167,7 +167,7 @@ def _not_found_reason(
     generic = f"ID:{memory_id} is not a memory you can change here. Check the ID:N in your context."
     row = memories.get(memory_id)
     lineage = context.persona.lineage_id
-    if row is None or row.scope == ("server" if isinstance(scope, ServerScope) else "personal"):
+    if row is None or row.scope == scope.kind:
         return generic
     if (
         row.scope == "server"

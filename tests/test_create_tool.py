@@ -57,10 +57,20 @@ def test_saved_personal_by_alias(world: World) -> None:
     assert row is not None and (row.scope, row.user_id) == ("personal", "u-alice")
 
 
-def test_saved_personal_for_directory_member_not_in_conversation(world: World) -> None:
+def test_personal_memory_about_someone_not_in_the_conversation_is_refused(world: World) -> None:
+    """Nobody can fill the quota of a person who is not in the conversation."""
     result = create(
         world,
         {"memory_content": "{user} plays go", "memory_scope": "target_user", "target_user": "erin"},
+    )
+    assert result["status"] == "memory_save_failed_user_not_found"
+    assert "not taking part" in result["reason"]
+    assert table_counts(world.store) == (0, 0)
+    erin = Participant("u-erin", "Erin")
+    result = create(
+        world,
+        {"memory_content": "{user} plays go", "memory_scope": "target_user", "target_user": "erin"},
+        participants=(world.alice, erin),
     )
     assert result["status"] == "memory_saved_successfully"
     assert result["target_user"] == "Erin"
@@ -293,7 +303,7 @@ def test_privacy_is_taken_from_the_conversation(world: World) -> None:
 
 def test_directory_matches_names_after_nfkc_normalisation(world: World) -> None:
     with world.store.accounts() as accounts:
-        accounts.upsert_user("u-wide", "Ｗｉｄｅ Ｗｉｌｌ")
+        accounts.upsert_user("u-wide", "Ｗｉｄｅ Ｗｉｌｌ", is_bridge=True)
         accounts.add_member("srv-a", "u-wide", nickname="ＷＷ")
     for name in ("wide will", "@ww"):
         result = create(
@@ -301,4 +311,5 @@ def test_directory_matches_names_after_nfkc_normalisation(world: World) -> None:
             {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": name},
         )
         assert result["status"] == "memory_saved_successfully", result
-        assert result["target_user"] == "Ｗｉｄｅ Ｗｉｌｌ"
+        assert result["memory_scope"] == "server_wide"
+        assert result["content"] == "Ｗｉｄｅ Ｗｉｌｌ x"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -208,7 +209,7 @@ class StaleDirectory:
         return False
 
 
-def test_owner_not_member_is_invalid_scope(world: World, store: KiokuStore) -> None:
+def test_owner_not_member_is_not_found(world: World, store: KiokuStore) -> None:
     memory_id = personal_memory(world)
     app_store = KiokuStore(store.engine, settings=store.settings, directory=StaleDirectory())
     assert isinstance(app_store.directory, UserDirectory)
@@ -217,46 +218,68 @@ def test_owner_not_member_is_invalid_scope(world: World, store: KiokuStore) -> N
         {"memory_id": memory_id, "memory_content": "x", "target_user": "Old Alice"},
         world.context(participants=(world.bob,), user=world.bob),
     ).result
-    assert result["status"] == "memory_update_failed_invalid_scope"
+    assert result == {
+        "status": "memory_update_failed_not_found",
+        "reason": f"ID:{memory_id} is not a memory you can change here. "
+        "Check the ID:N in your context.",
+    }
     assert table_counts(store) == (1, 1)
 
 
-def test_dm_owner_must_be_the_triggering_user(world: World) -> None:
+def test_dm_reaches_only_the_conversations_participants(world: World) -> None:
     memory_id = personal_memory(world, owner="Bob")
+    dm = {"server_id": None, "channel_id": "dm-1"}
     result = update(
         world,
-        {"memory_id": memory_id, "memory_content": "x", "target_user": "Bob"},
-        server_id=None,
-        channel_id="dm-1",
-        participants=(world.alice, world.bob),
+        {"memory_id": memory_id, "memory_content": "", "target_user": "Bob"},
+        participants=(world.alice,),
+        **dm,
     )
-    assert result["status"] == "memory_update_failed_invalid_scope"
+    assert result["status"] in (
+        "memory_update_failed_not_found",
+        "memory_update_failed_user_not_found",
+    )
+    assert "likes tea" not in json.dumps(result)
     assert table_counts(world.store)[0] == 1
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "{user} likes coffee", "target_user": "Bob"},
+        participants=(world.alice, world.bob),
+        **dm,
+    )
+    assert result["status"] == "memory_updated_successfully"
 
 
-def test_directory_member_who_left_is_invalid_scope(world: World) -> None:
+def test_member_who_left_the_conversation_is_out_of_reach(world: World) -> None:
+    erin = Participant("u-erin", "Erin")
+    with_erin = (world.alice, world.bob, erin)
     memory_id = create(
         world,
         {"memory_content": "{user} plays go", "memory_scope": "target_user", "target_user": "Erin"},
+        participants=with_erin,
     )
     with world.store.accounts() as accounts:
         accounts.add_member("srv-a", "u-erin", nickname="erin-the-great")
-    assert (
-        update(
-            world,
-            {
-                "memory_id": memory_id,
-                "memory_content": "{user} plays chess",
-                "target_user": "erin-the-great",
-            },
-        )["status"]
-        == "memory_updated_successfully"
+    changed = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "{user} plays chess", "target_user": "Erin"},
+        participants=with_erin,
     )
+    assert changed["status"] == "memory_updated_successfully"
+    missing = update(world, {"memory_id": 999_999, "memory_content": "", "target_user": "Erin"})
+    for target in ("Erin", "erin-the-great"):
+        result = update(
+            world, {"memory_id": memory_id, "memory_content": "", "target_user": target}
+        )
+        assert result["status"] == "memory_update_failed_not_found"
+        assert result["reason"] == missing["reason"].replace("999999", str(memory_id))
+        assert "chess" not in json.dumps(result)
     with world.store.accounts() as accounts:
         accounts.remove_member("srv-a", "u-erin")
     # Erin is no longer resolvable through the server directory at all.
     result = update(world, {"memory_id": memory_id, "memory_content": "", "target_user": "Erin"})
     assert result["status"] == "memory_update_failed_user_not_found"
+    assert memory_row(world.store, memory_id) is not None
 
 
 def test_privacy_restricted_update_but_delete_allowed(world: World) -> None:

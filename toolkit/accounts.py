@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, literal_column, or_, select
+from sqlalchemy import or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from toolkit.context import Persona, PrivacyLevel
+from toolkit.context import Persona, PrivacyLevel, TurnContext, server_key
 from toolkit.db.models import PersonaRow, Server, ServerMember, User
 from toolkit.memory.resolution import DirectoryMember
+from toolkit.memory.text import normalise_name
+
+_SETTINGS = text("SELECT * FROM kioku_server_settings(:key, :is_dm)")
+"""The one definition of a server's settings and their defaults (migration 0006)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +36,6 @@ class ServerSettings:
     """Override of ``MAX_PERSONAL_MEMORIES`` for this server."""
 
 
-DM_SETTINGS = ServerSettings(self_teaching_enabled=True)
-"""Defaults for a direct-message conversation: only its one user is affected."""
-
-
 class AccountRepository:
     """Reads and writes servers, users, members and personas in the caller's session."""
 
@@ -43,15 +43,20 @@ class AccountRepository:
         """Work inside ``session``; the caller commits."""
         self.session = session
 
-    def server_settings(self, server_key: str, *, is_dm: bool) -> ServerSettings:
-        """Settings of ``server_key``, or the defaults when it has no row yet."""
-        row = self.session.get(Server, server_key)
-        if row is None:
-            return DM_SETTINGS if is_dm else ServerSettings()
+    def settings_for(self, context: TurnContext) -> ServerSettings:
+        """Settings governing memories of the turn's server (or direct-message key)."""
+        return self._settings(context.memory_server_key, is_dm=context.is_dm)
+
+    def server_settings(self, server_id: str) -> ServerSettings:
+        """Settings of the server ``server_id``, or the defaults when it has no row yet."""
+        return self._settings(server_key(server_id), is_dm=False)
+
+    def _settings(self, key: str, *, is_dm: bool) -> ServerSettings:
+        row = self.session.execute(_SETTINGS, {"key": key, "is_dm": is_dm}).one()
         return ServerSettings(
             self_teaching_enabled=row.self_teaching_enabled,
             personal_memories_enabled=row.personal_memories_enabled,
-            private_channel_ids=frozenset(row.private_channel_ids or ()),
+            private_channel_ids=frozenset(row.private_channel_ids),
             stm_privacy_bypass=row.stm_privacy_bypass,
             max_server_memories=row.max_server_memories,
             max_personal_memories=row.max_personal_memories,
@@ -59,7 +64,7 @@ class AccountRepository:
 
     def upsert_server(self, server_id: str, name: str | None = None, **settings: object) -> None:
         """Create or update a server and any of its settings (column names as keywords)."""
-        values: dict[str, object] = {"id": server_id, "name": name, **settings}
+        values: dict[str, object] = {"id": server_key(server_id), "name": name, **settings}
         update = {k: v for k, v in values.items() if k != "id" and (k != "name" or v is not None)}
         statement = insert(Server).values(**values)
         self.session.execute(
@@ -84,8 +89,11 @@ class AccountRepository:
         values = {
             "id": user_id,
             "display_name": display_name,
+            "display_name_key": normalise_name(display_name),
             "global_name": global_name,
+            "global_name_key": normalise_name(global_name) if global_name is not None else None,
             "username": username,
+            "username_key": normalise_name(username) if username is not None else None,
             "aliases": list(aliases),
             "privacy_level": int(privacy),
             "is_bridge": is_bridge,
@@ -100,44 +108,47 @@ class AccountRepository:
 
     def add_member(self, server_id: str, user_id: str, nickname: str | None = None) -> None:
         """Record that ``user_id`` belongs to ``server_id`` (with an optional nickname)."""
+        nickname_key = normalise_name(nickname) if nickname is not None else None
         statement = insert(ServerMember).values(
-            server_id=server_id, user_id=user_id, nickname=nickname
+            server_id=server_key(server_id),
+            user_id=user_id,
+            nickname=nickname,
+            nickname_key=nickname_key,
         )
         self.session.execute(
             statement.on_conflict_do_update(
                 index_elements=[ServerMember.server_id, ServerMember.user_id],
-                set_={"nickname": nickname},
+                set_={"nickname": nickname, "nickname_key": nickname_key},
             )
         )
 
     def remove_member(self, server_id: str, user_id: str) -> None:
         """Forget that ``user_id`` belongs to ``server_id``."""
-        member = self.session.get(ServerMember, (server_id, user_id))
+        member = self.session.get(ServerMember, (server_key(server_id), user_id))
         if member is not None:
             self.session.delete(member)
 
     def is_member(self, server_id: str, user_id: str) -> bool:
         """Whether ``user_id`` is a member of ``server_id``."""
-        return self.session.get(ServerMember, (server_id, user_id)) is not None
+        return self.session.get(ServerMember, (server_key(server_id), user_id)) is not None
 
     def find_members(self, server_id: str, name_key: str) -> list[DirectoryMember]:
-        """Members of ``server_id`` with a name equal to ``name_key`` ignoring case.
+        """Members of ``server_id`` one of whose names has the key ``name_key``.
 
-        Display name, nickname, global name and username are compared.
+        Display name, nickname, global name and username are compared on the keys stored
+        beside them (``normalise_name``), so the database and Python match the same way.
         """
-        columns = (User.display_name, ServerMember.nickname, User.global_name, User.username)
+        keys = (
+            User.display_name_key,
+            ServerMember.nickname_key,
+            User.global_name_key,
+            User.username_key,
+        )
         rows = self.session.execute(
             select(User, ServerMember.nickname)
             .join(ServerMember, ServerMember.user_id == User.id)
-            .where(ServerMember.server_id == server_id)
-            .where(
-                or_(
-                    *(
-                        func.lower(func.normalize(column, literal_column("NFKC"))) == name_key
-                        for column in columns
-                    )
-                )
-            )
+            .where(ServerMember.server_id == server_key(server_id))
+            .where(or_(*(column == name_key for column in keys)))
             .limit(50)
         ).all()
         return [
@@ -160,7 +171,9 @@ class AccountRepository:
 
         Re-creating or importing a persona passes its old lineage to keep its memories.
         """
-        row = PersonaRow(server_id=server_id, name=name)
+        row = PersonaRow(
+            server_id=server_key(server_id) if server_id is not None else None, name=name
+        )
         if lineage_id is not None:
             row.lineage_id = lineage_id
         self.session.add(row)

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolkit.memory.notices import MemoryNotice
 
+GLOBAL_LINEAGE = 0
+"""Personal memories with this lineage are visible to every persona."""
+
 NO_STM_PROVIDERS: frozenset[str] = frozenset({"novelai"})
 """Providers whose models cannot use the short-term-memory tool."""
 
@@ -125,7 +128,9 @@ class TurnContext:
     @property
     def memory_server_key(self) -> str:
         """Key that scopes server-wide memories; a DM gets its own per-DM key."""
-        return self.server_id if self.server_id is not None else dm_server_key(self.channel_id)
+        if self.server_id is None:
+            return dm_server_key(self.channel_id)
+        return server_key(self.server_id)
 
     def all_participants(self) -> tuple[Participant, ...]:
         """Participants with the triggering user included exactly once."""
@@ -134,6 +139,23 @@ class TurnContext:
         return (self.user, *self.participants)
 
 
+DM_KEY_PREFIX = "dm:"
+"""Keys of direct-message conversations start with this; no server's key does."""
+_ESCAPED_SERVER = "kioku-server:"
+
+
 def dm_server_key(channel_id: str) -> str:
     """Server key under which a direct-message conversation keeps its memories."""
-    return f"dm:{channel_id}"
+    return DM_KEY_PREFIX + channel_id
+
+
+def server_key(server_id: str) -> str:
+    """The key a server's memories, settings and members are stored under.
+
+    Its id, unless the id could be mistaken for a direct-message key (or an escaped id):
+    those are prefixed, so a server called ``dm:c42`` never reaches the memories of the
+    direct-message conversation in channel ``c42``. Injective by construction.
+    """
+    if server_id.startswith((DM_KEY_PREFIX, _ESCAPED_SERVER)):
+        return _ESCAPED_SERVER + server_id
+    return server_id

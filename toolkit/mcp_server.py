@@ -18,7 +18,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from sqlalchemy import select
 
-from toolkit.context import Participant, Persona, TurnContext
+from toolkit.context import Participant, Persona, TurnContext, server_key
 from toolkit.db.models import Memory, PersonaRow
 from toolkit.memory.create import create_long_term_memory
 from toolkit.memory.create_typed import create_memory
@@ -71,7 +71,8 @@ def persona_for(store: KiokuStore, scope: McpScope) -> Persona:
         )
         row = accounts.session.scalar(
             select(PersonaRow).where(
-                PersonaRow.server_id == scope.server_id, PersonaRow.name == scope.persona_name
+                PersonaRow.server_id == server_key(scope.server_id),
+                PersonaRow.name == scope.persona_name,
             )
         )
         if row is not None:

@@ -35,6 +35,7 @@ from toolkit.context_build.render import (
 )
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
 from toolkit.memory.repository import MemoryRecord
+from toolkit.reach import reach_of
 from toolkit.search.query import Visibility
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import utc_now
@@ -197,7 +198,8 @@ class ContextBuilder:
             )
 
         def personal_stage() -> Rendered:
-            windows = loader.load_personal_memories(self.store, context, participants, settings)
+            reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+            windows = loader.load_personal_memories(self.store, reach)
             memories = {user: window.records for user, window in windows.items()}
             total = sum(window.total for window in windows.values())
             rendered = personal_memories_stage(
@@ -207,10 +209,7 @@ class ContextBuilder:
                 return rendered
             retrieval.append("personal_memories")
             scope = Visibility(
-                context.memory_server_key,
-                context.persona.lineage_id,
-                tuple(windows),
-                include_server=False,
+                reach.server_key, reach.lineage_id, tuple(windows), include_server=False
             )
             priority = ranked(scope, wanted(total, rendered))
             loaded = [m for records in memories.values() for m in records]

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from toolkit.accounts import AccountRepository, ServerSettings
-from toolkit.context import Participant, PrivacyLevel, TurnContext
+from toolkit.context import TurnContext
 from toolkit.context_build.select import select_other_channels
 from toolkit.db.models import User
 from toolkit.memory.repository import MemoryRecord, MemoryRepository, PersonalScope, ServerScope
+from toolkit.reach import Reach
 from toolkit.search.engine import hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import StmEntry, StmKey, utc_now
@@ -24,9 +25,7 @@ from toolkit.store import KiokuStore, MemoryWindow
 
 def load_settings(session: Session, context: TurnContext) -> ServerSettings:
     """Settings of the turn's server (or DM key)."""
-    return AccountRepository(session).server_settings(
-        context.memory_server_key, is_dm=context.is_dm
-    )
+    return AccountRepository(session).settings_for(context)
 
 
 def load_server_memories(store: KiokuStore, context: TurnContext) -> MemoryWindow:
@@ -34,20 +33,11 @@ def load_server_memories(store: KiokuStore, context: TurnContext) -> MemoryWindo
     return store.memory_window(ServerScope(context.memory_server_key, context.persona.lineage_id))
 
 
-def load_personal_memories(
-    store: KiokuStore,
-    context: TurnContext,
-    participants: Sequence[Participant],
-    settings: ServerSettings,
-) -> dict[str, MemoryWindow]:
-    """Personal memories of MINIMAL-privacy participants, when the server allows them."""
-    if not settings.personal_memories_enabled:
-        return {}
-    lineage = context.persona.lineage_id
+def load_personal_memories(store: KiokuStore, reach: Reach) -> dict[str, MemoryWindow]:
+    """Personal memories of the people whose memories the turn shows (:mod:`toolkit.reach`)."""
     return {
-        p.user_id: store.memory_window(PersonalScope(p.user_id, lineage))
-        for p in participants
-        if p.privacy == PrivacyLevel.MINIMAL
+        user_id: store.memory_window(PersonalScope(user_id, reach.lineage_id))
+        for user_id in reach.visible_owners
     }
 
 
@@ -73,7 +63,7 @@ def load_other_channel_entries(
     accounts = AccountRepository(session)
     for server_id in {c.server_id for c in candidates if c.server_id is not None}:
         if server_id not in settings_by_server:
-            settings_by_server[server_id] = accounts.server_settings(server_id, is_dm=False)
+            settings_by_server[server_id] = accounts.server_settings(server_id)
     chosen = select_other_channels(
         candidates, context, settings_by_server, limit=store.settings.stm_max_other_channels
     )

@@ -79,6 +79,10 @@ class User(Base):
     display_name: Mapped[str] = mapped_column(Text)
     global_name: Mapped[str | None] = mapped_column(Text)
     username: Mapped[str | None] = mapped_column(Text)
+    display_name_key: Mapped[str | None] = mapped_column(Text)
+    """``display_name`` normalised for matching (``toolkit.memory.text.normalise_name``)."""
+    global_name_key: Mapped[str | None] = mapped_column(Text)
+    username_key: Mapped[str | None] = mapped_column(Text)
     aliases: Mapped[list[str]] = mapped_column(
         ARRAY(Text), default=list, server_default=text("'{}'")
     )
@@ -104,6 +108,8 @@ class ServerMember(Base):
         ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
     )
     nickname: Mapped[str | None] = mapped_column(Text)
+    nickname_key: Mapped[str | None] = mapped_column(Text)
+    """``nickname`` normalised for matching."""
 
     __table_args__ = (Index("ix_server_members_user_id", "user_id"),)
 
@@ -136,6 +142,9 @@ class Memory(Base):
     persona_lineage_id: Mapped[int] = mapped_column(BigInteger)
     persona_id: Mapped[int | None] = mapped_column(Integer)
     created_by: Mapped[str | None] = mapped_column(Text)
+    changed_by: Mapped[str | None] = mapped_column(Text)
+    """Who made the latest change (the history trigger's actor for updates and deletes)."""
+    changed_persona_id: Mapped[int | None] = mapped_column(Integer)
     content: Mapped[str] = mapped_column(Text)
     memory_type: Mapped[str] = mapped_column(Text, default="semantic", server_default="semantic")
     importance: Mapped[float] = mapped_column(Float, default=0.5, server_default=text("0.5"))
@@ -209,10 +218,16 @@ class MemoryCount(Base):
     """``server_id`` of a server memory, ``user_id`` of a personal one."""
     persona_lineage_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     active: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    version: Mapped[int | None] = mapped_column(BigInteger, server_default=text("0"))
+    """Changes with every write to the scope (one sequence): cached copies compare it."""
 
 
 class MemoryHistory(Base):
-    """Append-only log of every change to a memory."""
+    """Log of every change to a memory, written by a trigger on ``memories``.
+
+    Erasing a person (or history past its retention) clears the text and keeps a
+    tombstone: who changed which memory, when, and how.
+    """
 
     __tablename__ = "memory_history"
 
@@ -223,11 +238,20 @@ class MemoryHistory(Base):
     new_content: Mapped[str | None] = mapped_column(Text)
     actor_user_id: Mapped[str | None] = mapped_column(Text)
     persona_id: Mapped[int | None] = mapped_column(Integer)
+    scope: Mapped[str | None] = mapped_column(Text)
+    owner_id: Mapped[str | None] = mapped_column(Text)
+    """Whose memory it was: the server key or the user (``None`` for rows older than 0006
+    whose memory was already gone)."""
+    persona_lineage_id: Mapped[int | None] = mapped_column(BigInteger)
+    erased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the text was erased (the row is then a tombstone)."""
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (
         CheckConstraint("action IN ('create', 'update', 'delete')", name="action"),
         Index("ix_memory_history_memory_id", "memory_id"),
+        Index("ix_memory_history_owner", "owner_id", "scope"),
+        Index("ix_memory_history_created_at", "created_at"),
     )
 
 

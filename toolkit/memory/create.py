@@ -29,8 +29,9 @@ from toolkit.memory.repository import (
 from toolkit.memory.resolution import Person
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus as S
-from toolkit.memory.text import render_tokens, sanitise_content
+from toolkit.memory.text import normalise_name, render_tokens, sanitise_content, with_bridge_name
 from toolkit.memory.typed import TypedFields
+from toolkit.reach import reach_of
 
 STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
@@ -122,14 +123,25 @@ Commits on success; never raises (every failure is a status and writes nothing).
 def _resolve_target(
     call: FlowCall, context: TurnContext, args: CreateArgs
 ) -> tuple[Person | None, str]:
-    """The owner of a personal memory (``None`` for server-wide) and the content to save."""
+    """The owner of a personal memory (``None`` for server-wide) and the content to save.
+
+    Personal memories may only be about the conversation's participants (see
+    :mod:`toolkit.reach`), so nobody fills the quota of someone who is not there.
+    """
     if args.scope == "server_wide" or args.target_user is None:
         return None, args.content
     person = resolve_or_fail(call, context, args.target_user, STATUSES)
     if person.is_bot:
         return None, args.content
     if person.is_bridge:
-        return None, args.content.replace("{user}", person.display_name)
+        # Tokens are normalised first, so {User} and {USER} name the bridged user too.
+        return None, with_bridge_name(args.content, person.display_name)
+    if not reach_of(context).is_participant(person.user_id):
+        raise fail(
+            S.USER_NOT_FOUND,
+            f"{person.display_name} is not taking part in this conversation; personal "
+            "memories can only be saved about its participants. Nothing was saved.",
+        )
     if person.privacy != PrivacyLevel.MINIMAL:
         raise fail(
             S.PRIVACY_RESTRICTED,
@@ -169,6 +181,7 @@ def _insert(
                 defaults.max_personal_memories if personal else defaults.max_server_memories
             ),
             owner_name=target.display_name if target is not None else None,
+            owner_key=normalise_name(target.display_name) if target is not None else None,
             persona_id=context.persona.persona_id,
             created_by=context.user.user_id,
             embedding=embedding,

@@ -178,9 +178,7 @@ def disabled(statuses: FlowStatuses) -> FlowFailure:
 
 
 def _settings(call: FlowCall, context: TurnContext) -> ServerSettings:
-    return AccountRepository(call.session).server_settings(
-        context.memory_server_key, is_dm=context.is_dm
-    )
+    return AccountRepository(call.session).settings_for(context)
 
 
 def resolve_or_fail(
@@ -219,15 +217,6 @@ def resolve_person(
     if isinstance(found, NotFound) and key == normalise_name(context.persona.name):
         return Resolved(bot)
     return found
-
-
-def is_current_member(call: FlowCall, context: TurnContext, user_id: str) -> bool:
-    """Whether the owner of a personal memory may be addressed from this conversation."""
-    if context.server_id is None:
-        return user_id == context.user.user_id
-    if any(p.user_id == user_id for p in context.all_participants()):
-        return True
-    return call.store.directory_for(call.session).is_member(context.server_id, user_id)
 
 
 def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:

@@ -8,14 +8,15 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal, cast
 
 from psycopg.types.json import Jsonb
-from sqlalchemy import ColumnElement, delete, func, insert, select
+from sqlalchemy import TextClause, func, select, text, update
 from sqlalchemy.orm import Session
 
+from toolkit.context import GLOBAL_LINEAGE
 from toolkit.db.models import Memory, MemoryHistory
 from toolkit.db.vectors import halfvec_text
+from toolkit.search.query import Visibility
 
-GLOBAL_LINEAGE = 0
-"""Personal memories with this lineage are visible to every persona."""
+__all__ = ["GLOBAL_LINEAGE", "MemoryRepository", "PersonalScope", "ServerScope"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,14 @@ class ServerScope:
         """Text hashed into the advisory lock that serialises writers of this scope."""
         return f"server:{self.server_id}:{self.lineage_id}"
 
+    def visibility(self) -> Visibility:
+        """The filter selecting this scope's memories."""
+        return Visibility(self.server_id, self.lineage_id)
+
+    def version_keys(self) -> tuple[tuple[str, str, int], ...]:
+        """The ``memory_counts`` rows whose versions tell whether the scope changed."""
+        return (("server", self.server_id, self.lineage_id),)
+
 
 @dataclass(frozen=True, slots=True)
 class PersonalScope:
@@ -58,6 +67,17 @@ class PersonalScope:
     def lock_key(self) -> str:
         """Text hashed into the advisory lock; globals share it, as they count too."""
         return f"personal:{self.user_id}"
+
+    def visibility(self) -> Visibility:
+        """The filter selecting this scope's memories (global ones included)."""
+        return Visibility("", self.lineage_id, (self.user_id,), include_server=False)
+
+    def version_keys(self) -> tuple[tuple[str, str, int], ...]:
+        """The ``memory_counts`` rows whose versions tell whether the scope changed."""
+        return (
+            ("personal", self.user_id, self.lineage_id),
+            ("personal", self.user_id, GLOBAL_LINEAGE),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +134,8 @@ class NewMemory:
     """The scope's limit unless the server's row overrides it."""
     owner_name: str | None = None
     """Display name of a personal memory's owner (their user row is created if missing)."""
+    owner_key: str | None = None
+    """``owner_name`` normalised for matching."""
     persona_id: int | None = None
     created_by: str | None = None
     embedding: Sequence[float] | None = None
@@ -136,9 +158,17 @@ class CreateOutcome:
     personal_memories_enabled: bool
 
 
-_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 17))
+_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 18))
 """The one-round-trip create (migration 0005), sent as driver SQL: the hot write path skips
 statement compilation and SQLAlchemy's parameter processing."""
+
+
+_VERSIONS = text(
+    "SELECT c.scope, c.owner_id, c.persona_lineage_id, c.version "
+    "FROM unnest(CAST(:s AS text[]), CAST(:o AS text[]), CAST(:l AS bigint[])) "
+    "AS k(scope, owner_id, lineage) JOIN memory_counts AS c "
+    "ON (c.scope, c.owner_id, c.persona_lineage_id) = (k.scope, k.owner_id, k.lineage)"
+)
 
 
 class MemoryRepository:
@@ -198,6 +228,7 @@ class MemoryRepository:
             scope.kind,
             scope.owner_id,
             new.owner_name,
+            new.owner_key,
             scope.lineage_id,
             scope.lock_key,
             new.default_limit,
@@ -246,20 +277,33 @@ class MemoryRepository:
         embedding: Sequence[float] | None = None,
     ) -> None:
         """Replace the content and its embedding (``created_at`` kept); log the change."""
-        row = self.session.get_one(Memory, memory_id)
-        row.content = new
-        row.embedding = list(embedding) if embedding is not None else None
-        row.needs_embedding = embedding is None
-        row.updated_at = func.now()
-        self.session.flush()
-        self._history(memory_id, "update", old, new, actor, persona_id)
+        self.session.execute(
+            update(Memory)
+            .where(Memory.id == memory_id)
+            .values(
+                content=new,
+                embedding=list(embedding) if embedding is not None else None,
+                needs_embedding=embedding is None,
+                updated_at=func.now(),
+                changed_by=actor,
+                changed_persona_id=persona_id,
+            )
+        )
 
-    def delete(
-        self, memory_id: int, old: str, *, actor: str | None, persona_id: int | None
-    ) -> None:
-        """Delete the memory and log its last content."""
-        self.session.execute(delete(Memory).where(Memory.id == memory_id))
-        self._history(memory_id, "delete", old, None, actor, persona_id)
+    def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:
+        """Delete the memory (its ``delete`` history row names ``actor``)."""
+        self.session.execute(
+            text("SELECT kioku_delete_memory(:id, :actor, :persona)"),
+            {"id": memory_id, "actor": actor, "persona": persona_id},
+        )
+
+    def versions(self, keys: Sequence[tuple[str, str, int]]) -> dict[tuple[str, str, int], int]:
+        """The current version of each ``(scope, owner, lineage)`` that has one."""
+        if not keys:
+            return {}
+        scopes, owners, lineages = (list(column) for column in zip(*keys, strict=True))
+        rows = self.session.execute(_VERSIONS, {"s": scopes, "o": owners, "l": lineages})
+        return {(scope, owner, lineage): version for scope, owner, lineage, version in rows}
 
     def history(self, memory_id: int) -> Sequence[MemoryHistory]:
         """Every change to ``memory_id``, oldest first."""
@@ -269,36 +313,6 @@ class MemoryRepository:
             .order_by(MemoryHistory.id)
         ).all()
 
-    def _history(
-        self,
-        memory_id: int,
-        action: str,
-        old: str | None,
-        new: str | None,
-        actor: str | None,
-        persona_id: int | None,
-    ) -> None:
-        self.session.execute(
-            insert(MemoryHistory).values(
-                memory_id=memory_id,
-                action=action,
-                old_content=old,
-                new_content=new,
-                actor_user_id=actor,
-                persona_id=persona_id,
-            )
-        )
-
     @staticmethod
-    def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[ColumnElement[bool], ...]:
-        if isinstance(scope, ServerScope):
-            return (
-                Memory.scope == "server",
-                Memory.server_id == scope.server_id,
-                Memory.persona_lineage_id == scope.lineage_id,
-            )
-        return (
-            Memory.scope == "personal",
-            Memory.user_id == scope.user_id,
-            Memory.persona_lineage_id.in_([scope.lineage_id, GLOBAL_LINEAGE]),
-        )
+    def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[TextClause, ...]:
+        return tuple(scope.visibility().owners())

@@ -30,14 +30,52 @@ def sanitise_content(content: str) -> str:
 
 
 def normalise_name(name: str) -> str:
-    """Normalise a person's name for matching.
+    """Normalise a person's name for matching: the one definition of the name key.
 
-    NFKC, one leading ``@`` dropped, whitespace collapsed, case-folded.
+    NFKC, one leading ``@`` dropped, whitespace collapsed, case-folded (full case
+    folding: ``Straße`` and ``STRASSE`` match), NFKC again (folding can denormalise).
+    Stored beside every name in the directory tables, so SQL compares the same keys.
     """
     text = unicodedata.normalize("NFKC", name).strip()
     if text.startswith("@"):
         text = text[1:]
-    return " ".join(text.split()).casefold()
+    return unicodedata.normalize("NFKC", " ".join(text.split()).casefold())
+
+
+def with_bridge_name(content: str, name: str) -> str:
+    """Sanitised ``content`` with its ``{user}`` tokens (any case) replaced by ``name``.
+
+    A bridged user has no personal memories, so a memory about them is saved server-wide
+    and must say who it is about. Braces are dropped from the name so it cannot add tokens.
+    """
+    plain = name.replace("{", "").replace("}", "")
+    return sanitise_content(content).replace("{user}", plain)
+
+
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")
+_ENTRY_ID = re.compile(r"(?i)\b(id)\s*[:\uff1a\ufe55\ufe13\ua789\u2236]\s*(?=\d)")
+_HEADER = re.compile(r"#{2,}")
+_FENCE = re.compile(r"`{3,}|~{3,}")
+
+
+def as_data(text: str) -> str:
+    """Stored text made safe to render inside kioku's context blocks.
+
+    Memory content, summaries, captured chat and names are data, never structure: the
+    result is one line (every line or paragraph separator and control character becomes a
+    space), and cannot open a ``[System: …]`` item (brackets become parentheses), forge an
+    ``ID:N`` entry (``ID 7``), a markdown header (``#``) or a code fence.
+    """
+    text = _BREAKS.sub(" ", text).strip()
+    text = text.replace("[", "(").replace("]", ")")
+    text = _ENTRY_ID.sub(lambda m: m.group(1) + " ", text)
+    text = _HEADER.sub("#", text)
+    return _FENCE.sub(lambda m: m.group(0)[0], text)
+
+
+def quoted_data(text: str) -> str:
+    """``as_data(text)`` in double quotes it cannot close (its own quotes become ``'``)."""
+    return '"' + as_data(text).replace('"', "'") + '"'
 
 
 def render_tokens(content: str, *, user_name: str, bot_name: str) -> str:

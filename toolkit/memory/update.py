@@ -11,7 +11,6 @@ from toolkit.memory.flow import (
     FlowStatuses,
     embed_or_queue,
     fail,
-    is_current_member,
     notify,
     open_turn,
     resolve_or_fail,
@@ -29,6 +28,7 @@ from toolkit.memory.resolution import Person
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import UpdateStatus as S
 from toolkit.memory.text import render_tokens, sanitise_content
+from toolkit.reach import Reach, reach_of
 
 STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
@@ -48,14 +48,15 @@ def _update(call: FlowCall) -> ToolResult:
             S.INVALID_CONTENT,
             f"memory_content is {len(content)} characters; the maximum is {max_length}.",
         )
-    owner = _resolve_owner(call, context, args, deleting=deleting)
+    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+    owner = _resolve_owner(call, context, reach, args, deleting=deleting)
     scope: ServerScope | PersonalScope = (
         PersonalScope(owner.user_id, context.persona.lineage_id)
         if owner is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
     embedding = embed_or_queue(call.store, content) if content else None  # before the row lock
-    old = _change(call, context, args.memory_id, scope, content, embedding)
+    old = _change(call, context, reach, args.memory_id, scope, content, embedding)
     call.session.commit()
     call.store.invalidate(scope)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
@@ -95,9 +96,12 @@ Commits on success; never raises (every failure is a status and writes nothing).
 
 
 def _resolve_owner(
-    call: FlowCall, context: TurnContext, args: UpdateArgs, *, deleting: bool
+    call: FlowCall, context: TurnContext, reach: Reach, args: UpdateArgs, *, deleting: bool
 ) -> Person | None:
-    """The owner named by ``target_user`` (``None``: the server-wide path)."""
+    """The owner named by ``target_user`` (``None``: the server-wide path).
+
+    Memories of people out of the turn's reach answer exactly like a missing id.
+    """
     if args.target_user is None:
         return None
     person = resolve_or_fail(call, context, args.target_user, STATUSES)
@@ -113,13 +117,8 @@ def _resolve_owner(
             "There are no personal memories about yourself; memories about you are "
             "server-wide (omit target_user).",
         )
-    if not is_current_member(call, context, person.user_id):
-        where = "this server" if context.server_id is not None else "this conversation"
-        raise fail(
-            S.INVALID_SCOPE,
-            f"{person.display_name} is not a member of {where}, so their memories cannot be "
-            "changed from here.",
-        )
+    if not reach.may_change_personal(person.user_id):
+        raise fail(S.NOT_FOUND, not_found_reason(args.memory_id))
     if not deleting and person.privacy != PrivacyLevel.MINIMAL:
         raise fail(
             S.PRIVACY_RESTRICTED,
@@ -132,6 +131,7 @@ def _resolve_owner(
 def _change(
     call: FlowCall,
     context: TurnContext,
+    reach: Reach,
     memory_id: int,
     scope: ServerScope | PersonalScope,
     content: str,
@@ -142,7 +142,7 @@ def _change(
     memories = MemoryRepository(call.session)
     old = memories.find_for_update(memory_id, scope)
     if old is None:
-        raise fail(S.NOT_FOUND, _not_found_reason(memories, context, memory_id, scope))
+        raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
     if content:
         memories.update_content(
             memory_id,
@@ -153,33 +153,43 @@ def _change(
             embedding=embedding,
         )
     else:
-        memories.delete(memory_id, old.content, actor=actor, persona_id=persona_id)
+        memories.delete(memory_id, actor=actor, persona_id=persona_id)
     return old
 
 
-def _not_found_reason(
+def not_found_reason(memory_id: int) -> str:
+    """The reason for an id this turn cannot change: the same whether or not it exists."""
+    return f"ID:{memory_id} is not a memory you can change here. Check the ID:N in your context."
+
+
+def _where_else(
     memories: MemoryRepository,
     context: TurnContext,
+    reach: Reach,
     memory_id: int,
     scope: ServerScope | PersonalScope,
 ) -> str:
-    """Say where the id lives when this turn could see it there; reveal nothing otherwise."""
-    generic = f"ID:{memory_id} is not a memory you can change here. Check the ID:N in your context."
+    """Say where the id lives when this turn could change it there; reveal nothing else."""
     row = memories.get(memory_id)
     lineage = context.persona.lineage_id
     if row is None or row.scope == scope.kind:
-        return generic
+        return not_found_reason(memory_id)
     if (
         row.scope == "server"
-        and row.server_id == context.memory_server_key
+        and row.server_id == reach.server_key
         and row.persona_lineage_id == lineage
     ):
         return f"ID:{memory_id} is a server-wide memory; call again without target_user."
-    if row.scope == "personal" and row.persona_lineage_id in (lineage, GLOBAL_LINEAGE):
+    if (
+        row.scope == "personal"
+        and row.user_id is not None
+        and row.persona_lineage_id in (lineage, GLOBAL_LINEAGE)
+        and reach.may_change_personal(row.user_id)
+    ):
         for person in context.all_participants():
-            if person.user_id == row.user_id and person.privacy == PrivacyLevel.MINIMAL:
+            if person.user_id == row.user_id:
                 return (
                     f"ID:{memory_id} is a personal memory of {person.display_name}; "
                     f'pass target_user="{person.display_name}".'
                 )
-    return generic
+    return not_found_reason(memory_id)

@@ -6,18 +6,30 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, false, or_
+from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
 
+from toolkit.context import GLOBAL_LINEAGE
 from toolkit.db.models import Memory
-from toolkit.memory.repository import GLOBAL_LINEAGE
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
 
+SERVER_OWNER_SQL = "scope = 'server' AND server_id = :server AND persona_lineage_id = :lineage"
+"""Server-wide memories of one server key and lineage: the one definition of this filter
+(search renders it into its statements; the expression language uses it as text)."""
+PERSONAL_OWNER_SQL = (
+    "scope = 'personal' AND user_id = ANY(:users) "
+    f"AND persona_lineage_id IN (:lineage, {GLOBAL_LINEAGE})"
+)
+"""Personal memories of some users in one lineage, their global (lineage 0) ones included."""
+
 
 @dataclass(frozen=True)
 class Visibility:
-    """Server memories of one lineage, plus personal memories of some users (SPEC §10)."""
+    """Server memories of one lineage, plus personal memories of some users (SPEC §10).
+
+    Which users and which server a turn may see is decided by :mod:`toolkit.reach`.
+    """
 
     server_key: str
     lineage_id: int
@@ -25,29 +37,29 @@ class Visibility:
     include_server: bool = True
     """``False`` searches the personal memories only."""
 
-    def owners(self) -> list[ColumnElement[bool]]:
-        """The scope-key filters alone (no status or type), one per scope kind.
+    def owners_sql(self) -> list[str]:
+        """The scope-key filters as SQL text with named parameters, one per scope kind."""
+        owners = []
+        if self.include_server:
+            owners.append(SERVER_OWNER_SQL)
+        if self.personal_user_ids:
+            owners.append(PERSONAL_OWNER_SQL)
+        return owners
+
+    def owners(self) -> list[TextClause]:
+        """The scope-key filters alone (no status or type), one per scope kind, bound.
 
         Each is answered from a narrow scope index, which makes counting a scope cheap.
         """
-        owners: list[ColumnElement[bool]] = []
-        if self.include_server:
-            owners.append(
-                and_(
-                    Memory.scope == "server",
-                    Memory.server_id == self.server_key,
-                    Memory.persona_lineage_id == self.lineage_id,
-                )
-            )
-        if self.personal_user_ids:
-            owners.append(
-                and_(
-                    Memory.scope == "personal",
-                    Memory.user_id.in_(self.personal_user_ids),
-                    Memory.persona_lineage_id.in_([self.lineage_id, GLOBAL_LINEAGE]),
-                )
-            )
-        return owners
+        values = {
+            "server": self.server_key,
+            "lineage": self.lineage_id,
+            "users": list(self.personal_user_ids),
+        }
+        return [
+            text(sql).bindparams(**{k: v for k, v in values.items() if f":{k}" in sql})
+            for sql in self.owners_sql()
+        ]
 
     def parts(self, memory_type: str | None = None) -> list[ColumnElement[bool]]:
         """The full filter split by scope kind (server, personal).

@@ -15,8 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from toolkit.db.vectors import halfvec_text
-from toolkit.memory.repository import GLOBAL_LINEAGE
-from toolkit.search.query import Visibility
+from toolkit.search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
 
 VectorPlan = Literal["exact", "hnsw"]
 
@@ -76,12 +75,9 @@ def _owners(shape: SearchShape) -> list[str]:
     """The scope-key filter of each visible scope kind, each served by its own index."""
     owners = []
     if shape.server:
-        owners.append("scope = 'server' AND server_id = :server AND persona_lineage_id = :lineage")
+        owners.append(SERVER_OWNER_SQL)
     if shape.personal:
-        owners.append(
-            "scope = 'personal' AND user_id = ANY(:users) "
-            "AND persona_lineage_id IN (:lineage, :global_lineage)"
-        )
+        owners.append(PERSONAL_OWNER_SQL)
     return owners
 
 
@@ -174,7 +170,6 @@ def search_params(
         "server": visibility.server_key,
         "lineage": visibility.lineage_id,
         "users": list(visibility.personal_user_ids),
-        "global_lineage": GLOBAL_LINEAGE,
         "memory_type": memory_type,
         "min_importance": min_importance,
         "terms": terms,

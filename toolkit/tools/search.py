@@ -13,9 +13,11 @@ from langgraph.prebuilt import ToolRuntime
 from sqlalchemy.orm import Session
 
 from toolkit.accounts import AccountRepository
-from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.context import TurnContext
 from toolkit.context_build.mentions import convert_mentions
 from toolkit.db.errors import StorageError, storage_errors
+from toolkit.memory.text import as_data
+from toolkit.reach import reach_of
 from toolkit.search.engine import SearchHit, hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import utc_now
@@ -73,28 +75,21 @@ SCHEMA: dict[str, Any] = {
 
 
 def visibility_for(session: Session, context: TurnContext) -> Visibility:
-    """Server memories of the active lineage; personal ones of MINIMAL participants."""
-    settings = AccountRepository(session).server_settings(
-        context.memory_server_key, is_dm=context.is_dm
-    )
-    users: tuple[str, ...] = ()
-    if settings.personal_memories_enabled:
-        users = tuple(
-            p.user_id
-            for p in context.all_participants()
-            if p.privacy == PrivacyLevel.MINIMAL and p.user_id != context.bot_user_id
-        )
-    return Visibility(context.memory_server_key, context.persona.lineage_id, users)
+    """What the turn may read (:mod:`toolkit.reach`), with the server's settings."""
+    settings = AccountRepository(session).settings_for(context)
+    return reach_of(
+        context, personal_memories_enabled=settings.personal_memories_enabled
+    ).visibility()
 
 
 def render_hit(hit: SearchHit, context: TurnContext) -> str:
-    """``ID:N content`` with names rendered as in the context blocks."""
+    """``ID:N content`` with names rendered as in the context blocks (one line of data)."""
     names = {p.user_id: p.display_name for p in context.all_participants()}
     owner = names.get(hit.user_id or "", "User") if hit.scope == "personal" else "User"
     text = convert_mentions(
         hit.content, user_name=owner, bot_name=context.persona.name, names_by_id=names
     )
-    return f"ID:{hit.id} {text}"
+    return f"ID:{hit.id} {as_data(text)}"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from tests.helpers import T0, Clock, msgs
 from toolkit import KiokuStore, Participant, PrivacyLevel, TurnContext
+from toolkit.context_build import build as build_module
 from toolkit.context_build import loader
 from toolkit.context_build.build import ContextBuilder
 from toolkit.context_build.render import ContextBudgets
@@ -304,7 +305,7 @@ def test_a_failing_stage_contributes_nothing(
     def broken(*args: object) -> object:
         raise RuntimeError("loader exploded")
 
-    monkeypatch.setattr(loader, "load_server_memories", broken)
+    monkeypatch.setattr(build_module, "server_memories_stage", broken)
     monkeypatch.setattr(loader, "load_other_channel_entries", broken)
     built = scenario.builder().build(scenario.context(), DIALOGUE)
     assert built.failed_stages == ("server_memories", "stm_other_channels")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -218,16 +218,34 @@ class KiokuStore:
         return self.directory if self.directory is not None else DatabaseUserDirectory(session)
 
     def memory_window(self, scope: CacheKey) -> MemoryWindow:
-        """The newest active memories of ``scope`` and their total (cached until a write).
+        """The newest active memories of ``scope`` and their total.
 
         At most ``MEMORY_WINDOW`` are loaded; a scope within the window is loaded whole.
         """
+        with self.sessions() as session:
+            return self.memory_windows(session, [scope])[scope]
 
-        def load() -> MemoryWindow:
-            with self.sessions() as session:
-                return MemoryWindow(*MemoryRepository(session).window(scope, MEMORY_WINDOW))
+    def memory_windows(
+        self, session: Session, scopes: Sequence[CacheKey]
+    ) -> dict[CacheKey, MemoryWindow]:
+        """:meth:`memory_window` of several scopes, checked for staleness in one query.
 
-        return self.cache.get_or_load(scope, load)
+        A cached window is reused only while the scope's version in the database is the
+        one it was loaded at, so writes of every process are seen at once.
+        """
+        memories = MemoryRepository(session)
+        keys = {scope: scope.version_keys() for scope in scopes}
+        current = memories.versions([k for ks in keys.values() for k in ks])
+        windows: dict[CacheKey, MemoryWindow] = {}
+        for scope in scopes:
+            # Versions are read before the window, so a write in between only costs a reload.
+            version = tuple(current.get(key) for key in keys[scope])
+            window = self.cache.get(scope, version)
+            if window is None:
+                window = MemoryWindow(*memories.window(scope, MEMORY_WINDOW))
+                self.cache.put(scope, version, window)
+            windows[scope] = window
+        return windows
 
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
         """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""

@@ -168,11 +168,19 @@ class ContextBuilder:
         query = latest_user_text(dialogue)
         retrieval: list[str] = []
 
+        reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+        loaded: list[loader.LoadedMemories] = []
+
+        def memories() -> loader.LoadedMemories:
+            if not loaded:  # once per build, for both stages
+                loaded.append(loader.load_memories(session, self.store, reach))
+            return loaded[0]
+
         def ranked(visibility: Visibility, count: int) -> list[int]:
             return loader.rank_by_relevance(session, self.store, visibility, query, count)
 
         def server_stage() -> Rendered:
-            window = loader.load_server_memories(self.store, context)
+            window = memories().server
             rendered = server_memories_stage(
                 window.records,
                 context,
@@ -184,11 +192,11 @@ class ContextBuilder:
             if not rendered.omitted or not query:
                 return rendered
             retrieval.append("server_memories")
-            scope = Visibility(context.memory_server_key, context.persona.lineage_id)
+            scope = Visibility(reach.server_key, reach.lineage_id)
             priority = ranked(scope, wanted(window.total, rendered))
-            memories = with_found(window.records, priority, session)
+            shown = with_found(window.records, priority, session)
             return server_memories_stage(
-                memories,
+                shown,
                 context,
                 names,
                 counter,
@@ -198,12 +206,11 @@ class ContextBuilder:
             )
 
         def personal_stage() -> Rendered:
-            reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
-            windows = loader.load_personal_memories(self.store, reach)
-            memories = {user: window.records for user, window in windows.items()}
+            windows = memories().personal
+            records = {user: window.records for user, window in windows.items()}
             total = sum(window.total for window in windows.values())
             rendered = personal_memories_stage(
-                participants, memories, names, counter, budgets.personal_memories, total=total
+                participants, records, names, counter, budgets.personal_memories, total=total
             )
             if not rendered.omitted or not query:
                 return rendered
@@ -212,9 +219,9 @@ class ContextBuilder:
                 reach.server_key, reach.lineage_id, tuple(windows), include_server=False
             )
             priority = ranked(scope, wanted(total, rendered))
-            loaded = [m for records in memories.values() for m in records]
-            found = with_found(loaded, priority, session)
-            by_user = {user: [m for m in found if m.user_id == user] for user in memories}
+            every = [m for user_records in records.values() for m in user_records]
+            found = with_found(every, priority, session)
+            by_user = {user: [m for m in found if m.user_id == user] for user in records}
             return personal_memories_stage(
                 participants,
                 by_user,

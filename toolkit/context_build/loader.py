@@ -6,6 +6,7 @@ Functions take the build's session (one unit of work per build) where they query
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
@@ -28,17 +29,26 @@ def load_settings(session: Session, context: TurnContext) -> ServerSettings:
     return AccountRepository(session).settings_for(context)
 
 
-def load_server_memories(store: KiokuStore, context: TurnContext) -> MemoryWindow:
-    """Server-wide memories of the active lineage: the newest, and the total (cached)."""
-    return store.memory_window(ServerScope(context.memory_server_key, context.persona.lineage_id))
+@dataclass(frozen=True)
+class LoadedMemories:
+    """The memory windows a build renders: the server's and each shown person's."""
+
+    server: MemoryWindow
+    personal: dict[str, MemoryWindow]
 
 
-def load_personal_memories(store: KiokuStore, reach: Reach) -> dict[str, MemoryWindow]:
-    """Personal memories of the people whose memories the turn shows (:mod:`toolkit.reach`)."""
-    return {
-        user_id: store.memory_window(PersonalScope(user_id, reach.lineage_id))
-        for user_id in reach.visible_owners
-    }
+def load_memories(session: Session, store: KiokuStore, reach: Reach) -> LoadedMemories:
+    """The server's memories and those of the people the turn shows (:mod:`toolkit.reach`).
+
+    The newest of each scope, and totals: cached, checked against the database's scope
+    versions in one query.
+    """
+    server = ServerScope(reach.server_key, reach.lineage_id)
+    personal = {user: PersonalScope(user, reach.lineage_id) for user in reach.visible_owners}
+    windows = store.memory_windows(session, [server, *personal.values()])
+    return LoadedMemories(
+        windows[server], {user: windows[scope] for user, scope in personal.items()}
+    )
 
 
 def load_records(session: Session, ids: Sequence[int]) -> list[MemoryRecord]:

@@ -29,6 +29,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import SQLAlchemyError
 
+from graphs.authorship import owner_of, stamp_reply, stamp_turn_input
 from graphs.repair import with_answered_calls
 from graphs.state import TurnGraphState
 from toolkit.context import NO_STM_PROVIDERS, TurnContext
@@ -37,6 +38,7 @@ from toolkit.context_build.render import ContextBudgets
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
 from toolkit.db.errors import describe
 from toolkit.intent import IntentGate
+from toolkit.reach import invisible_people, may_remember_message
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import StmMessage
 from toolkit.stm.store import ShortTermMemory
@@ -104,10 +106,14 @@ class TurnGraph:
 
     # nodes -------------------------------------------------------------------------------
 
-    def intent_gate_node(self, state: TurnGraphState) -> dict[str, Any]:
+    def intent_gate_node(
+        self, state: TurnGraphState, runtime: Runtime[TurnContext]
+    ) -> dict[str, Any]:
         """Reset the per-turn flags; detect explicit long-term-memory intent.
 
-        Also answers tool calls an interrupted earlier turn left without results.
+        Also stamps this turn's new messages with their author (see
+        :mod:`graphs.authorship`) and answers tool calls an interrupted earlier turn left
+        without results.
         """
         messages = state.get("messages", [])
         intent = self.intent_gate.detect(_latest_human_text(messages))
@@ -119,7 +125,11 @@ class TurnGraph:
         repaired = with_answered_calls(messages)
         if repaired is not None:
             logger.warning("kioku: answering tool calls an interrupted turn left open")
-            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *repaired]
+        stamped = stamp_turn_input(repaired or messages, runtime.context)
+        if repaired is not None:
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *(stamped or repaired)]
+        elif stamped is not None:
+            update["messages"] = stamped  # same ids: the stamped copies replace the originals
         return update
 
     def context_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
@@ -168,7 +178,8 @@ class TurnGraph:
         """Call the model with this turn's tools bound."""
         tools = self.offered_tools(state, runtime.context)
         model = self.model.bind_tools(tools) if tools else self.model
-        return {"messages": [model.invoke(self.prompt(state))]}
+        reply = model.invoke(self.prompt(state))
+        return {"messages": [stamp_reply(reply, runtime.context)]}
 
     def dedup_node(self, state: TurnGraphState) -> dict[str, Any]:
         """Set the STM flag after a successful summary write; count the round."""
@@ -202,9 +213,13 @@ class TurnGraph:
         """Passive capture of the recent dialogue into short-term memory."""
         context = runtime.context
         now = self.stm.clock()
+        invisible = invisible_people(context)
         stamped: list[BaseMessage] = []
         captured: list[StmMessage] = []
         for message in _dialogue(state.get("messages", []))[-self.stm.policy.max_messages :]:
+            owner, private = owner_of(message)
+            if not may_remember_message(owner, marked_private=private, invisible=invisible):
+                continue
             sent_at = message.additional_kwargs.get(SENT_AT)
             if sent_at is None:
                 sent_at = now.isoformat()
@@ -215,7 +230,7 @@ class TurnGraph:
                         }
                     )
                 )
-            captured.append(_stm_message(message, context, datetime.fromisoformat(sent_at)))
+            captured.append(_stm_message(message, context, datetime.fromisoformat(sent_at), owner))
         if captured:
             try:
                 self.stm.capture(context, captured)
@@ -254,10 +269,13 @@ def _dialogue(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     ]
 
 
-def _stm_message(message: BaseMessage, context: TurnContext, sent_at: datetime) -> StmMessage:
+def _stm_message(
+    message: BaseMessage, context: TurnContext, sent_at: datetime, owner: str | None
+) -> StmMessage:
     if isinstance(message, AIMessage):
-        return StmMessage("assistant", context.persona.name, _text(message), sent_at)
-    return StmMessage("user", message.name or context.user.display_name, _text(message), sent_at)
+        return StmMessage("assistant", context.persona.name, _text(message), sent_at, owner)
+    speaker = message.name or context.user.display_name
+    return StmMessage("user", speaker, _text(message), sent_at, owner)
 
 
 def build_graph(

@@ -13,6 +13,9 @@ Every path — the tools, the context build, search, MCP and the Python API — 
   reach: to the model they look exactly like ids that do not exist.
 - **New personal memories** may only be about the conversation's participants, so nobody
   can fill the quota of a person who is not in the conversation.
+- **Short-term memory** never holds a message of a ``FULL``-privacy person, nor the bot's
+  reply to one: a message is remembered only when :func:`may_remember_message` allows it,
+  on capture (whoever triggers it) and again when it is recalled.
 """
 
 from __future__ import annotations
@@ -53,6 +56,28 @@ class Reach:
     def is_participant(self, user_id: str) -> bool:
         """Whether ``user_id`` takes part in the conversation (may be written about)."""
         return user_id in self.participant_ids
+
+
+def invisible_people(context: TurnContext) -> frozenset[str]:
+    """Participants whose privacy is ``FULL``: nothing of theirs is remembered."""
+    return frozenset(
+        p.user_id for p in context.all_participants() if p.privacy == PrivacyLevel.FULL
+    )
+
+
+def may_remember_message(
+    owner_id: str | None, *, marked_private: bool, invisible: frozenset[str]
+) -> bool:
+    """Whether a chat message may enter (or be recalled from) short-term memory.
+
+    Args:
+        owner_id: the person the message belongs to (its author, or for a reply, the
+            person answered); ``None`` when unknown.
+        marked_private: the message was written in, or answers, a turn of a ``FULL``
+            person (stamped when the turn ran, so a later privacy change cannot leak it).
+        invisible: the ``FULL`` people known now (:func:`invisible_people`).
+    """
+    return not marked_private and (owner_id is None or owner_id not in invisible)
 
 
 def has_personal_memories(person: Participant, bot_user_id: str) -> bool:

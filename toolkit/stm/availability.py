@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolkit.context import NO_STM_PROVIDERS, TurnContext
+from toolkit.context import NO_STM_PROVIDERS, PrivacyLevel, TurnContext
 
 LTM_INTENT_KEY = "kioku_ltm_intent"
 """Graph-state key: the triggering message asked for long-term memory."""
@@ -23,6 +23,11 @@ def stm_tool_refusal(
     """Why the STM tool is not available this turn, or ``None`` when it is."""
     if not context.has_tools:
         return "Tools are disabled for this turn."
+    if context.user.privacy == PrivacyLevel.FULL:
+        return (
+            "This person's privacy settings keep their conversations out of memory, so "
+            "short-term memory is not updated on their turns."
+        )
     if context.provider.lower() in no_stm_providers:
         return f"Short-term memory is not available with the {context.provider} provider."
     if ltm_intent:

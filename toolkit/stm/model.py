@@ -26,6 +26,9 @@ class StmMessage:
     text: str
     at: datetime
     """When the original message was sent (not when it was captured)."""
+    user_id: str | None = None
+    """The person the message belongs to: its author, or for a reply, the person answered.
+    Erasing that person removes it; ``None`` when unknown."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form stored in the checkpoint."""
@@ -34,13 +37,18 @@ class StmMessage:
             "speaker": self.speaker,
             "text": self.text,
             "at": self.at.isoformat(),
+            "user_id": self.user_id,
         }
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> StmMessage:
         """Inverse of :meth:`to_dict`."""
         return StmMessage(
-            data["role"], data["speaker"], data["text"], datetime.fromisoformat(data["at"])
+            data["role"],
+            data["speaker"],
+            data["text"],
+            datetime.fromisoformat(data["at"]),
+            data.get("user_id"),
         )
 
 

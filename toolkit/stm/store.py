@@ -23,6 +23,7 @@ from langgraph.graph import START, StateGraph
 from sqlalchemy.orm import Session
 
 from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.reach import invisible_people, may_remember_message
 from toolkit.stm.model import (
     Clock,
     StmCandidate,
@@ -188,9 +189,19 @@ class ShortTermMemory:
         )
 
     def capture(self, context: TurnContext, messages: Sequence[StmMessage]) -> bool:
-        """Passive capture after a turn; skipped (``False``) for FULL-privacy triggerers."""
+        """Passive capture after a turn; skipped (``False``) for FULL-privacy triggerers.
+
+        Messages of FULL-privacy participants (and replies to them) are never kept
+        (:func:`toolkit.reach.may_remember_message`).
+        """
         if context.user.privacy == PrivacyLevel.FULL:
             return False
+        invisible = invisible_people(context)
+        messages = [
+            m
+            for m in messages
+            if may_remember_message(m.user_id, marked_private=False, invisible=invisible)
+        ]
         now = self.clock()
         self._save(
             [

@@ -1,0 +1,64 @@
+"""Whose each message is, stamped when the turn runs (pure message logic).
+
+Short-term memory must never hold a ``FULL``-privacy person's messages nor the bot's
+replies to them, whichever turn later captures the thread. So every message is stamped
+when it enters the conversation: a user's message with its author, a reply with the
+person it answers, and both with whether that person was invisible (``FULL``) then.
+Capture and recall read the stamps (:func:`toolkit.reach.may_remember_message`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from toolkit.context import PrivacyLevel, TurnContext
+
+OWNER = "kioku_user_id"
+"""``additional_kwargs`` key: the person the message belongs to (author, or the person a
+reply answers). An application may set it on messages it adds for other speakers."""
+PRIVATE = "kioku_private"
+"""``additional_kwargs`` key: written in, or answering, a turn of a FULL-privacy person."""
+
+
+def _stamped(message: BaseMessage, owner_id: str, private: bool) -> BaseMessage:
+    kwargs = dict(message.additional_kwargs)
+    kwargs.setdefault(OWNER, owner_id)
+    kwargs[PRIVATE] = bool(kwargs.get(PRIVATE)) or private
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
+def _is_private(context: TurnContext) -> bool:
+    return context.user.privacy == PrivacyLevel.FULL
+
+
+def stamp_turn_input(
+    messages: Sequence[BaseMessage], context: TurnContext
+) -> list[BaseMessage] | None:
+    """``messages`` with this turn's new user messages stamped (``None``: nothing to do).
+
+    The new messages are the user messages after the last assistant message that carry
+    no stamp yet; they came with the turn of ``context.user``.
+    """
+    stamped = list(messages)
+    changed = False
+    for index in range(len(stamped) - 1, -1, -1):
+        message = stamped[index]
+        if isinstance(message, AIMessage):
+            break
+        if isinstance(message, HumanMessage) and PRIVATE not in message.additional_kwargs:
+            stamped[index] = _stamped(message, context.user.user_id, _is_private(context))
+            changed = True
+    return stamped if changed else None
+
+
+def stamp_reply(message: BaseMessage, context: TurnContext) -> BaseMessage:
+    """The model's ``message``, stamped as answering the turn's user."""
+    return _stamped(message, context.user.user_id, _is_private(context))
+
+
+def owner_of(message: BaseMessage) -> tuple[str | None, bool]:
+    """``(owner id, marked private)`` from a message's stamps."""
+    owner = message.additional_kwargs.get(OWNER)
+    return (str(owner) if owner is not None else None), bool(message.additional_kwargs.get(PRIVATE))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from langchain_core.messages import AnyMessage
+from langgraph.channels import UntrackedValue
 
 from toolkit.state import TurnState
 
@@ -10,10 +13,14 @@ from toolkit.state import TurnState
 class TurnGraphState(TurnState, total=False):
     """Messages, the per-turn memory flags, and what the context build produced."""
 
-    kioku_memory_context: list[AnyMessage]
-    """The memory blocks placed before the dialogue this turn (not part of ``messages``)."""
-    kioku_tail_directive: AnyMessage | None
-    """A directive inserted before the latest user/assistant pair when prompting."""
+    kioku_memory_context: Annotated[list[AnyMessage], UntrackedValue(list)]
+    """The memory blocks placed before the dialogue this turn (not part of ``messages``).
+
+    Never checkpointed: rendered memories must not outlive a deletion or an erasure in
+    the conversation's saved history (the next turn builds them afresh)."""
+    kioku_tail_directive: Annotated[AnyMessage | None, UntrackedValue(object)]
+    """A directive inserted before the latest user/assistant pair when prompting (never
+    checkpointed, like the memory blocks)."""
     kioku_context_tokens: dict[str, int]
     """Token count per context block, as built this turn."""
     kioku_tool_rounds: int

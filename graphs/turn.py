@@ -29,9 +29,9 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import SQLAlchemyError
 
-from graphs.authorship import owner_of, stamp_reply, stamp_turn_input
 from graphs.repair import with_answered_calls
 from graphs.state import TurnGraphState
+from toolkit.authorship import owner_of, stamp_reply, stamp_turn_input
 from toolkit.context import NO_STM_PROVIDERS, TurnContext
 from toolkit.context_build.build import ContextBuilder, insert_tail_directive
 from toolkit.context_build.render import ContextBudgets
@@ -311,6 +311,7 @@ def build_graph(
     Invoke it with ``context=TurnContext(...)`` and a ``thread_id`` per conversation.
     """
     stm = stm or ShortTermMemory(store, checkpointer or store.checkpointer())
+    store.start_sweeper()  # a process that runs turns is long-lived: keep checkpoints bounded
     builder = ContextBuilder(
         store,
         stm,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from datetime import timedelta
@@ -64,17 +65,22 @@ def _bench(console: Console, *, quick: bool) -> int:
 
 
 def _sweep(store: KiokuStore, *, since_hours: float) -> str:
-    from toolkit.stm.store import ShortTermMemory
+    from toolkit.stm.model import utc_now
+    from toolkit.sweeper import sweep
 
-    stm = ShortTermMemory(store, store.checkpointer())
-    report = stm.sweep(
-        retention=timedelta(days=store.settings.stm_retention_days),
-        pruned_since=stm.clock() - timedelta(hours=since_hours),
-    )
+    report = sweep(store, pruned_since=utc_now() - timedelta(hours=since_hours))
+    if not report.ran:
+        return "Another process is sweeping right now; nothing done."
     return (
         f"Pruned the history of {report.pruned_threads} threads; "
-        f"deleted {report.deleted_threads} idle threads."
+        f"deleted {report.deleted_threads} idle threads and "
+        f"{report.history_rows_deleted} memory history rows past retention."
     )
+
+
+def _erase(store: KiokuStore, console: Console, kind: str, subject: str) -> None:
+    receipt = store.erase_user(subject) if kind == "user" else store.erase_server(subject)
+    console.print_json(json.dumps(receipt.to_dict()))
 
 
 def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
@@ -125,7 +131,18 @@ def main(argv: list[str] | None = None) -> int:
         "bench", help="run every benchmark beside PostgresStore (from a clone of the repository)"
     )
     bench.add_argument("--quick", action="store_true", help="small sizes, under a minute")
-    sweep = sub.add_parser("sweep", help="prune short-term memory checkpoints; drop idle threads")
+    erase_user = sub.add_parser(
+        "erase-user", help="forget everything about one person (memories, history text, chats)"
+    )
+    erase_user.add_argument("user_id", help="the person's external user id")
+    erase_server = sub.add_parser(
+        "erase-server", help="forget everything about one server (memories, history, chats)"
+    )
+    erase_server.add_argument("server_id", help="the server's id")
+    sweep = sub.add_parser(
+        "sweep",
+        help="prune short-term memory checkpoints, drop idle threads, apply history retention",
+    )
     sweep.add_argument(
         "--since-hours",
         type=float,
@@ -160,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             console.print("Schema is up to date.")
         elif args.command == "sweep":
             console.print(_sweep(store, since_hours=args.since_hours))
+        elif args.command == "erase-user":
+            _erase(store, console, "user", args.user_id)
+        elif args.command == "erase-server":
+            _erase(store, console, "server", args.server_id)
         elif args.command == "mcp":
             _serve_mcp(store, args)
         elif args.command == "chat":

@@ -107,6 +107,21 @@ class KiokuSettings(BaseSettings):
     )
     """Short-term memory threads idle this long are deleted by the sweeper."""
 
+    history_retention_days: float = Field(
+        default=365,
+        gt=0,
+        validation_alias=AliasChoices("KIOKU_HISTORY_RETENTION_DAYS", "history_retention_days"),
+    )
+    """Memory history rows older than this are deleted by the sweeper."""
+
+    sweep_interval_minutes: float = Field(
+        default=60,
+        ge=0,
+        validation_alias=AliasChoices("KIOKU_SWEEP_INTERVAL_MINUTES", "sweep_interval_minutes"),
+    )
+    """How often long-lived processes (the graph, the MCP server) run the sweeper; ``0``
+    turns the timer off (run ``kioku sweep`` yourself then)."""
+
     embeddings: str = Field(
         default="hashing", validation_alias=AliasChoices("KIOKU_EMBEDDINGS", "embeddings")
     )

@@ -89,6 +89,7 @@ class KiokuMcp:
         self.scope = scope
         self.persona = persona_for(store, scope)
         self.stm = ShortTermMemory(store, store.checkpointer())
+        store.start_sweeper()
         user = Participant(scope.user_id, scope.user_name)
         self._user = user
 

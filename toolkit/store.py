@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
@@ -43,6 +45,10 @@ from toolkit.memory.repository import (
 )
 from toolkit.search.access import AccessRecorder
 from toolkit.search.aids import SearchAids
+
+if TYPE_CHECKING:
+    from toolkit.erasure import ErasureReceipt
+    from toolkit.sweeper import SweepTimer
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +106,7 @@ class KiokuStore:
         self._async_sessions: async_sessionmaker[AsyncSession] | None = None
         self._checkpointer: PostgresSaver | None = None
         self._checkpoint_pool: ConnectionPool[Any] | None = None
+        self._sweeper: SweepTimer | None = None
 
     @classmethod
     def open(
@@ -160,11 +167,29 @@ class KiokuStore:
             self._checkpointer = PostgresSaver(self._checkpoint_pool)
         return self._checkpointer
 
+    def start_sweeper(self) -> None:
+        """Run the sweeper on a timer in this process (idempotent).
+
+        Called by the per-turn graph and the MCP server, so long-lived processes keep
+        checkpoints bounded and apply history retention without anyone running
+        ``kioku sweep``; ``KIOKU_SWEEP_INTERVAL_MINUTES=0`` turns it off.
+        """
+        minutes = self.settings.sweep_interval_minutes
+        if self._sweeper is not None or minutes <= 0:
+            return
+        from toolkit.sweeper import SweepTimer
+
+        self._sweeper = SweepTimer(self, timedelta(minutes=minutes))
+        self._sweeper.start()
+
     def close(self) -> None:
         """Dispose of pooled connections and stop the embedded server if this started it.
 
         Call :meth:`aclose` instead when the store was used through async tools.
         """
+        if self._sweeper is not None:
+            self._sweeper.stop()
+            self._sweeper = None
         self.access.close()
         self.engine.dispose()
         if self._checkpoint_pool is not None:
@@ -246,6 +271,39 @@ class KiokuStore:
                 self.cache.put(scope, version, window)
             windows[scope] = window
         return windows
+
+    def erase_user(self, user_id: str) -> ErasureReceipt:
+        """Forget everything kioku holds about ``user_id`` ("forget everything about me").
+
+        Deletes their personal memories in every lineage, scrubs the text of their
+        memories' history (tombstones keep who, when and what kind), removes their messages
+        and the bot's replies to them from short-term memory and conversation threads (every
+        checkpoint version), and drops their memberships and directory row.
+
+        Returns:
+            An :class:`~toolkit.erasure.ErasureReceipt` with counts per kind.
+        """
+        from toolkit.erasure import erase_user
+
+        return erase_user(self, user_id)
+
+    async def aerase_user(self, user_id: str) -> ErasureReceipt:
+        """Async twin of :meth:`erase_user` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.erase_user, user_id)
+
+    def erase_server(self, server_id: str) -> ErasureReceipt:
+        """Forget everything kioku holds about a server.
+
+        Its server-wide memories in every lineage and their history text, its channels'
+        short-term memory, its members, personas and settings.
+        """
+        from toolkit.erasure import erase_server
+
+        return erase_server(self, server_id)
+
+    async def aerase_server(self, server_id: str) -> ErasureReceipt:
+        """Async twin of :meth:`erase_server` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.erase_server, server_id)
 
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
         """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""

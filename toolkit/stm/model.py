@@ -7,7 +7,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from toolkit.memory.text import normalise_name
+
 ScopeKind = Literal["server", "user"]
+STM_THREAD_PREFIX = "kioku-stm:"
+"""Every short-term memory thread's id starts with this."""
 Clock = Callable[[], datetime]
 
 
@@ -65,7 +69,7 @@ class StmKey:
     @property
     def thread_id(self) -> str:
         """The LangGraph thread holding this entry."""
-        return f"kioku-stm:{self.kind}:{self.owner_id}:{self.channel_id}:{self.lineage_id}"
+        return f"{STM_THREAD_PREFIX}{self.kind}:{self.owner_id}:{self.channel_id}:{self.lineage_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,3 +165,28 @@ def with_captured(
 def with_summary(entry: StmEntry, summary: str, policy: StmPolicy, now: datetime) -> StmEntry:
     """``entry`` with ``summary`` (truncated silently), messages kept, ``last_updated`` = now."""
     return replace(entry, summary=summary[: policy.max_summary_length], last_updated=now)
+
+
+def belongs_to(message: StmMessage, user_id: str, name_keys: frozenset[str]) -> bool:
+    """Whether ``message`` is the person's: theirs or a reply to them.
+
+    Messages captured before authorship was recorded fall back to the speaker's name
+    (``name_keys`` holds the person's normalised names).
+    """
+    if message.user_id is not None:
+        return message.user_id == user_id
+    return message.role == "user" and normalise_name(message.speaker) in name_keys
+
+
+def without_person(
+    entry: StmEntry, user_id: str, name_keys: frozenset[str]
+) -> tuple[StmEntry, int]:
+    """``entry`` without the person's messages, and how many were removed.
+
+    The summary goes too when anything was removed: it may retell what they said.
+    """
+    kept = tuple(m for m in entry.messages if not belongs_to(m, user_id, name_keys))
+    removed = len(entry.messages) - len(kept)
+    if not removed:
+        return entry, 0
+    return replace(entry, messages=kept, summary=None), removed

@@ -124,3 +124,25 @@ class StmRegistry:
         """Remove registry rows."""
         if thread_ids:
             self.session.execute(delete(StmThread).where(StmThread.thread_id.in_(thread_ids)))
+
+    def entries(self, *, since: datetime | None = None) -> list[StmCandidate]:
+        """Every registered entry (updated at or after ``since`` when given)."""
+        statement = select(
+            StmThread.kind,
+            StmThread.owner_id,
+            StmThread.channel_id,
+            StmThread.lineage_id,
+            StmThread.server_id,
+            StmThread.parent_channel_id,
+            StmThread.last_updated,
+        )
+        if since is not None:
+            statement = statement.where(StmThread.last_updated >= since)
+        return [
+            StmCandidate(
+                StmKey(cast(ScopeKind, kind), owner, channel, lineage), server_id, parent, updated
+            )
+            for kind, owner, channel, lineage, server_id, parent, updated in self.session.execute(
+                statement
+            )
+        ]

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
@@ -34,6 +34,7 @@ from toolkit.stm.model import (
     utc_now,
     with_captured,
     with_summary,
+    without_person,
 )
 from toolkit.stm.registry import StmRegistry
 from toolkit.store import KiokuStore
@@ -58,6 +59,15 @@ class _EntryState(TypedDict, total=False):
 
 def _noop(state: _EntryState) -> dict[str, Any]:
     return {}
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReport:
+    """What :meth:`ShortTermMemory.forget_person` / ``forget_server`` did."""
+
+    entries_deleted: int = 0
+    entries_scrubbed: int = 0
+    messages_removed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +281,68 @@ class ShortTermMemory:
         return [
             row for row in rows if row.key.kind == "server" or row.server_id != context.server_id
         ]
+
+    def forget_person(self, user_id: str, name_keys: frozenset[str]) -> ForgetReport:
+        """Remove a person's messages, and replies to them, from every entry.
+
+        Their own user entries are deleted; other entries are rewritten without their
+        messages (and without a summary that may retell them), and every older checkpoint
+        version of a rewritten entry is deleted. Entries written meanwhile by another
+        process are checked again once.
+        """
+        started = self.clock()
+        deleted = scrubbed = removed = 0
+        for since in (None, started):
+            with self.store.sessions() as session:
+                candidates = StmRegistry(session).entries(since=since)
+            own = [c.key for c in candidates if c.key.kind == "user" and c.key.owner_id == user_id]
+            deleted += self._delete(own)
+            for candidate in candidates:
+                if candidate.key in own:
+                    continue
+                entry = self.load(candidate.key)
+                if entry is None:
+                    continue
+                cleaned, count = without_person(entry, user_id, name_keys)
+                if count:
+                    self._rewrite(cleaned)
+                    scrubbed += 1
+                    removed += count
+        return ForgetReport(deleted, scrubbed, removed)
+
+    def forget_server(self, server_id: str) -> ForgetReport:
+        """Delete every entry of the server's channels (server and user entries alike)."""
+        with self.store.sessions() as session:
+            candidates = StmRegistry(session).entries()
+        doomed = [
+            c.key
+            for c in candidates
+            if c.server_id == server_id or (c.key.kind == "server" and c.key.owner_id == server_id)
+        ]
+        return ForgetReport(entries_deleted=self._delete(doomed))
+
+    def _delete(self, keys: Sequence[StmKey]) -> int:
+        if not keys:
+            return 0
+        for key in keys:
+            self.checkpointer.delete_thread(key.thread_id)
+            self._entries.pop(key.thread_id, None)
+        with self.store.transaction() as session:
+            StmRegistry(session).forget([key.thread_id for key in keys])
+        return len(keys)
+
+    def _rewrite(self, entry: StmEntry) -> None:
+        """Store ``entry`` as the thread's only checkpoint (its history holds old text)."""
+        # A new version (by a microsecond) makes other processes reload it; the entry's
+        # age, and so its expiry, stay as they were.
+        entry = replace(entry, last_updated=entry.last_updated + timedelta(microseconds=1))
+        self._save([entry])
+        try:
+            self.checkpointer.prune([entry.key.thread_id], strategy="keep_latest")
+        except NotImplementedError:
+            # Savers without pruning (InMemorySaver) keep the entry as its only version.
+            self.checkpointer.delete_thread(entry.key.thread_id)
+            self._save([entry])
 
     def sweep(self, *, retention: timedelta, pruned_since: datetime | None = None) -> SweepReport:
         """Keep checkpoint tables bounded.

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.memory.text import normalise_name
 
 OWNER = "kioku_user_id"
 """``additional_kwargs`` key: the person the message belongs to (author, or the person a
@@ -62,3 +63,32 @@ def owner_of(message: BaseMessage) -> tuple[str | None, bool]:
     """``(owner id, marked private)`` from a message's stamps."""
     owner = message.additional_kwargs.get(OWNER)
     return (str(owner) if owner is not None else None), bool(message.additional_kwargs.get(PRIVATE))
+
+
+def person_message_ids(
+    messages: Sequence[BaseMessage], user_id: str, name_keys: frozenset[str]
+) -> list[str]:
+    """Ids of the person's messages, the replies to them, and those replies' tool results.
+
+    Unstamped user messages (older than stamping, or added by an application) count as
+    theirs when their ``name`` is one of the person's normalised names.
+    """
+    doomed: list[str] = []
+    calls: set[str] = set()
+    for message in messages:
+        owner, _ = owner_of(message)
+        if owner is not None:
+            theirs = owner == user_id
+        else:
+            theirs = (
+                isinstance(message, HumanMessage)
+                and message.name is not None
+                and normalise_name(message.name) in name_keys
+            )
+        if isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            theirs = True
+        if theirs and message.id is not None:
+            doomed.append(message.id)
+            if isinstance(message, AIMessage):
+                calls.update(call["id"] or "" for call in message.tool_calls)
+    return doomed

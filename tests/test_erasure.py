@@ -1,0 +1,230 @@
+"""Forgetting is complete (issue #11, 6): erase_user / erase_server, the CLI, history
+retention and the sweeper timer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from sqlalchemy import func, select, text
+
+from graphs import build_graph
+from tests.helpers import World, create_memory, make_world, update_memory
+from toolkit import KiokuSettings, KiokuStore, Participant
+from toolkit.context_build.build import ContextBuilder
+from toolkit.db.models import Memory, MemoryHistory, ServerMember, User
+from toolkit.mcp_server import KiokuMcp, McpScope
+from toolkit.stm.store import ShortTermMemory
+from toolkit.sweeper import sweep
+from toolkit.testing import Script, ScriptedChatModel, say
+from toolkit.tools.search import search_long_term_memory
+
+ALICE_WORDS = ["ALICE-LIKES-JASMINE", "ALICE-OLD-FACT", "ALICE-GLOBAL-FACT", "ALICE-CHAT-LINE"]
+REPLY_TO_ALICE = "REPLY-FOR-ALICE"
+
+
+def everything_text(store: KiokuStore) -> str:
+    """Every text column kioku and LangGraph keep, as one string (blobs decoded loosely)."""
+    parts = []
+    with store.engine.connect() as connection:
+        for sql in (
+            "SELECT content FROM memories",
+            "SELECT coalesce(old_content, '') || ' ' || coalesce(new_content, '') "
+            "FROM memory_history",
+            "SELECT checkpoint::text || metadata::text FROM checkpoints",
+            "SELECT encode(blob, 'escape') FROM checkpoint_blobs WHERE blob IS NOT NULL",
+            "SELECT encode(blob, 'escape') FROM checkpoint_writes",
+        ):
+            parts += [str(v) for v in connection.execute(text(sql)).scalars()]
+    return "\n".join(parts)
+
+
+def chat(store: KiokuStore, world: World, who: Participant, said: str, reply: str) -> None:
+    graph = build_graph(
+        ScriptedChatModel(script=Script([say(reply)])), store, checkpointer=store.checkpointer()
+    )
+    graph.invoke(
+        {"messages": [HumanMessage(said, name=who.display_name)]},
+        {"configurable": {"thread_id": "conv-1"}},
+        context=world.context(user=who, participants=(world.alice, world.bob)),
+    )
+
+
+def seed(store: KiokuStore) -> tuple[World, dict[str, int]]:
+    world = make_world(store)
+    personal = {"memory_scope": "target_user", "target_user": "Alice"}
+    ids = {
+        "kept": create_memory(
+            world, {"memory_content": "{user} likes ALICE-LIKES-JASMINE", **personal}
+        ),
+        "old": create_memory(world, {"memory_content": "{user} ALICE-OLD-FACT", **personal}),
+        "bob": create_memory(
+            world,
+            {
+                "memory_content": "{user} likes BOB-OOLONG",
+                "memory_scope": "target_user",
+                "target_user": "Bob",
+            },
+        ),
+        "server": create_memory(
+            world, {"memory_content": "SERVER-WIDE-FACT", "memory_scope": "server_wide"}
+        ),
+    }
+    assert (
+        update_memory(
+            world, {"memory_id": ids["old"], "memory_content": "", "target_user": "Alice"}
+        )["status"]
+        == "memory_deleted_successfully"
+    )
+    with store.transaction() as session:  # a global (lineage 0) memory and one of another persona
+        for lineage, words in ((0, "ALICE-GLOBAL-FACT"), (world.other_persona.lineage_id, "x")):
+            session.add(
+                Memory(
+                    scope="personal", user_id="u-alice", persona_lineage_id=lineage, content=words
+                )
+            )
+    chat(store, world, world.alice, "Alice: ALICE-CHAT-LINE", f"{REPLY_TO_ALICE}, noted")
+    chat(store, world, world.bob, "Bob: BOB-CHAT-LINE", "Hi Bob")
+    return world, ids
+
+
+def test_erase_user_forgets_everything_and_keeps_the_rest(store: KiokuStore) -> None:
+    world, ids = seed(store)
+    before = everything_text(store)
+    assert all(word in before for word in [*ALICE_WORDS, REPLY_TO_ALICE])
+    # Another process-like reader has Alice's memories cached before the erasure.
+    builder = ContextBuilder(store, ShortTermMemory(store, store.checkpointer()))
+    built = builder.build(world.context(), [HumanMessage("hi")])
+    assert "ALICE-LIKES-JASMINE" in " ".join(i.text for i in built.items)
+
+    receipt = store.erase_user("u-alice")
+
+    assert receipt.kind == "user" and receipt.subject_id == "u-alice"
+    assert receipt.memories_deleted == 3  # kept, global, other persona's
+    assert receipt.history_rows_scrubbed >= 5  # creates, the delete, the erasure's deletes
+    assert receipt.memberships_removed == 2 and receipt.directory_rows_deleted == 1
+    assert receipt.stm_entries_deleted >= 1  # Alice's own entry in chan-1
+    assert receipt.stm_messages_removed >= 2 and receipt.conversation_messages_removed >= 2
+    after = everything_text(store)
+    for word in [*ALICE_WORDS, REPLY_TO_ALICE]:
+        assert word not in after, word
+    for word in ("BOB-OOLONG", "SERVER-WIDE-FACT", "BOB-CHAT-LINE"):
+        assert word in after, word
+    with store.sessions() as session:
+        assert not session.scalar(
+            select(func.count()).select_from(Memory).where(Memory.user_id == "u-alice")
+        )
+        tombstones = session.scalars(
+            select(MemoryHistory).where(MemoryHistory.memory_id.in_([ids["kept"], ids["old"]]))
+        ).all()
+        assert {t.action for t in tombstones} == {"create", "delete"}
+        assert all(t.old_content is None and t.new_content is None for t in tombstones)
+        assert all(t.erased_at is not None and t.created_at is not None for t in tombstones)
+        assert session.get(User, "u-alice") is None
+        assert not session.scalars(
+            select(ServerMember).where(ServerMember.user_id == "u-alice")
+        ).all()
+    # Every read path: context build (same builder, cache warm), search, MCP.
+    built = builder.build(world.context(), [HumanMessage("ALICE-LIKES-JASMINE")])
+    shown = " ".join(i.text for i in built.items)
+    assert "ALICE" not in shown and "BOB-OOLONG" in shown
+    payload, _ = search_long_term_memory(
+        store, world.context(), {"query": "ALICE-LIKES-JASMINE jasmine"}
+    )
+    assert "ALICE" not in json.dumps(payload)
+    mcp = KiokuMcp(
+        store,
+        McpScope(server_id="srv-a", user_id="u-alice", user_name="Alice", persona_name="Kioku"),
+    )
+    assert mcp.call("get_memory", {"memory_id": ids["kept"]})["status"] == "memory_not_found"
+    # A later turn by Bob does not bring Alice's lines back from the conversation thread.
+    chat(store, world, world.bob, "Bob: still here", "Yes Bob")
+    assert "ALICE-CHAT-LINE" not in everything_text(store)
+
+
+def test_async_twin_and_cli_erase(store: KiokuStore, database_url: str, tmp_path: Any) -> None:
+    world, _ = seed(store)
+    receipt = asyncio.run(store.aerase_user("u-bob"))
+    assert receipt.memories_deleted == 1
+    assert "BOB-OOLONG" not in everything_text(store)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    env |= {"KIOKU_DATABASE_URL": database_url, "KIOKU_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit.cli", "erase-user", "u-alice"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["kind"] == "user" and printed["memories_deleted"] == 3
+    assert "ALICE-LIKES-JASMINE" not in everything_text(store)
+
+
+def test_erase_server(store: KiokuStore) -> None:
+    world, _ = seed(store)
+    receipt = store.erase_server("srv-a")
+    assert receipt.kind == "server" and receipt.memories_deleted == 1
+    assert receipt.stm_entries_deleted >= 2
+    after = everything_text(store)
+    assert "SERVER-WIDE-FACT" not in after
+    assert "ALICE-LIKES-JASMINE" in after  # personal memories follow the person, not the server
+    with store.sessions() as session:
+        assert not session.scalars(
+            select(ServerMember).where(ServerMember.server_id == "srv-a")
+        ).all()
+
+
+def old_history_row(store: KiokuStore, days: int) -> None:
+    with store.transaction() as session:
+        session.execute(
+            text(
+                "INSERT INTO memory_history (memory_id, action, new_content, created_at) "
+                "VALUES (1, 'create', 'ANCIENT', now() - make_interval(days => :d))"
+            ),
+            {"d": days},
+        )
+
+
+def test_history_retention_by_the_sweeper(store: KiokuStore) -> None:
+    make_world(store)
+    old_history_row(store, 400)
+    old_history_row(store, 10)
+    result = sweep(store, pruned_since=None)
+    assert result.ran and result.history_rows_deleted == 1
+    with store.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(MemoryHistory)) == 1
+
+
+def test_sweeper_runs_on_a_timer_in_long_lived_processes(engine: Any, database_url: str) -> None:
+    settings = KiokuSettings(
+        database_url=database_url, history_retention_days=30, sweep_interval_minutes=0.01
+    )
+    store = KiokuStore(engine, settings=settings)
+    try:
+        old_history_row(store, 31)
+        build_graph(ScriptedChatModel(script=Script()), store)  # a graph starts the timer
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with store.sessions() as session:
+                left = session.scalar(
+                    select(func.count())
+                    .select_from(MemoryHistory)
+                    .where(MemoryHistory.new_content == "ANCIENT")
+                )
+            if not left:
+                break
+            time.sleep(0.2)
+        assert not left
+    finally:
+        store.close()
+        with engine.begin() as connection:
+            connection.execute(text("TRUNCATE memory_history"))

@@ -1,0 +1,72 @@
+"""Conversation threads of the per-turn graph, as far as forgetting a person needs them.
+
+The per-turn graph keeps each conversation's messages in its checkpointer. Forgetting a
+person removes their messages (and the replies to them) from the latest state of every
+conversation thread and deletes the thread's older checkpoint versions, which still hold
+them. Threads are found in the ``checkpoints`` table of the store's database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from sqlalchemy import Engine, text
+
+from toolkit.authorship import person_message_ids
+from toolkit.stm.model import STM_THREAD_PREFIX
+
+_THREADS = text(
+    "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
+    "AND thread_id NOT LIKE :stm"
+)
+_STM_PREFIX = STM_THREAD_PREFIX + "%"
+
+
+class _Conversation(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def _noop(state: _Conversation) -> dict[str, Any]:
+    return {}
+
+
+def conversation_threads(engine: Engine) -> list[str]:
+    """Threads of the checkpointer on ``engine``'s database other than short-term memory."""
+    with engine.connect() as connection:
+        return list(connection.execute(_THREADS, {"stm": _STM_PREFIX}).scalars())
+
+
+def forget_person_in_threads(
+    checkpointer: BaseCheckpointSaver[Any],
+    thread_ids: Sequence[str],
+    user_id: str,
+    name_keys: frozenset[str],
+) -> int:
+    """Remove the person's messages from ``thread_ids``; returns how many were removed.
+
+    Only the ``messages`` channel is rewritten (other channels keep their values), then
+    older checkpoints of a changed thread are pruned.
+    """
+    builder = StateGraph(_Conversation)
+    builder.add_node("forget", _noop)
+    builder.add_edge(START, "forget")
+    graph = builder.compile(checkpointer=checkpointer)
+    removed = 0
+    for thread_id in thread_ids:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        messages = graph.get_state(config).values.get("messages") or []
+        doomed = person_message_ids(messages, user_id, name_keys)
+        if not doomed:
+            continue
+        graph.update_state(
+            config, {"messages": [RemoveMessage(id=i) for i in doomed]}, as_node="forget"
+        )
+        checkpointer.prune([thread_id], strategy="keep_latest")
+        removed += len(doomed)
+    return removed

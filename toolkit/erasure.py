@@ -1,0 +1,138 @@
+"""Forgetting a person or a server completely: ``store.erase_user``, ``erase_server``.
+
+The ``kioku erase-user`` / ``erase-server`` commands run these too.
+
+A person: every personal memory in every lineage, the text of every history row of
+their memories (a tombstone keeps who changed what, when and how), their messages and
+the bot's replies to them in short-term memory and in the conversation threads, with
+every older checkpoint version of what was rewritten, their memberships and their
+directory row. A server: its server-wide memories in every lineage and their history
+text, every short-term memory entry of its channels, its members, personas and settings.
+
+Other processes see the result at once: memory caches compare scope versions, and
+short-term memory entries are re-read when their registry version changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from toolkit.context import server_key
+from toolkit.conversations import conversation_threads, forget_person_in_threads
+from toolkit.memory.text import normalise_name
+from toolkit.stm.store import ForgetReport, ShortTermMemory
+from toolkit.store import KiokuStore
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """What an erasure removed, counted per kind."""
+
+    kind: Literal["user", "server"]
+    subject_id: str
+    memories_deleted: int = 0
+    history_rows_scrubbed: int = 0
+    memberships_removed: int = 0
+    directory_rows_deleted: int = 0
+    stm_entries_deleted: int = 0
+    stm_entries_rewritten: int = 0
+    stm_messages_removed: int = 0
+    conversation_messages_removed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (what ``kioku erase-…`` prints)."""
+        return asdict(self)
+
+
+_USER_NAMES = text(
+    "SELECT display_name, global_name, username, aliases FROM users WHERE id = :u "
+    "UNION ALL SELECT nickname, NULL, NULL, NULL FROM server_members "
+    "WHERE user_id = :u AND nickname IS NOT NULL"
+)
+_SCRUB = (
+    "UPDATE memory_history SET old_content = NULL, new_content = NULL, "
+    "erased_at = COALESCE(erased_at, now()) WHERE {}"
+)
+_SCRUB_USER = _SCRUB.format(
+    "(scope = 'personal' AND owner_id = :u)"
+    # rows older than owner tracking whose memory was already gone: the person's own
+    # changes are the best account of what was theirs
+    " OR (owner_id IS NULL AND actor_user_id = :u)"
+)
+_SCRUB_SERVER = _SCRUB.format("scope = 'server' AND owner_id = :k")
+
+
+def _count(session: Session, sql: str, **params: Any) -> int:
+    result = session.execute(text(sql), params)
+    return int(getattr(result, "rowcount", 0))
+
+
+def _name_keys(session: Session, user_id: str) -> frozenset[str]:
+    keys: set[str] = set()
+    for row in session.execute(_USER_NAMES, {"u": user_id}):
+        for value in row:
+            for name in value if isinstance(value, list) else [value]:
+                if name:
+                    keys.add(normalise_name(name))
+    return frozenset(keys)
+
+
+def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
+    """Forget everything kioku holds about ``user_id``; see the module docstring."""
+    with store.sessions() as session:
+        names = _name_keys(session, user_id)
+    with store.transaction() as session:
+        memories = _count(
+            session, "DELETE FROM memories WHERE scope = 'personal' AND user_id = :u", u=user_id
+        )
+        scrubbed = _count(session, _SCRUB_USER, u=user_id)
+        members = _count(session, "DELETE FROM server_members WHERE user_id = :u", u=user_id)
+        users = _count(session, "DELETE FROM users WHERE id = :u", u=user_id)
+    checkpointer = store.checkpointer()
+    stm = ShortTermMemory(store, checkpointer).forget_person(user_id, names)
+    threads = conversation_threads(store.engine)
+    conversation = forget_person_in_threads(checkpointer, threads, user_id, names)
+    return _receipt("user", user_id, memories, scrubbed, members, users, stm, conversation)
+
+
+def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:
+    """Forget everything kioku holds about the server ``server_id``."""
+    key = server_key(server_id)
+    with store.transaction() as session:
+        memories = _count(
+            session, "DELETE FROM memories WHERE scope = 'server' AND server_id = :k", k=key
+        )
+        scrubbed = _count(session, _SCRUB_SERVER, k=key)
+        members = _count(session, "DELETE FROM server_members WHERE server_id = :k", k=key)
+        _count(session, "DELETE FROM personas WHERE server_id = :k", k=key)
+        servers = _count(session, "DELETE FROM servers WHERE id = :k", k=key)
+    stm = ShortTermMemory(store, store.checkpointer()).forget_server(server_id)
+    return _receipt("server", server_id, memories, scrubbed, members, servers, stm, 0)
+
+
+def _receipt(
+    kind: Literal["user", "server"],
+    subject: str,
+    memories: int,
+    scrubbed: int,
+    members: int,
+    rows: int,
+    stm: ForgetReport,
+    conversation: int,
+) -> ErasureReceipt:
+    return ErasureReceipt(
+        kind=kind,
+        subject_id=subject,
+        memories_deleted=memories,
+        history_rows_scrubbed=scrubbed,
+        memberships_removed=members,
+        directory_rows_deleted=rows,
+        stm_entries_deleted=stm.entries_deleted,
+        stm_entries_rewritten=stm.entries_scrubbed,
+        stm_messages_removed=stm.messages_removed,
+        conversation_messages_removed=conversation,
+    )

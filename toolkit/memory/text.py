@@ -63,11 +63,12 @@ def as_data(text: str) -> str:
 
     Memory content, summaries, captured chat and names are data, never structure: the
     result is one line (every line or paragraph separator and control character becomes a
-    space), and cannot open a ``[System: …]`` item (brackets become parentheses), forge an
-    ``ID:N`` entry (``ID 7``), a markdown header (``#``) or a code fence.
+    space), and cannot open a ``[System: …]`` item (brackets become parentheses), close a
+    quote (double quotes become single ones), forge an ``ID:N`` entry (``ID 7``), a
+    markdown header (``#``) or a code fence.
     """
     text = _BREAKS.sub(" ", text).strip()
-    text = text.replace("[", "(").replace("]", ")")
+    text = text.replace("[", "(").replace("]", ")").replace('"', "'")
     text = _ENTRY_ID.sub(lambda m: m.group(1) + " ", text)
     text = _HEADER.sub("#", text)
     return _FENCE.sub(lambda m: m.group(0)[0], text)
@@ -75,7 +76,7 @@ def as_data(text: str) -> str:
 
 def quoted_data(text: str) -> str:
     """``as_data(text)`` in double quotes it cannot close (its own quotes become ``'``)."""
-    return '"' + as_data(text).replace('"', "'") + '"'
+    return '"' + as_data(text) + '"'
 
 
 def render_tokens(content: str, *, user_name: str, bot_name: str) -> str:

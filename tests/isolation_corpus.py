@@ -49,23 +49,21 @@ class Corpus:
     """By marker number."""
 
     def changeable(self, context: TurnContext) -> set[int]:
-        """Marker numbers the update tool may reach (SPEC §4): the server's memories of
-        the lineage, and personal memories (lineage active or global) of people who are
-        current members of the server. Privacy may refuse more, never allow more."""
-        members = MEMBERS[context.memory_server_key] | {
-            p.user_id for p in context.all_participants()
-        }
-        return self._reachable(context, members)
+        """Marker numbers the update tool may reach (issue #11): what the turn may see,
+        and the triggering user's own personal memories whatever their privacy. Privacy
+        may refuse more, never allow more."""
+        return self._reachable(context, self._shown_people(context) | {context.user.user_id})
 
     def allowed(self, context: TurnContext) -> set[int]:
         """Marker numbers the turn may see (SPEC §10): the rule, written independently."""
-        personal_users = (
-            {p.user_id for p in context.all_participants() if p.privacy == PrivacyLevel.MINIMAL}
-            - {context.bot_user_id}
-            if self.personal_enabled[context.memory_server_key]
-            else set()
-        )
-        return self._reachable(context, personal_users)
+        return self._reachable(context, self._shown_people(context))
+
+    def _shown_people(self, context: TurnContext) -> set[str]:
+        if not self.personal_enabled[context.memory_server_key]:
+            return set()
+        return {
+            p.user_id for p in context.all_participants() if p.privacy == PrivacyLevel.MINIMAL
+        } - {context.bot_user_id}
 
     def _reachable(self, context: TurnContext, personal_users: set[str]) -> set[int]:
         """The server's memories of the lineage, and personal ones of ``personal_users``
@@ -172,5 +170,10 @@ def violations(
             arguments["target_user"] = f"User {target.user_id}"
         with store.sessions() as session:
             result = update_long_term_memory(session, store, context, arguments)
-        if result.status in ("memory_updated_successfully", "memory_deleted_successfully"):
+        refusals = {"memory_update_failed_not_found", "memory_update_failed_user_not_found"}
+        if target.user_id == context.user.user_id:  # their own, in another lineage
+            refusals.add("memory_update_failed_privacy_restricted")  # same for any id
+        if result.status not in refusals:
             yield f"{result.status}: reached memory {target}"
+        if MARKER.search(str(result.to_dict())):
+            yield f"{result.status}: the result carried memory text of {target}"

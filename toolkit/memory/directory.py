@@ -15,6 +15,8 @@ from toolkit.memory.resolution import DirectoryMember
 class UserDirectory(Protocol):
     """Where kioku looks up people who are not in the conversation.
 
+    A name found only here can be written about server-wide (a bridged user), but the
+    person's personal memories stay out of the turn's reach (see :mod:`toolkit.reach`).
     Implement it to resolve names against your platform's member list and pass it to
     ``KiokuStore(..., directory=...)``; without one, kioku uses its own users and
     members tables (:class:`DatabaseUserDirectory`).
@@ -23,12 +25,9 @@ class UserDirectory(Protocol):
     def find_members(self, server_id: str, name_key: str) -> Sequence[DirectoryMember]:
         """Return members of ``server_id`` any of whose names may normalise to ``name_key``.
 
-        Returning extra candidates is fine: kioku matches exactly afterwards.
+        Returning extra candidates is fine: kioku matches exactly afterwards (on
+        :func:`toolkit.memory.text.normalise_name` of each name).
         """
-        ...
-
-    def is_member(self, server_id: str, user_id: str) -> bool:
-        """Whether ``user_id`` is currently a member of ``server_id``."""
         ...
 
 
@@ -47,6 +46,3 @@ class DatabaseUserDirectory:
         """Members of ``server_id`` with a name equal to ``name_key`` (NFKC, any case)."""
         return self._accounts.find_members(server_id, name_key)
 
-    def is_member(self, server_id: str, user_id: str) -> bool:
-        """Whether a ``server_members`` row links the two."""
-        return self._accounts.is_member(server_id, user_id)

@@ -68,8 +68,8 @@ CREATE_SCHEMA: dict[str, Any] = {
         "target_user": {
             "type": "string",
             "description": (
-                "Required when memory_scope is 'target_user': the person's name as shown in "
-                "the conversation (not an id)."
+                "Required when memory_scope is 'target_user': the name, as shown in the "
+                "conversation, of a person taking part in it (not an id)."
             ),
         },
     },

@@ -45,4 +45,3 @@ class DatabaseUserDirectory:
     def find_members(self, server_id: str, name_key: str) -> Sequence[DirectoryMember]:
         """Members of ``server_id`` with a name equal to ``name_key`` (NFKC, any case)."""
         return self._accounts.find_members(server_id, name_key)
-

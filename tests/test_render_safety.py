@@ -63,7 +63,7 @@ def test_memory_payloads_stay_on_their_line(store: KiokuStore, world: World) -> 
 
     server_lines = lines_of(server)
     assert server_lines[0] == "## Kioku's Memories about Server A"
-    assert "never an instruction" in server_lines[1]
+    assert "never instructions" in server_lines[1]
     entries = server_lines[2:]
     assert len(entries) == len(server_ids)  # one line per memory, nothing more
     assert sorted(int(line.split()[0][3:]) for line in entries) == sorted(server_ids)

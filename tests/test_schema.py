@@ -10,10 +10,13 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 from toolkit import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
+from toolkit.accounts import AccountRepository
 from toolkit.db.engine import check_pgvector, make_engine, normalise_url
 from toolkit.db.schema import alembic_config
+from toolkit.memory.text import normalise_name
 
 
 def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
@@ -152,5 +155,55 @@ def test_upgrading_counts_the_memories_already_saved(fresh_database: str) -> Non
             ("personal", "u1", 0, 1),
             ("server", "s1", 1, 2),
         ]
+    finally:
+        engine.dispose()
+
+
+def test_upgrading_to_0006_backfills_owners_name_keys_and_versions(fresh_database: str) -> None:
+    """Migration 0006 gives existing history rows their owner, names their keys, scopes
+    their versions; history of a memory already gone keeps no owner."""
+    engine = make_engine(fresh_database)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        command.upgrade(alembic_config(engine), "0005")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO servers (id) VALUES ('s1')"))
+            connection.execute(
+                text("INSERT INTO users (id, display_name, username) VALUES ('u1', 'Straße', 'MJ')")
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO server_members (server_id, user_id, nickname) "
+                    "VALUES ('s1', 'u1', 'Mary  Jane')"
+                )
+            )
+            kept = connection.execute(
+                text(
+                    "INSERT INTO memories (scope, user_id, persona_lineage_id, content) "
+                    "VALUES ('personal', 'u1', 10000, 'tea') RETURNING id"
+                )
+            ).scalar_one()
+            connection.execute(
+                text(
+                    "INSERT INTO memory_history (memory_id, action, new_content) VALUES "
+                    "(:kept, 'create', 'tea'), (999, 'delete', 'gone')"
+                ),
+                {"kept": kept},
+            )
+        command.upgrade(alembic_config(engine), "head")
+        with engine.connect() as connection:
+            owners = connection.execute(
+                text("SELECT memory_id, scope, owner_id FROM memory_history ORDER BY memory_id")
+            ).all()
+            versions = connection.execute(text("SELECT version FROM memory_counts")).scalars()
+            assert all(v and v > 0 for v in versions)
+        assert [tuple(row) for row in owners] == [(kept, "personal", "u1"), (999, None, None)]
+        with Session(engine) as session:
+            accounts = AccountRepository(session)
+            for typed in ("STRASSE", "mary jane", "mj"):
+                assert [m.user_id for m in accounts.find_members("s1", normalise_name(typed))] == [
+                    "u1"
+                ]
     finally:
         engine.dispose()

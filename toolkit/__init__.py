@@ -13,6 +13,7 @@ from toolkit.memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
 from toolkit.memory.resolution import DirectoryMember
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus, UpdateStatus
+from toolkit.reach import Reach, reach_of
 from toolkit.store import KiokuStore
 from toolkit.tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
 from toolkit.tools.ltm import (
@@ -34,6 +35,7 @@ __all__ = [
     "Participant",
     "Persona",
     "PrivacyLevel",
+    "Reach",
     "ServerSettings",
     "ToolCallOutcome",
     "ToolResult",
@@ -44,6 +46,7 @@ __all__ = [
     "create_long_term_memory_tool",
     "load_settings",
     "long_term_memory_tools",
+    "reach_of",
     "run_tool_call",
     "update_long_term_memory_tool",
 ]

@@ -82,7 +82,10 @@ def store(engine: Engine, settings: KiokuSettings) -> Iterator[KiokuStore]:
 def fresh_database(database_url: str, engine: Engine) -> Iterator[str]:
     """The URL of a new, empty database of this test's own (dropped afterwards)."""
     name = f"kioku_fresh_{os.getpid()}"
-    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
+    # No statement timeout: DROP DATABASE waits for a checkpoint, slow on a busy disk.
+    admin = make_engine(database_url, statement_timeout_ms=0).execution_options(
+        isolation_level="AUTOCOMMIT"
+    )
     with admin.connect() as connection:
         connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         connection.execute(text(f"CREATE DATABASE {name}"))

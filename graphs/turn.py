@@ -126,6 +126,8 @@ class TurnGraph:
         if repaired is not None:
             logger.warning("kioku: answering tool calls an interrupted turn left open")
         stamped = stamp_turn_input(repaired or messages, runtime.context)
+        recent = _dialogue(stamped or repaired or messages)[-self.stm.policy.max_messages :]
+        update["kioku_private_recent"] = any(owner_of(m)[1] for m in recent)
         if repaired is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *(stamped or repaired)]
         elif stamped is not None:
@@ -140,6 +142,7 @@ class TurnGraph:
             system_prompt=self.system_prompt,
             ltm_intent=state.get("kioku_ltm_intent", False),
             stm_updated=state.get("kioku_stm_updated", False),
+            private_recent=state.get("kioku_private_recent", False),
         )
         tail = built.tail_directive.to_message() if built.tail_directive else None
         return {
@@ -161,6 +164,7 @@ class TurnGraph:
             ltm_intent=state.get("kioku_ltm_intent", False),
             already_updated=state.get("kioku_stm_updated", False),
             no_stm_providers=self.no_stm_providers,
+            private_recent=state.get("kioku_private_recent", False),
         )
         if refusal is None:
             tools.append(self.stm_tool)

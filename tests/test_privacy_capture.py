@@ -160,3 +160,43 @@ def world_time() -> Any:
     from tests.helpers import T0
 
     return T0
+
+
+def test_messages_relayed_in_someone_elses_turn_belong_to_their_speaker(
+    store: KiokuStore,
+) -> None:
+    """An application passes several speakers' messages in one turn (``name`` says who):
+    a FULL person's words are not captured, and no summary is written while they are
+    in the recent dialogue, whoever triggers the turn."""
+    world = make_world(store)
+    script = Script(
+        [
+            call_tool("update_short_term_memory", summary=f"Dave said {SECRET}"),
+            say("Alice, noted."),
+            call_tool("update_short_term_memory", summary=f"recap: {SECRET}"),
+            say("Bob, hi."),
+        ]
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=store.checkpointer())
+    graph.invoke(
+        {
+            "messages": [
+                HumanMessage(f"{SECRET} under the mat", name="Dave"),
+                HumanMessage("UNKNOWN-SPEAKER-WORDS", name="Somebody Else"),
+                HumanMessage("Alice: did you hear that?", name="Alice"),
+            ]
+        },
+        {"configurable": {"thread_id": "conv-1"}},
+        context=world.context(user=world.alice, participants=(world.alice, world.dave)),
+    )
+    state = turn(graph, world, world.bob, "Bob: hello", participants=(world.alice, world.bob))
+    statuses = [
+        json.loads(str(m.content))["status"]
+        for m in state["messages"]
+        if isinstance(m, ToolMessage)
+    ]
+    assert statuses == ["short_term_memory_update_refused"] * 2
+    captured = stm_texts(store, world)
+    assert "did you hear that" in captured and "Bob: hello" in captured
+    assert SECRET not in captured and "UNKNOWN-SPEAKER-WORDS" not in captured
+    assert not checkpoint_holds(store, SECRET)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.memory.resolution import Resolved, match_participants
 from toolkit.memory.text import normalise_name
 
 OWNER = "kioku_user_id"
@@ -23,15 +24,35 @@ PRIVATE = "kioku_private"
 """``additional_kwargs`` key: written in, or answering, a turn of a FULL-privacy person."""
 
 
-def _stamped(message: BaseMessage, owner_id: str, private: bool) -> BaseMessage:
+def _stamped(message: BaseMessage, owner_id: str | None, private: bool) -> BaseMessage:
     kwargs = dict(message.additional_kwargs)
-    kwargs.setdefault(OWNER, owner_id)
-    kwargs[PRIVATE] = bool(kwargs.get(PRIVATE)) or private
+    kwargs[OWNER] = owner_id
+    kwargs[PRIVATE] = private
     return message.model_copy(update={"additional_kwargs": kwargs})
 
 
 def _is_private(context: TurnContext) -> bool:
     return context.user.privacy == PrivacyLevel.FULL
+
+
+def speaker_of(message: BaseMessage, context: TurnContext) -> tuple[str | None, bool]:
+    """``(owner id, private)`` of a user message that came with ``context``'s turn.
+
+    An owner the application stamped is kept; otherwise the message's ``name`` says who
+    wrote it (matched like any name against the participants), and a message without a
+    name is the triggering user's. A name that matches nobody, or several people, makes
+    the message private: kioku cannot tell whose it is, so it does not remember it.
+    """
+    people = context.all_participants()
+    owner = message.additional_kwargs.get(OWNER)
+    if owner is None and message.name and message.name != context.user.display_name:
+        found = match_participants(normalise_name(message.name), people, context.bot_user_id)
+        if not isinstance(found, Resolved):
+            return None, True
+        owner = found.person.user_id
+    owner = str(owner) if owner is not None else context.user.user_id
+    invisible = {p.user_id for p in people if p.privacy == PrivacyLevel.FULL}
+    return owner, owner in invisible or (owner == context.user.user_id and _is_private(context))
 
 
 def stamp_turn_input(
@@ -40,7 +61,7 @@ def stamp_turn_input(
     """``messages`` with this turn's new user messages stamped (``None``: nothing to do).
 
     The new messages are the user messages after the last assistant message that carry
-    no stamp yet; they came with the turn of ``context.user``.
+    no stamp yet; they came with the turn of ``context.user`` (see :func:`speaker_of`).
     """
     stamped = list(messages)
     changed = False
@@ -49,7 +70,7 @@ def stamp_turn_input(
         if isinstance(message, AIMessage):
             break
         if isinstance(message, HumanMessage) and PRIVATE not in message.additional_kwargs:
-            stamped[index] = _stamped(message, context.user.user_id, _is_private(context))
+            stamped[index] = _stamped(message, *speaker_of(message, context))
             changed = True
     return stamped if changed else None
 

@@ -17,3 +17,5 @@ class TurnState(TypedDict, total=False):
     """The triggering message asked for long-term memory (SPEC §9)."""
     kioku_stm_updated: bool
     """Short-term memory was updated this turn (SPEC §7 dedup)."""
+    kioku_private_recent: bool
+    """The recent dialogue holds words of a FULL-privacy person (no summary is written)."""

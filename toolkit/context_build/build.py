@@ -109,6 +109,7 @@ class ContextBuilder:
         system_prompt: str = "",
         ltm_intent: bool = False,
         stm_updated: bool = False,
+        private_recent: bool = False,
         now: datetime | None = None,
     ) -> BuiltContext:
         """Render every stage for ``context`` in SPEC order, followed by ``dialogue``."""
@@ -120,6 +121,7 @@ class ContextBuilder:
                 system_prompt=system_prompt,
                 ltm_intent=ltm_intent,
                 stm_updated=stm_updated,
+                private_recent=private_recent,
                 now=now or (self.stm.clock() if self.stm is not None else utc_now()),
             )
 
@@ -132,6 +134,7 @@ class ContextBuilder:
         system_prompt: str,
         ltm_intent: bool,
         stm_updated: bool,
+        private_recent: bool,
         now: datetime,
     ) -> BuiltContext:
         names = Names.of(context)
@@ -160,6 +163,7 @@ class ContextBuilder:
                 ltm_intent=ltm_intent,
                 already_updated=stm_updated,
                 no_stm_providers=self.no_stm_providers,
+                private_recent=private_recent,
             )
             is None
         )

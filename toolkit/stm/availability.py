@@ -11,6 +11,8 @@ LTM_INTENT_KEY = "kioku_ltm_intent"
 """Graph-state key: the triggering message asked for long-term memory."""
 STM_UPDATED_KEY = "kioku_stm_updated"
 """Graph-state key: short-term memory was already updated this turn."""
+PRIVATE_RECENT_KEY = "kioku_private_recent"
+"""Graph-state key: the recent dialogue holds words of a FULL-privacy person."""
 
 
 def stm_tool_refusal(
@@ -19,14 +21,20 @@ def stm_tool_refusal(
     ltm_intent: bool,
     already_updated: bool,
     no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
+    private_recent: bool = False,
 ) -> str | None:
-    """Why the STM tool is not available this turn, or ``None`` when it is."""
+    """Why the STM tool is not available this turn, or ``None`` when it is.
+
+    A summary could retell anything in the dialogue, so it is not written on a
+    FULL-privacy person's turn nor while their words are among the recent messages
+    (``private_recent``).
+    """
     if not context.has_tools:
         return "Tools are disabled for this turn."
-    if context.user.privacy == PrivacyLevel.FULL:
+    if private_recent or context.user.privacy == PrivacyLevel.FULL:
         return (
-            "This person's privacy settings keep their conversations out of memory, so "
-            "short-term memory is not updated on their turns."
+            "Someone in this conversation keeps their words out of memory, so short-term "
+            "memory is not updated now."
         )
     if context.provider.lower() in no_stm_providers:
         return f"Short-term memory is not available with the {context.provider} provider."
@@ -46,3 +54,8 @@ def turn_flags(state: object) -> tuple[bool, bool]:
         return False, False
     values: Mapping[str, Any] = state
     return bool(values.get(LTM_INTENT_KEY)), bool(values.get(STM_UPDATED_KEY))
+
+
+def private_recent(state: object) -> bool:
+    """Whether graph ``state`` says the recent dialogue holds a FULL person's words."""
+    return isinstance(state, Mapping) and bool(state.get(PRIVATE_RECENT_KEY))

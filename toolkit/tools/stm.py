@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from toolkit.context import NO_STM_PROVIDERS, TurnContext
 from toolkit.memory.results import ToolResult
 from toolkit.memory.text import sanitise_content
-from toolkit.stm.availability import stm_tool_refusal, turn_flags
+from toolkit.stm.availability import private_recent, stm_tool_refusal, turn_flags
 from toolkit.stm.store import ShortTermMemory
 from toolkit.tools.safe import ArgumentSafeTool
 
@@ -70,7 +70,11 @@ def update_short_term_memory(
         )
     intent, updated = turn_flags(state)
     refusal = stm_tool_refusal(
-        context, ltm_intent=intent, already_updated=updated, no_stm_providers=no_stm_providers
+        context,
+        ltm_intent=intent,
+        already_updated=updated,
+        no_stm_providers=no_stm_providers,
+        private_recent=private_recent(state),
     )
     if refusal is not None:
         return ToolResult(StmStatus.REFUSED, f"{refusal} Do not call this tool again this turn.")

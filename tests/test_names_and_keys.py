@@ -159,3 +159,12 @@ def test_sql_and_python_match_names_alike(store: KiokuStore, names: list[str], t
     assert {m.user_id for m in members} == expected
     python = match_directory(key, members, "bot")
     assert isinstance(python, NotFound) != bool(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.text(), st.text(), st.text())
+def test_short_term_memory_threads_never_collide(o1: str, c1: str, o2: str, c2: str) -> None:
+    from toolkit.stm.model import StmKey
+
+    first, second = StmKey("server", o1, c1, 10000), StmKey("server", o2, c2, 10000)
+    assert (first.thread_id == second.thread_id) == ((o1, c1) == (o2, c2))

@@ -166,3 +166,15 @@ def test_nobody_fills_the_quota_of_someone_not_in_the_conversation(
                     "servers RESTART IDENTITY CASCADE"
                 )
             )
+
+
+def test_deleting_an_unshown_own_memory_echoes_no_text(world: World) -> None:
+    ids = plant(world)
+    result = update_memory(
+        world,
+        {"memory_id": ids["dave"], "memory_content": "", "target_user": "Dave"},
+        user=world.dave,
+    )
+    assert result["status"] == "memory_deleted_successfully"
+    assert "DAVE-SECRET" not in json.dumps(result)
+    assert all("DAVE-SECRET" not in notice.content for notice in world.notices)

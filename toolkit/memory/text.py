@@ -53,25 +53,38 @@ def with_bridge_name(content: str, name: str) -> str:
 
 
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")
-_ENTRY_ID = re.compile(r"(?i)\b(id)\s*[:\uff1a\ufe55\ufe13\ua789\u2236]\s*(?=\d)")
+_ENTRY_ID = re.compile(r"(?i)\b(i\s*d)\s*[^\w\s]{1,3}\s*(?=\d)")
+"""``ID:7`` and look-alikes (``ID˸7``, ``id - 7``, ``I D:7``), after NFKC folded full-width
+forms: any punctuation between ``ID`` and a number."""
 _HEADER = re.compile(r"#{2,}")
 _FENCE = re.compile(r"`{3,}|~{3,}")
+_LEADING_MARKS = re.compile(r"^[\s#>*+\-=|]+")
+"""Markdown block markers a rendered line might start with (a header, a list item)."""
+
+
+def _without_format_characters(text: str) -> str:
+    """Drop invisible format characters (zero-width joiners, bidi controls, BOM)."""
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
 def as_data(text: str) -> str:
     """Stored text made safe to render inside kioku's context blocks.
 
-    Memory content, summaries, captured chat and names are data, never structure: the
-    result is one line (every line or paragraph separator and control character becomes a
-    space), and cannot open a ``[System: …]`` item (brackets become parentheses), close a
-    quote (double quotes become single ones), forge an ``ID:N`` entry (``ID 7``), a
-    markdown header (``#``) or a code fence.
+    Memory content, summaries, captured chat and names are data, never structure. The
+    text is folded with NFKC (full-width look-alikes become plain), loses invisible format
+    characters and leading markdown markers (``#``, ``-``, ``>``), and becomes one line
+    (every line or paragraph separator and control character turns into a space). It
+    cannot open a ``[System: …]`` item (brackets become parentheses), close a quote
+    (double quotes become single ones), forge an ``ID:N`` entry (``ID 7``), a markdown
+    header or a code fence.
     """
+    text = _without_format_characters(unicodedata.normalize("NFKC", text))
     text = _BREAKS.sub(" ", text).strip()
     text = text.replace("[", "(").replace("]", ")").replace('"', "'")
-    text = _ENTRY_ID.sub(lambda m: m.group(1) + " ", text)
+    text = _ENTRY_ID.sub(lambda m: m.group(1).replace(" ", "") + " ", text)
     text = _HEADER.sub("#", text)
-    return _FENCE.sub(lambda m: m.group(0)[0], text)
+    text = _FENCE.sub(lambda m: m.group(0)[0], text)
+    return _LEADING_MARKS.sub("", text)
 
 
 def quoted_data(text: str) -> str:

@@ -30,6 +30,9 @@ from toolkit.memory.statuses import UpdateStatus as S
 from toolkit.memory.text import render_tokens, sanitise_content
 from toolkit.reach import Reach, reach_of
 
+HIDDEN_TEXT = "(not shown: this person's memories are kept out of the conversation)"
+"""Notice text for a change to a memory the turn does not show."""
+
 STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
 )
@@ -63,13 +66,19 @@ def _update(call: FlowCall) -> ToolResult:
     kind: NoticeKind = "deleted" if deleting else "updated"
     owner_name = owner.display_name if owner is not None else "User"
     persona_name = context.persona.name
+    # The deleted text is shown only where the memory was: the triggering user deleting
+    # their own unshown memory (FULL privacy, personal memories off) gets no echo of it.
+    shown = owner is None or reach.shows_personal(owner.user_id)
+    text = old.content if deleting else content
     notify(
         MemoryNotice(
             kind=kind,
             scope=effective,
             memory_id=args.memory_id,
-            content=render_tokens(
-                old.content if deleting else content, user_name=owner_name, bot_name=persona_name
+            content=(
+                render_tokens(text, user_name=owner_name, bot_name=persona_name)
+                if shown
+                else HIDDEN_TEXT
             ),
             persona_name=persona_name,
             target_user=owner.display_name if owner is not None else None,
@@ -82,9 +91,9 @@ def _update(call: FlowCall) -> ToolResult:
     )
     data: dict[str, Any] = {"memory_id": args.memory_id, "memory_scope": effective}
     if deleting:
-        return ToolResult(
-            S.DELETED, f"ID:{args.memory_id} deleted.", {**data, "deleted_content": old.content}
-        )
+        if shown:
+            data["deleted_content"] = old.content
+        return ToolResult(S.DELETED, f"ID:{args.memory_id} deleted.", data)
     return ToolResult(S.UPDATED, f"ID:{args.memory_id} updated.", {**data, "content": content})
 
 

@@ -56,6 +56,10 @@ class StmMessage:
         )
 
 
+def _escaped(part: str) -> str:
+    return part.replace("%", "%25").replace(":", "%3A")
+
+
 @dataclass(frozen=True, slots=True)
 class StmKey:
     """Identity of one entry: ``(scope kind, owner, channel, persona lineage)``."""
@@ -68,8 +72,12 @@ class StmKey:
 
     @property
     def thread_id(self) -> str:
-        """The LangGraph thread holding this entry."""
-        return f"{STM_THREAD_PREFIX}{self.kind}:{self.owner_id}:{self.channel_id}:{self.lineage_id}"
+        """The LangGraph thread holding this entry.
+
+        Ids are escaped (``%`` and ``:``), so ``hs:a`` + ``b`` never meets ``hs`` + ``a:b``.
+        """
+        owner, channel = _escaped(self.owner_id), _escaped(self.channel_id)
+        return f"{STM_THREAD_PREFIX}{self.kind}:{owner}:{channel}:{self.lineage_id}"
 
 
 @dataclass(frozen=True, slots=True)

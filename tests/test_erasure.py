@@ -126,6 +126,8 @@ def test_erase_user_forgets_everything_and_keeps_the_rest(store: KiokuStore) -> 
         assert {t.action for t in tombstones} == {"create", "delete"}
         assert all(t.old_content is None and t.new_content is None for t in tombstones)
         assert all(t.erased_at is not None and t.created_at is not None for t in tombstones)
+        deletes = {t.memory_id: t.actor_user_id for t in tombstones if t.action == "delete"}
+        assert deletes == {ids["old"]: "u-alice", ids["kept"]: None}  # the erasure names no one
         assert session.get(User, "u-alice") is None
         assert not session.scalars(
             select(ServerMember).where(ServerMember.user_id == "u-alice")

@@ -142,9 +142,6 @@ class Memory(Base):
     persona_lineage_id: Mapped[int] = mapped_column(BigInteger)
     persona_id: Mapped[int | None] = mapped_column(Integer)
     created_by: Mapped[str | None] = mapped_column(Text)
-    changed_by: Mapped[str | None] = mapped_column(Text)
-    """Who made the latest change (the history trigger's actor for updates and deletes)."""
-    changed_persona_id: Mapped[int | None] = mapped_column(Integer)
     content: Mapped[str] = mapped_column(Text)
     memory_type: Mapped[str] = mapped_column(Text, default="semantic", server_default="semantic")
     importance: Mapped[float] = mapped_column(Float, default=0.5, server_default=text("0.5"))

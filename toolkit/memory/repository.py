@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal, cast
 
 from psycopg.types.json import Jsonb
-from sqlalchemy import TextClause, func, select, text, update
+from sqlalchemy import TextClause, func, select, text
 from sqlalchemy.orm import Session
 
 from toolkit.context import GLOBAL_LINEAGE
@@ -159,9 +159,14 @@ class CreateOutcome:
 
 
 _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 18))
-"""The one-round-trip create (migration 0005), sent as driver SQL: the hot write path skips
+"""The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
 statement compilation and SQLAlchemy's parameter processing."""
 
+
+_UPDATE_MEMORY = text(
+    "SELECT kioku_update_memory(:id, :content, CAST(:embedding AS halfvec), :actor, :persona)"
+)
+"""New content and embedding; its history row (a trigger) names the actor (migration 0006)."""
 
 _VERSIONS = text(
     "SELECT c.scope, c.owner_id, c.persona_lineage_id, c.version "
@@ -212,7 +217,7 @@ class MemoryRepository:
     def create_within_limit(self, new: NewMemory) -> CreateOutcome:
         """Save ``new`` unless self-teaching is off or its scope is full: one round trip.
 
-        The server-side ``kioku_create_memory`` (migration 0005) reads the server's
+        The server-side ``kioku_create_memory`` (migrations 0005, 0006) reads the server's
         settings, takes the scope's advisory lock (serialising writers, so the limit holds
         under concurrency), counts, inserts the row and its ``create`` history row, and
         inserts the server (and the owner of a personal memory) when missing. Without an
@@ -269,25 +274,22 @@ class MemoryRepository:
     def update_content(
         self,
         memory_id: int,
-        old: str,
         new: str,
         *,
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
     ) -> None:
-        """Replace the content and its embedding (``created_at`` kept); log the change."""
+        """Replace the content and its embedding (``created_at`` kept); a trigger logs it."""
         self.session.execute(
-            update(Memory)
-            .where(Memory.id == memory_id)
-            .values(
-                content=new,
-                embedding=list(embedding) if embedding is not None else None,
-                needs_embedding=embedding is None,
-                updated_at=func.now(),
-                changed_by=actor,
-                changed_persona_id=persona_id,
-            )
+            _UPDATE_MEMORY,
+            {
+                "id": memory_id,
+                "content": new,
+                "embedding": halfvec_text(embedding) if embedding is not None else None,
+                "actor": actor,
+                "persona": persona_id,
+            },
         )
 
     def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:

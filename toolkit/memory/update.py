@@ -155,7 +155,6 @@ def _change(
     if content:
         memories.update_content(
             memory_id,
-            old.content,
             content,
             actor=actor,
             persona_id=persona_id,

@@ -48,11 +48,15 @@ CREATE FUNCTION kioku_server_settings(p_key text, p_is_dm boolean,
 $$;
 """
 
-# History rows come from here alone. The actor of a change is the row's own record of
-# it: ``created_by`` for a create, ``changed_by`` (set by the same statement) for an
-# update, and for a delete the ``changed_by`` that kioku_delete_memory sets just before.
+# History rows come from here alone. A create's actor is the row's ``created_by``; an
+# update's or a delete's is the transaction-local ``kioku.actor`` / ``kioku.persona_id``
+# that kioku_update_memory and kioku_delete_memory set around their statement (unset, as
+# for a cascade or an erasure, the row names no actor).
 HISTORY_TRIGGER = """
 CREATE FUNCTION kioku_log_history() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    v_actor text := NULLIF(current_setting('kioku.actor', true), '');
+    v_persona integer := NULLIF(current_setting('kioku.persona_id', true), '')::integer;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO memory_history (memory_id, action, old_content, new_content,
@@ -62,15 +66,13 @@ BEGIN
     ELSIF TG_OP = 'UPDATE' THEN
         INSERT INTO memory_history (memory_id, action, old_content, new_content,
             actor_user_id, persona_id, scope, owner_id, persona_lineage_id)
-        VALUES (NEW.id, 'update', OLD.content, NEW.content, NEW.changed_by,
-            NEW.changed_persona_id, NEW.scope, COALESCE(NEW.server_id, NEW.user_id),
-            NEW.persona_lineage_id);
+        VALUES (NEW.id, 'update', OLD.content, NEW.content, v_actor, v_persona,
+            NEW.scope, COALESCE(NEW.server_id, NEW.user_id), NEW.persona_lineage_id);
     ELSE
         INSERT INTO memory_history (memory_id, action, old_content, new_content,
             actor_user_id, persona_id, scope, owner_id, persona_lineage_id)
-        VALUES (OLD.id, 'delete', OLD.content, NULL, OLD.changed_by,
-            OLD.changed_persona_id, OLD.scope, COALESCE(OLD.server_id, OLD.user_id),
-            OLD.persona_lineage_id);
+        VALUES (OLD.id, 'delete', OLD.content, NULL, v_actor, v_persona,
+            OLD.scope, COALESCE(OLD.server_id, OLD.user_id), OLD.persona_lineage_id);
     END IF;
     RETURN NULL;
 END $$;
@@ -83,12 +85,37 @@ CREATE TRIGGER memories_history_changed AFTER UPDATE OF content ON memories
 CREATE TRIGGER memories_history_deleted AFTER DELETE ON memories
     FOR EACH ROW EXECUTE FUNCTION kioku_log_history();
 
+CREATE FUNCTION kioku_act_as(p_actor text, p_persona integer) RETURNS void
+LANGUAGE sql AS $$
+    SELECT set_config('kioku.actor', COALESCE(p_actor, ''), true),
+           set_config('kioku.persona_id', COALESCE(p_persona::text, ''), true)
+$$;
+
+CREATE FUNCTION kioku_update_memory(p_id bigint, p_content text, p_embedding halfvec,
+    p_actor text, p_persona integer)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_found boolean;
+BEGIN
+    PERFORM kioku_act_as(p_actor, p_persona);
+    UPDATE memories SET content = p_content, embedding = p_embedding,
+        needs_embedding = p_embedding IS NULL, updated_at = now()
+    WHERE id = p_id;
+    v_found := FOUND;
+    PERFORM kioku_act_as(NULL, NULL);
+    RETURN v_found;
+END $$;
+
 CREATE FUNCTION kioku_delete_memory(p_id bigint, p_actor text, p_persona integer)
 RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_found boolean;
 BEGIN
-    UPDATE memories SET changed_by = p_actor, changed_persona_id = p_persona WHERE id = p_id;
+    PERFORM kioku_act_as(p_actor, p_persona);
     DELETE FROM memories WHERE id = p_id;
-    RETURN FOUND;
+    v_found := FOUND;
+    PERFORM kioku_act_as(NULL, NULL);
+    RETURN v_found;
 END $$;
 """
 
@@ -261,8 +288,6 @@ def _backfill_name_keys() -> None:
 def upgrade() -> None:
     op.execute("LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE")
     op.add_column("memory_counts", sa.Column("version", sa.BigInteger(), server_default="0"))
-    op.add_column("memories", sa.Column("changed_by", sa.Text()))
-    op.add_column("memories", sa.Column("changed_persona_id", sa.Integer()))
     for column in ("scope", "owner_id"):
         op.add_column("memory_history", sa.Column(column, sa.Text()))
     op.add_column("memory_history", sa.Column("persona_lineage_id", sa.BigInteger()))

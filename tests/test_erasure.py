@@ -22,7 +22,7 @@ from toolkit.db.models import Memory, MemoryHistory, ServerMember, User
 from toolkit.mcp_server import KiokuMcp, McpScope
 from toolkit.stm.store import ShortTermMemory
 from toolkit.sweeper import sweep
-from toolkit.testing import Script, ScriptedChatModel, say
+from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 from toolkit.tools.search import search_long_term_memory
 
 ALICE_WORDS = ["ALICE-LIKES-JASMINE", "ALICE-OLD-FACT", "ALICE-GLOBAL-FACT", "ALICE-CHAT-LINE"]
@@ -230,3 +230,59 @@ def test_sweeper_runs_on_a_timer_in_long_lived_processes(engine: Any, database_u
         store.close()
         with engine.begin() as connection:
             connection.execute(text("TRUNCATE memory_history"))
+
+
+def test_erasure_reaches_old_versions_summaries_and_repeated_memory_text(
+    store: KiokuStore,
+) -> None:
+    world = make_world(store)
+    script = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} has the phone number BOB-PHONE-555",
+                memory_scope="target_user",
+                target_user="Bob",
+            ),
+            say("Saved Bob's number."),
+            call_tool(
+                "create_long_term_memory",
+                memory_content="The wifi password is SRV-WIFI-777",
+                memory_scope="server_wide",
+            ),
+            say("Saved the wifi password."),
+        ],
+        fallback=say("ok"),
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=store.checkpointer())
+    people = (world.alice, world.bob)
+
+    def said(who: Participant, words: str) -> None:
+        graph.invoke(
+            {"messages": [HumanMessage(words, name=who.display_name)]},
+            {"configurable": {"thread_id": "conv-9"}},
+            context=world.context(user=who, participants=people),
+        )
+
+    said(world.alice, "Alice: remember Bob's number")
+    said(world.alice, "Alice: and the wifi password")
+    said(world.bob, "Bob: BOB-ROTATED-SECRET")
+    for n in range(8):  # Bob's line rotates out of the 10-message window
+        said(world.alice, f"Alice: filler {n}")
+    ShortTermMemory(store, store.checkpointer()).write_summary(
+        world.context(channel_id="chan-1"), "Bob is coming on Friday"
+    )
+    before = everything_text(store)
+    assert all(w in before for w in ("BOB-PHONE-555", "BOB-ROTATED-SECRET", "SRV-WIFI-777"))
+
+    store.erase_user("u-bob")
+    after = everything_text(store)
+    assert "BOB-PHONE-555" not in after and "BOB-ROTATED-SECRET" not in after
+    assert "Bob is coming on Friday" not in after
+    assert "SRV-WIFI-777" in after and "filler 7" in after
+
+    receipt = store.erase_server("srv-a")
+    assert receipt.memories_deleted == 1 and receipt.conversation_messages_removed >= 2
+    assert "SRV-WIFI-777" not in everything_text(store)
+    # The conversation goes on: every tool call still has its (redacted) result.
+    said(world.alice, "Alice: still there?")

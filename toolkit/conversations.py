@@ -19,6 +19,7 @@ from langgraph.graph.message import add_messages
 from sqlalchemy import Engine, text
 
 from toolkit.authorship import person_message_ids
+from toolkit.redaction import redacted
 from toolkit.stm.model import STM_THREAD_PREFIX
 
 _THREADS = text(
@@ -30,6 +31,8 @@ _STM_PREFIX = STM_THREAD_PREFIX + "%"
 
 class _Conversation(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
+    kioku_memory_context: list[AnyMessage]
+    """Checkpointed by kioku before migration 0006 (rendered memories): cleared."""
 
 
 def _noop(state: _Conversation) -> dict[str, Any]:
@@ -42,31 +45,41 @@ def conversation_threads(engine: Engine) -> list[str]:
         return list(connection.execute(_THREADS, {"stm": _STM_PREFIX}).scalars())
 
 
-def forget_person_in_threads(
+def forget_in_threads(
     checkpointer: BaseCheckpointSaver[Any],
     thread_ids: Sequence[str],
-    user_id: str,
-    name_keys: frozenset[str],
+    *,
+    user_id: str | None = None,
+    name_keys: frozenset[str] = frozenset(),
+    fragments: frozenset[str] = frozenset(),
 ) -> int:
-    """Remove the person's messages from ``thread_ids``; returns how many were removed.
+    """Remove a person's messages and redact erased memory text in ``thread_ids``.
 
-    Only the ``messages`` channel is rewritten (other channels keep their values), then
-    older checkpoints of a changed thread are pruned.
+    The person's messages (and the replies to them, see
+    :func:`toolkit.authorship.person_message_ids`) are removed; the bot's messages that
+    repeat an erased memory's ``fragments`` are redacted in place. Only the ``messages``
+    channel is rewritten (other channels keep their values), then older checkpoints of a
+    changed thread are pruned. Returns how many messages were removed or redacted.
     """
     builder = StateGraph(_Conversation)
     builder.add_node("forget", _noop)
     builder.add_edge(START, "forget")
     graph = builder.compile(checkpointer=checkpointer)
-    removed = 0
+    changed = 0
     for thread_id in thread_ids:
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        messages = graph.get_state(config).values.get("messages") or []
-        doomed = person_message_ids(messages, user_id, name_keys)
-        if not doomed:
+        values = graph.get_state(config).values
+        messages = values.get("messages") or []
+        doomed = person_message_ids(messages, user_id, name_keys) if user_id else []
+        kept = [m for m in messages if m.id not in set(doomed)]
+        rewritten = redacted(kept, fragments)
+        stale_context = bool(values.get("kioku_memory_context"))
+        if not (doomed or rewritten or stale_context):
             continue
-        graph.update_state(
-            config, {"messages": [RemoveMessage(id=i) for i in doomed]}, as_node="forget"
-        )
+        update: dict[str, Any] = {"messages": [*(RemoveMessage(id=i) for i in doomed), *rewritten]}
+        if stale_context:
+            update["kioku_memory_context"] = []
+        graph.update_state(config, update, as_node="forget")
         checkpointer.prune([thread_id], strategy="keep_latest")
-        removed += len(doomed)
-    return removed
+        changed += len(doomed) + len(rewritten)
+    return changed

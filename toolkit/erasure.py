@@ -22,8 +22,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from toolkit.context import server_key
-from toolkit.conversations import conversation_threads, forget_person_in_threads
+from toolkit.conversations import conversation_threads, forget_in_threads
 from toolkit.memory.text import normalise_name
+from toolkit.redaction import memory_fragments
 from toolkit.stm.store import ForgetReport, ShortTermMemory
 from toolkit.store import KiokuStore
 
@@ -53,6 +54,11 @@ _USER_NAMES = text(
     "UNION ALL SELECT nickname, NULL, NULL, NULL FROM server_members "
     "WHERE user_id = :u AND nickname IS NOT NULL"
 )
+_CONTENTS = text(
+    "SELECT content FROM memories WHERE scope = :scope AND COALESCE(server_id, user_id) = :owner "
+    "UNION SELECT unnest(ARRAY[old_content, new_content]) FROM memory_history "
+    "WHERE scope = :scope AND owner_id = :owner"
+)
 _SCRUB = (
     "UPDATE memory_history SET old_content = NULL, new_content = NULL, "
     "erased_at = COALESCE(erased_at, now()) WHERE {}"
@@ -81,10 +87,48 @@ def _name_keys(session: Session, user_id: str) -> frozenset[str]:
     return frozenset(keys)
 
 
+def _fragments(session: Session, scope: str, owner: str) -> frozenset[str]:
+    """Fragments of every text the owner's memories ever had (live rows and history)."""
+    rows = session.execute(_CONTENTS, {"scope": scope, "owner": owner}).scalars()
+    return memory_fragments(content for content in rows if content)
+
+
+def _scrub_chats(
+    store: KiokuStore,
+    *,
+    user_id: str | None,
+    names: frozenset[str],
+    fragments: frozenset[str],
+    server_id: str | None = None,
+) -> tuple[ForgetReport, int]:
+    """Scrub short-term memory and conversation threads, before the rows go.
+
+    A failure here leaves the names and texts to find them by for a retry.
+    """
+    checkpointer = store.checkpointer()
+    stm = ShortTermMemory(store, checkpointer)
+    dropped = stm.forget_server(server_id) if server_id is not None else ForgetReport()
+    report = stm.forget(user_id, names, fragments)
+    threads = conversation_threads(store.engine)
+    conversation = forget_in_threads(
+        checkpointer, threads, user_id=user_id, name_keys=names, fragments=fragments
+    )
+    return (
+        ForgetReport(
+            dropped.entries_deleted + report.entries_deleted,
+            report.entries_scrubbed,
+            report.messages_removed,
+        ),
+        conversation,
+    )
+
+
 def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
     """Forget everything kioku holds about ``user_id``; see the module docstring."""
     with store.sessions() as session:
         names = _name_keys(session, user_id)
+        fragments = _fragments(session, "personal", user_id)
+    stm, conversation = _scrub_chats(store, user_id=user_id, names=names, fragments=fragments)
     with store.transaction() as session:
         memories = _count(
             session, "DELETE FROM memories WHERE scope = 'personal' AND user_id = :u", u=user_id
@@ -92,16 +136,17 @@ def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
         scrubbed = _count(session, _SCRUB_USER, u=user_id)
         members = _count(session, "DELETE FROM server_members WHERE user_id = :u", u=user_id)
         users = _count(session, "DELETE FROM users WHERE id = :u", u=user_id)
-    checkpointer = store.checkpointer()
-    stm = ShortTermMemory(store, checkpointer).forget_person(user_id, names)
-    threads = conversation_threads(store.engine)
-    conversation = forget_person_in_threads(checkpointer, threads, user_id, names)
     return _receipt("user", user_id, memories, scrubbed, members, users, stm, conversation)
 
 
 def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:
     """Forget everything kioku holds about the server ``server_id``."""
     key = server_key(server_id)
+    with store.sessions() as session:
+        fragments = _fragments(session, "server", key)
+    stm, conversation = _scrub_chats(
+        store, user_id=None, names=frozenset(), fragments=fragments, server_id=server_id
+    )
     with store.transaction() as session:
         memories = _count(
             session, "DELETE FROM memories WHERE scope = 'server' AND server_id = :k", k=key
@@ -110,8 +155,7 @@ def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:
         members = _count(session, "DELETE FROM server_members WHERE server_id = :k", k=key)
         _count(session, "DELETE FROM personas WHERE server_id = :k", k=key)
         servers = _count(session, "DELETE FROM servers WHERE id = :k", k=key)
-    stm = ShortTermMemory(store, store.checkpointer()).forget_server(server_id)
-    return _receipt("server", server_id, memories, scrubbed, members, servers, stm, 0)
+    return _receipt("server", server_id, memories, scrubbed, members, servers, stm, conversation)
 
 
 def _receipt(

@@ -187,14 +187,32 @@ def belongs_to(message: StmMessage, user_id: str, name_keys: frozenset[str]) -> 
 
 
 def without_person(
-    entry: StmEntry, user_id: str, name_keys: frozenset[str]
+    entry: StmEntry,
+    user_id: str | None,
+    name_keys: frozenset[str],
+    fragments: frozenset[str] = frozenset(),
 ) -> tuple[StmEntry, int]:
     """``entry`` without the person's messages, and how many were removed.
 
-    The summary goes too when anything was removed: it may retell what they said.
+    The bot's messages repeating an erased memory's ``fragments`` go as well. The summary
+    goes too when anything was removed or it names the person: it may retell
+    what they said.
     """
-    kept = tuple(m for m in entry.messages if not belongs_to(m, user_id, name_keys))
+    kept = tuple(
+        m
+        for m in entry.messages
+        if not (user_id is not None and belongs_to(m, user_id, name_keys))
+        and not (m.role == "assistant" and any(f in m.text for f in fragments))
+    )
     removed = len(entry.messages) - len(kept)
-    if not removed:
+    summary = entry.summary
+    if summary and (removed or _names_or_repeats(summary, name_keys, fragments)):
+        summary = None
+    if not removed and summary == entry.summary:
         return entry, 0
-    return replace(entry, messages=kept, summary=None), removed
+    return replace(entry, messages=kept, summary=summary), removed
+
+
+def _names_or_repeats(text: str, name_keys: frozenset[str], fragments: frozenset[str]) -> bool:
+    folded = normalise_name(text)
+    return any(len(k) >= 3 and k in folded for k in name_keys) or any(f in text for f in fragments)

@@ -282,13 +282,20 @@ class ShortTermMemory:
             row for row in rows if row.key.kind == "server" or row.server_id != context.server_id
         ]
 
-    def forget_person(self, user_id: str, name_keys: frozenset[str]) -> ForgetReport:
+    def forget(
+        self,
+        user_id: str | None,
+        name_keys: frozenset[str] = frozenset(),
+        fragments: frozenset[str] = frozenset(),
+    ) -> ForgetReport:
         """Remove a person's messages, and replies to them, from every entry.
 
-        Their own user entries are deleted; other entries are rewritten without their
-        messages (and without a summary that may retell them), and every older checkpoint
-        version of a rewritten entry is deleted. Entries written meanwhile by another
-        process are checked again once.
+        Their own user entries (``user_id``) are deleted; other entries are rewritten
+        without their messages, without the bot's messages repeating an erased memory's
+        ``fragments``, and without a summary that may retell either. Then every entry
+        keeps only its latest checkpoint version (older ones may hold messages that have
+        since rotated out). Entries written meanwhile by another process are checked again
+        once.
         """
         started = self.clock()
         deleted = scrubbed = removed = 0
@@ -297,17 +304,17 @@ class ShortTermMemory:
                 candidates = StmRegistry(session).entries(since=since)
             own = [c.key for c in candidates if c.key.kind == "user" and c.key.owner_id == user_id]
             deleted += self._delete(own)
-            for candidate in candidates:
-                if candidate.key in own:
-                    continue
-                entry = self.load(candidate.key)
+            others = [c.key for c in candidates if c.key not in own]
+            for key in others:
+                entry = self.load(key)
                 if entry is None:
                     continue
-                cleaned, count = without_person(entry, user_id, name_keys)
-                if count:
+                cleaned, count = without_person(entry, user_id, name_keys, fragments)
+                if cleaned is not entry:
                     self._rewrite(cleaned)
                     scrubbed += 1
                     removed += count
+            self._prune(others)
         return ForgetReport(deleted, scrubbed, removed)
 
     def forget_server(self, server_id: str) -> ForgetReport:
@@ -332,17 +339,25 @@ class ShortTermMemory:
         return len(keys)
 
     def _rewrite(self, entry: StmEntry) -> None:
-        """Store ``entry`` as the thread's only checkpoint (its history holds old text)."""
+        """Store ``entry`` as the thread's latest version (pruned by :meth:`forget`)."""
         # A new version (by a microsecond) makes other processes reload it; the entry's
         # age, and so its expiry, stay as they were.
         entry = replace(entry, last_updated=entry.last_updated + timedelta(microseconds=1))
         self._save([entry])
+
+    def _prune(self, keys: Sequence[StmKey]) -> None:
+        """Keep only the latest checkpoint of each entry's thread."""
+        if not keys:
+            return
         try:
-            self.checkpointer.prune([entry.key.thread_id], strategy="keep_latest")
+            self.checkpointer.prune([key.thread_id for key in keys], strategy="keep_latest")
         except NotImplementedError:
-            # Savers without pruning (InMemorySaver) keep the entry as its only version.
-            self.checkpointer.delete_thread(entry.key.thread_id)
-            self._save([entry])
+            # A saver without pruning (InMemorySaver): store each entry as its only version.
+            for key in keys:
+                entry = self.load(key)
+                self.checkpointer.delete_thread(key.thread_id)
+                if entry is not None:
+                    self._save([entry])
 
     def sweep(self, *, retention: timedelta, pruned_since: datetime | None = None) -> SweepReport:
         """Keep checkpoint tables bounded.

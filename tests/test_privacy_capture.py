@@ -200,3 +200,26 @@ def test_messages_relayed_in_someone_elses_turn_belong_to_their_speaker(
     assert "did you hear that" in captured and "Bob: hello" in captured
     assert SECRET not in captured and "UNKNOWN-SPEAKER-WORDS" not in captured
     assert not checkpoint_holds(store, SECRET)
+
+
+def test_words_of_someone_now_full_are_not_recalled_even_when_they_are_away(
+    store: KiokuStore,
+) -> None:
+    world = make_world(store)
+    stm = ShortTermMemory(store, store.checkpointer())
+    stm.capture(
+        world.context(user=world.bob, participants=(world.alice, world.bob)),
+        [
+            StmMessage("user", "Bob", "BOB-OLD-WORDS", world_time(), "u-bob"),
+            StmMessage("user", "Alice", "alice was here", world_time(), "u-alice"),
+        ],
+    )
+    with store.accounts() as accounts:  # Bob asks to be invisible from now on
+        accounts.upsert_user("u-bob", "Bob", privacy=PrivacyLevel.FULL)
+    built = ContextBuilder(store, stm).build(
+        world.context(channel_id="chan-2", participants=(world.alice,)),
+        [HumanMessage("hi")],
+        now=world_time(),
+    )
+    recalled = " ".join(i.text for i in built.items if i.tag == "stm_other_channels")
+    assert "alice was here" in recalled and "BOB-OLD-WORDS" not in recalled

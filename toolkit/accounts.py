@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import or_, select, text
@@ -131,6 +131,17 @@ class AccountRepository:
     def is_member(self, server_id: str, user_id: str) -> bool:
         """Whether ``user_id`` is a member of ``server_id``."""
         return self.session.get(ServerMember, (server_key(server_id), user_id)) is not None
+
+    def invisible_among(self, user_ids: Collection[str]) -> frozenset[str]:
+        """Those of ``user_ids`` whose stored privacy is ``FULL``."""
+        if not user_ids:
+            return frozenset()
+        rows = self.session.scalars(
+            select(User.id).where(
+                User.id.in_(list(user_ids)), User.privacy_level == int(PrivacyLevel.FULL)
+            )
+        )
+        return frozenset(rows)
 
     def find_members(self, server_id: str, name_key: str) -> list[DirectoryMember]:
         """Members of ``server_id`` one of whose names has the key ``name_key``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class KiokuStore:
         self._checkpointer: PostgresSaver | None = None
         self._checkpoint_pool: ConnectionPool[Any] | None = None
         self._sweeper: SweepTimer | None = None
+        self._checkpointer_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -154,6 +156,10 @@ class KiokuStore:
 
         Pass it to the per-turn graph; short-term memory entries are its threads too.
         """
+        with self._checkpointer_lock:  # the sweeper and erasures may ask from other threads
+            return self._make_checkpointer()
+
+    def _make_checkpointer(self) -> PostgresSaver:
         if self._checkpointer is None:
             self._checkpoint_pool = ConnectionPool(
                 libpq_url(self.engine),
@@ -182,14 +188,17 @@ class KiokuStore:
         self._sweeper = SweepTimer(self, timedelta(minutes=minutes))
         self._sweeper.start()
 
+    def _stop_sweeper(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.stop()
+
     def close(self) -> None:
         """Dispose of pooled connections and stop the embedded server if this started it.
 
         Call :meth:`aclose` instead when the store was used through async tools.
         """
-        if self._sweeper is not None:
-            self._sweeper.stop()
-            self._sweeper = None
+        self._stop_sweeper()
         self.access.close()
         self.engine.dispose()
         if self._checkpoint_pool is not None:
@@ -203,6 +212,7 @@ class KiokuStore:
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`: closes async connections on their event loop."""
+        await asyncio.to_thread(self._stop_sweeper)  # may wait for a sweep to finish
         if self._async_engine is not None:
             await self._async_engine.dispose()
             self._async_engine = None

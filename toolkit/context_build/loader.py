@@ -6,7 +6,7 @@ Functions take the build's session (one unit of work per build) where they query
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
@@ -15,7 +15,7 @@ from toolkit.context import TurnContext
 from toolkit.context_build.select import select_other_channels
 from toolkit.db.models import User
 from toolkit.memory.repository import MemoryRecord, MemoryRepository, PersonalScope, ServerScope
-from toolkit.reach import Reach
+from toolkit.reach import Reach, invisible_people, may_remember_message
 from toolkit.search.engine import hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import StmEntry, StmKey, utc_now
@@ -63,7 +63,11 @@ def load_other_channel_entries(
     context: TurnContext,
     settings: ServerSettings,
 ) -> list[StmEntry]:
-    """Recallable entries of other channels, privacy-filtered, newest first, capped."""
+    """Recallable entries of other channels, privacy-filtered, newest first, capped.
+
+    Messages of FULL-privacy people — the turn's, and anyone kioku's directory knows as
+    FULL now — are left out (:func:`toolkit.reach.may_remember_message`).
+    """
     user = session.get(User, context.user.user_id)
     cross_server = bool(user is not None and user.cross_server_stm)
     candidates = stm.candidates(context, cross_server=cross_server, session=session)
@@ -77,8 +81,22 @@ def load_other_channel_entries(
     chosen = select_other_channels(
         candidates, context, settings_by_server, limit=store.settings.stm_max_other_channels
     )
-    entries = [stm.load_version(c.key, c.last_updated) for c in chosen]
-    return [e for e in entries if e is not None]
+    loaded = [stm.load_version(c.key, c.last_updated) for c in chosen]
+    entries = [e for e in loaded if e is not None]
+    owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
+    hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
+    recalled = [
+        replace(
+            e,
+            messages=tuple(
+                m
+                for m in e.messages
+                if may_remember_message(m.user_id, marked_private=False, invisible=hidden)
+            ),
+        )
+        for e in entries
+    ]
+    return [e for e in recalled if e.messages or e.summary]
 
 
 def same_channel_key(context: TurnContext) -> StmKey:

@@ -22,7 +22,6 @@ from toolkit.context_build.tokens import TokenCounter
 from toolkit.memory.rendering import DATA_NOTICE, server_memories_header
 from toolkit.memory.repository import MemoryRecord
 from toolkit.memory.text import as_data, quoted_data
-from toolkit.reach import invisible_people, may_remember_message
 from toolkit.stm.model import StmEntry
 
 RECENT_MESSAGES_SHOWN = 5
@@ -243,22 +242,14 @@ def other_channels_stage(
 ) -> Rendered:
     """``[System: {bot} remembers a recent conversation in #{channel} ({when}): …]``.
 
-    Messages of the turn's FULL-privacy participants are never recalled.
+    ``entries`` come privacy-filtered (``loader.load_other_channel_entries``).
     """
-    invisible = invisible_people(context)
     texts = []
     for entry in sorted(entries, key=lambda e: e.last_updated, reverse=True):
         if entry.summary:
             body = names.text(entry.summary, user_name="User")
         else:
-            shown = [
-                m
-                for m in entry.messages
-                if may_remember_message(m.user_id, marked_private=False, invisible=invisible)
-            ]
-            if not shown:
-                continue
-            recent = shown[-RECENT_MESSAGES_SHOWN:]
+            recent = entry.messages[-RECENT_MESSAGES_SHOWN:]
             body = "; ".join(
                 f"{as_data(m.speaker)}: "
                 + quoted_data(

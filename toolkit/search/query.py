@@ -50,6 +50,8 @@ class Visibility:
         """The scope-key filters alone (no status or type), one per scope kind, bound.
 
         Each is answered from a narrow scope index, which makes counting a scope cheap.
+        For statements over ``memories`` alone (the columns are unqualified), one
+        ``Visibility`` per statement (the parameter names are fixed).
         """
         values = {
             "server": self.server_key,

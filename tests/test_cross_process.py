@@ -103,3 +103,21 @@ def test_caches_are_bounded() -> None:
     assert len(cache) == 100
     assert cache.get(999, 1) == "v" and cache.get(0, 1) is None
     assert cache.get(999, 2) is None  # another version: stale
+
+
+def test_an_erasure_in_one_process_is_seen_by_another(store: KiokuStore, worker: Worker) -> None:
+    world: World = make_world(store)
+    lineage = world.persona.lineage_id
+    create_memory(
+        world,
+        {
+            "memory_content": "{user} likes ALICE-TEA",
+            "memory_scope": "target_user",
+            "target_user": "Alice",
+        },
+    )
+    assert "ALICE-TEA" in worker.ask(action="build", lineage=lineage)  # cached there now
+    store.erase_user("u-alice")
+    assert "ALICE-TEA" not in worker.ask(action="build", lineage=lineage)
+    found = worker.ask(action="search", lineage=lineage, query="ALICE-TEA tea")
+    assert "ALICE-TEA" not in json.dumps(found)

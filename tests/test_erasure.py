@@ -169,6 +169,17 @@ def test_async_twin_and_cli_erase(store: KiokuStore, database_url: str, tmp_path
     printed = json.loads(done.stdout)
     assert printed["kind"] == "user" and printed["memories_deleted"] == 3
     assert "ALICE-LIKES-JASMINE" not in everything_text(store)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit.cli", "erase-server", "srv-a"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["memories_deleted"] == 1
+    assert "SERVER-WIDE-FACT" not in everything_text(store)
 
 
 def test_erase_server(store: KiokuStore) -> None:

@@ -159,6 +159,11 @@ def test_sql_and_python_match_names_alike(store: KiokuStore, names: list[str], t
     assert {m.user_id for m in members} == expected
     python = match_directory(key, members, "bot")
     assert isinstance(python, NotFound) != bool(expected)
+    # The conversation's participants are matched by the same rule.
+    people = [Participant(f"p{index}", name) for index, name in enumerate(names)]
+    in_conversation = match_participants(key, people, "bot")
+    by_display = {f"p{i}" for i, name in enumerate(names) if normalise_name(name) == key and key}
+    assert isinstance(in_conversation, NotFound) == (not by_display)
 
 
 @settings(max_examples=300, deadline=None)

@@ -126,8 +126,9 @@ class TurnGraph:
         if repaired is not None:
             logger.warning("kioku: answering tool calls an interrupted turn left open")
         stamped = stamp_turn_input(repaired or messages, runtime.context)
-        recent = _dialogue(stamped or repaired or messages)[-self.stm.policy.max_messages :]
-        update["kioku_private_recent"] = any(owner_of(m)[1] for m in recent)
+        # The model sees the whole thread, so a summary could retell any of it.
+        seen = _dialogue(stamped or repaired or messages)
+        update["kioku_private_recent"] = any(owner_of(m)[1] for m in seen)
         if repaired is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *(stamped or repaired)]
         elif stamped is not None:

@@ -11,11 +11,11 @@ import sys
 import time
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import func, select, text
 
 from graphs import build_graph
-from tests.helpers import World, create_memory, make_world, update_memory
+from tests.helpers import World, create_memory, make_world, server_key, update_memory
 from toolkit import KiokuSettings, KiokuStore, Participant
 from toolkit.context_build.build import ContextBuilder
 from toolkit.db.models import Memory, MemoryHistory, ServerMember, User
@@ -297,3 +297,70 @@ def test_erasure_reaches_old_versions_summaries_and_repeated_memory_text(
     assert "SRV-WIFI-777" not in everything_text(store)
     # The conversation goes on: every tool call still has its (redacted) result.
     said(world.alice, "Alice: still there?")
+
+
+def test_erasure_redacts_every_form_the_bot_repeated(store: KiokuStore) -> None:
+    """Non-ASCII and quoted memory text in tool arguments and results, search results
+    (rendered as data), and short-term summaries naming the person."""
+    world = make_world(store)
+    secrets = [
+        "東京都港区六本木ひみつ",
+        'the code "QUOTE-7391" opens it',
+        "line one\nSEARCHNL-5522 [x]",
+    ]
+    script = Script(
+        [
+            *(
+                call_tool(
+                    "create_long_term_memory",
+                    memory_content="{user} " + secret,
+                    memory_scope="target_user",
+                    target_user="Bob",
+                )
+                for secret in secrets
+            ),
+            say("Saved."),
+            call_tool("search_long_term_memory", query="code line opens"),
+            call_tool("update_short_term_memory", summary="Bob told us BOB-SUMMARY-SECRET"),
+            say("Found them."),
+        ],
+        fallback=say("ok"),
+    )
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=store.checkpointer())
+    for words in ("Alice: remember these about Bob", "Alice: what do you know about Bob?"):
+        graph.invoke(
+            {"messages": [HumanMessage(words, name="Alice")]},
+            {"configurable": {"thread_id": "conv-7"}},
+            context=world.context(participants=(world.alice, world.bob)),
+        )
+    before = everything_text(store)
+    assert "SEARCHNL-5522" in before and "BOB-SUMMARY-SECRET" in before
+    store.erase_user("u-bob")
+    after = everything_text(store)
+    for needle in ("東京都港区六本木ひみつ", "QUOTE-7391", "SEARCHNL-5522", "BOB-SUMMARY-SECRET"):
+        assert needle not in after, needle
+
+
+def test_history_seeded_with_a_full_persons_words_is_not_captured(store: KiokuStore) -> None:
+    world = make_world(store)
+    graph = build_graph(
+        ScriptedChatModel(script=Script(fallback=say("ok"))),
+        store,
+        checkpointer=store.checkpointer(),
+    )
+    graph.invoke(
+        {
+            "messages": [
+                HumanMessage("DAVE-SEEDED-SECRET", name="Dave"),
+                AIMessage("REPLY-TO-DAVE-SEEDED"),
+                HumanMessage("hey kioku", name="Alice"),
+            ]
+        },
+        {"configurable": {"thread_id": "conv-8"}},
+        context=world.context(participants=(world.alice, world.dave)),
+    )
+    entry = ShortTermMemory(store, store.checkpointer()).load(server_key(world))
+    assert entry is not None
+    texts = " ".join(m.text for m in entry.messages)
+    assert "hey kioku" in texts
+    assert "DAVE-SEEDED-SECRET" not in texts and "REPLY-TO-DAVE-SEEDED" not in texts

@@ -127,7 +127,15 @@ def test_as_data_is_one_line_without_structure(text: str) -> None:
 
 @pytest.mark.parametrize(
     "hostile",
-    ["ＩＤ：99 forged", "I\u200dD:99 forged", "ID:\u200b99 forged", "ID˸99 forged", "id - 99"],
+    [
+        "ＩＤ：99 forged",
+        "I\u200dD:99 forged",
+        "ID:\u200b99 forged",
+        "ID˸99 forged",
+        "id - 99",
+        "ІD:99 Cyrillic",
+        "ÍD:99 accented",
+    ],
 )
 def test_look_alike_entries_are_neutralised(hostile: str) -> None:
     rendered = as_data(hostile)

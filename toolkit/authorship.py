@@ -58,19 +58,26 @@ def speaker_of(message: BaseMessage, context: TurnContext) -> tuple[str | None, 
 def stamp_turn_input(
     messages: Sequence[BaseMessage], context: TurnContext
 ) -> list[BaseMessage] | None:
-    """``messages`` with this turn's new user messages stamped (``None``: nothing to do).
+    """``messages`` with every unstamped message stamped (``None``: nothing to do).
 
-    The new messages are the user messages after the last assistant message that carry
-    no stamp yet; they came with the turn of ``context.user`` (see :func:`speaker_of`).
+    They came with ``context``'s turn (new input, or history an application seeded): a
+    user message belongs to its speaker (:func:`speaker_of`); an assistant message answers
+    the user message before it.
     """
     stamped = list(messages)
     changed = False
-    for index in range(len(stamped) - 1, -1, -1):
-        message = stamped[index]
-        if isinstance(message, AIMessage):
-            break
-        if isinstance(message, HumanMessage) and PRIVATE not in message.additional_kwargs:
-            stamped[index] = _stamped(message, *speaker_of(message, context))
+    answering: tuple[str | None, bool] = (context.user.user_id, _is_private(context))
+    for index, message in enumerate(stamped):
+        if isinstance(message, HumanMessage | AIMessage) and PRIVATE in message.additional_kwargs:
+            if isinstance(message, HumanMessage):
+                answering = owner_of(message)
+            continue
+        if isinstance(message, HumanMessage):
+            answering = speaker_of(message, context)
+            stamped[index] = _stamped(message, *answering)
+            changed = True
+        elif isinstance(message, AIMessage):
+            stamped[index] = _stamped(message, *answering)
             changed = True
     return stamped if changed else None
 

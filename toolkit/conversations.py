@@ -72,7 +72,7 @@ def forget_in_threads(
         messages = values.get("messages") or []
         doomed = person_message_ids(messages, user_id, name_keys) if user_id else []
         kept = [m for m in messages if m.id not in set(doomed)]
-        rewritten = redacted(kept, fragments)
+        rewritten = redacted(kept, fragments, name_keys if user_id else frozenset())
         stale_context = bool(values.get("kioku_memory_context"))
         if not (doomed or rewritten or stale_context):
             continue

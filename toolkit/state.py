@@ -18,4 +18,5 @@ class TurnState(TypedDict, total=False):
     kioku_stm_updated: bool
     """Short-term memory was updated this turn (SPEC §7 dedup)."""
     kioku_private_recent: bool
-    """The recent dialogue holds words of a FULL-privacy person (no summary is written)."""
+    """The dialogue the model sees holds words of a FULL-privacy person, or a reply to them
+    (no short-term summary is written: it could retell them)."""

@@ -53,9 +53,19 @@ def with_bridge_name(content: str, name: str) -> str:
 
 
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\s]+")
-_ENTRY_ID = re.compile(r"(?i)\b(i\s*d)\s*[^\w\s]{1,3}\s*(?=\d)")
-"""``ID:7`` and look-alikes (``ID˸7``, ``id - 7``, ``I D:7``), after NFKC folded full-width
-forms: any punctuation between ``ID`` and a number."""
+_I_LIKE = "IiІіΙιӀӏɪÍÌÎÏĪĬĮİíìîïīĭįıǏǐȈȉȊȋ"
+_D_LIKE = "DdĎďĐđԁᎠᗞɗÐ"
+_ENTRY_ID = re.compile(rf"(?<!\w)[{_I_LIKE}]\s*[{_D_LIKE}]\s*[^\w\s]{{1,3}}\s*(?=\d)")
+"""``ID:7`` and look-alikes (``ID˸7``, ``id - 7``, ``I D:7``, Cyrillic or accented ``І``),
+after NFKC folded full-width forms: any punctuation between ``ID`` and a number."""
+_LOOK_ALIKES = str.maketrans(
+    {
+        **dict.fromkeys("【〔〖〘⟦⦗〚", "("),
+        **dict.fromkeys("】〕〗〙⟧⦘〛", ")"),
+        **dict.fromkeys("“”„‟″〝〞〟«»", "'"),
+    }
+)
+"""Brackets and quotes NFKC leaves alone, folded like their ASCII forms."""
 _HEADER = re.compile(r"#{2,}")
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _LEADING_MARKS = re.compile(r"^[\s#>*+\-=|]+")
@@ -80,8 +90,9 @@ def as_data(text: str) -> str:
     """
     text = _without_format_characters(unicodedata.normalize("NFKC", text))
     text = _BREAKS.sub(" ", text).strip()
+    text = text.translate(_LOOK_ALIKES)
     text = text.replace("[", "(").replace("]", ")").replace('"', "'")
-    text = _ENTRY_ID.sub(lambda m: m.group(1).replace(" ", "") + " ", text)
+    text = _ENTRY_ID.sub("ID ", text)
     text = _HEADER.sub("#", text)
     text = _FENCE.sub(lambda m: m.group(0)[0], text)
     return _LEADING_MARKS.sub("", text)

@@ -12,7 +12,7 @@ LTM_INTENT_KEY = "kioku_ltm_intent"
 STM_UPDATED_KEY = "kioku_stm_updated"
 """Graph-state key: short-term memory was already updated this turn."""
 PRIVATE_RECENT_KEY = "kioku_private_recent"
-"""Graph-state key: the recent dialogue holds words of a FULL-privacy person."""
+"""Graph-state key: the dialogue the model sees holds words of a FULL-privacy person."""
 
 
 def stm_tool_refusal(
@@ -26,7 +26,7 @@ def stm_tool_refusal(
     """Why the STM tool is not available this turn, or ``None`` when it is.
 
     A summary could retell anything in the dialogue, so it is not written on a
-    FULL-privacy person's turn nor while their words are among the recent messages
+    FULL-privacy person's turn nor while their words are in the dialogue the model sees
     (``private_recent``).
     """
     if not context.has_tools:
@@ -57,5 +57,5 @@ def turn_flags(state: object) -> tuple[bool, bool]:
 
 
 def private_recent(state: object) -> bool:
-    """Whether graph ``state`` says the recent dialogue holds a FULL person's words."""
+    """Whether graph ``state`` says the dialogue holds a FULL person's words."""
     return isinstance(state, Mapping) and bool(state.get(PRIVATE_RECENT_KEY))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 TEMPLATE_TOKENS = frozenset({"user", "bot", "char"})
 """Placeholders kept as they are; other ``{word}`` placeholders lose their braces."""
@@ -72,11 +73,16 @@ _LEADING_MARKS = re.compile(r"^[\s#>*+\-=|]+")
 """Markdown block markers a rendered line might start with (a header, a list item)."""
 
 
-def _without_format_characters(text: str) -> str:
-    """Drop invisible format characters (zero-width joiners, bidi controls, BOM)."""
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+_FORMAT_CHARACTERS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]"
+)
+"""Invisible format characters (Unicode category Cf: zero-width joiners, bidi controls)."""
 
 
+@lru_cache(maxsize=16384)
 def as_data(text: str) -> str:
     """Stored text made safe to render inside kioku's context blocks.
 
@@ -88,9 +94,10 @@ def as_data(text: str) -> str:
     (double quotes become single ones), forge an ``ID:N`` entry (``ID 7``), a markdown
     header or a code fence.
     """
-    text = _without_format_characters(unicodedata.normalize("NFKC", text))
+    if not text.isascii():  # ASCII has nothing to fold (cached: memories repeat every turn)
+        text = _FORMAT_CHARACTERS.sub("", unicodedata.normalize("NFKC", text))
+        text = text.translate(_LOOK_ALIKES)
     text = _BREAKS.sub(" ", text).strip()
-    text = text.translate(_LOOK_ALIKES)
     text = text.replace("[", "(").replace("]", ")").replace('"', "'")
     text = _ENTRY_ID.sub("ID ", text)
     text = _HEADER.sub("#", text)

@@ -38,13 +38,14 @@ CREATE FUNCTION kioku_server_settings(p_key text, p_is_dm boolean,
     OUT max_server_memories integer,
     OUT max_personal_memories integer
 ) LANGUAGE sql STABLE AS $$
-    SELECT true, s.self_teaching_enabled, s.personal_memories_enabled,
-           COALESCE(s.private_channel_ids, '{}'), s.stm_privacy_bypass,
-           NULLIF(s.max_server_memories, 0), NULLIF(s.max_personal_memories, 0)
-    FROM servers s WHERE s.id = p_key
-    UNION ALL
-    SELECT false, p_is_dm, true, '{}'::text[], false, NULL::integer, NULL::integer
-    ORDER BY 1 DESC LIMIT 1
+    SELECT s.id IS NOT NULL,
+           CASE WHEN s.id IS NULL THEN p_is_dm ELSE s.self_teaching_enabled END,
+           COALESCE(s.personal_memories_enabled, true),
+           COALESCE(s.private_channel_ids, '{}'),
+           COALESCE(s.stm_privacy_bypass, false),
+           NULLIF(s.max_server_memories, 0),
+           NULLIF(s.max_personal_memories, 0)
+    FROM (SELECT p_key AS key) AS wanted LEFT JOIN servers AS s ON s.id = wanted.key
 $$;
 """
 
@@ -55,9 +56,13 @@ $$;
 HISTORY_TRIGGER = """
 CREATE FUNCTION kioku_log_history() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    v_actor text := NULLIF(current_setting('kioku.actor', true), '');
-    v_persona integer := NULLIF(current_setting('kioku.persona_id', true), '')::integer;
+    v_actor text;
+    v_persona integer;
 BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        v_actor := NULLIF(current_setting('kioku.actor', true), '');
+        v_persona := NULLIF(current_setting('kioku.persona_id', true), '')::integer;
+    END IF;
     IF TG_OP = 'INSERT' THEN
         INSERT INTO memory_history (memory_id, action, old_content, new_content,
             actor_user_id, persona_id, scope, owner_id, persona_lineage_id)

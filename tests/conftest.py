@@ -9,11 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine, text
 
 from toolkit import KiokuSettings, KiokuStore
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import make_engine
+
+# Property tests draw the same examples on every run (fixed seeds, no flaky CI).
+hypothesis_settings.register_profile("kioku", derandomize=True)
+hypothesis_settings.load_profile("kioku")
 
 TABLES = (
     "memory_history, memories, server_members, personas, users, servers, stm_threads, "

@@ -157,28 +157,23 @@ def test_async_twin_and_cli_erase(store: KiokuStore, database_url: str, tmp_path
     assert "BOB-OOLONG" not in everything_text(store)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
     env |= {"KIOKU_DATABASE_URL": database_url, "KIOKU_DATA_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "erase-user", "u-alice"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    printed = json.loads(done.stdout)
+
+    def kioku(*args: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolkit.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    printed = kioku("erase-user", "u-alice")
     assert printed["kind"] == "user" and printed["memories_deleted"] == 3
     assert "ALICE-LIKES-JASMINE" not in everything_text(store)
-    done = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "erase-server", "srv-a"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["memories_deleted"] == 1
+    assert kioku("erase-server", "srv-a")["memories_deleted"] == 1
     assert "SERVER-WIDE-FACT" not in everything_text(store)
 
 

@@ -38,7 +38,6 @@ from toolkit.context_build.render import ContextBudgets
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
 from toolkit.db.errors import describe
 from toolkit.intent import IntentGate
-from toolkit.reach import invisible_people, may_remember_message
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import StmMessage
 from toolkit.stm.store import ShortTermMemory
@@ -112,7 +111,7 @@ class TurnGraph:
         """Reset the per-turn flags; detect explicit long-term-memory intent.
 
         Also stamps this turn's new messages with their author (see
-        :mod:`graphs.authorship`) and answers tool calls an interrupted earlier turn left
+        :mod:`toolkit.authorship`) and answers tool calls an interrupted earlier turn left
         without results.
         """
         messages = state.get("messages", [])
@@ -218,12 +217,11 @@ class TurnGraph:
         """Passive capture of the recent dialogue into short-term memory."""
         context = runtime.context
         now = self.stm.clock()
-        invisible = invisible_people(context)
         stamped: list[BaseMessage] = []
         captured: list[StmMessage] = []
         for message in _dialogue(state.get("messages", []))[-self.stm.policy.max_messages :]:
             owner, private = owner_of(message)
-            if not may_remember_message(owner, marked_private=private, invisible=invisible):
+            if private:  # stamped when its turn ran; ShortTermMemory.capture applies the rest
                 continue
             sent_at = message.additional_kwargs.get(SENT_AT)
             if sent_at is None:

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from toolkit.context import Persona, PrivacyLevel, TurnContext, server_key
 from toolkit.db.models import PersonaRow, Server, ServerMember, User
 from toolkit.memory.resolution import DirectoryMember
-from toolkit.memory.text import normalise_name
+from toolkit.memory.text import name_key, normalise_name
 
 _SETTINGS = text("SELECT * FROM kioku_server_settings(:key, :is_dm)")
 """The one definition of a server's settings and their defaults (migration 0006)."""
@@ -91,9 +91,9 @@ class AccountRepository:
             "display_name": display_name,
             "display_name_key": normalise_name(display_name),
             "global_name": global_name,
-            "global_name_key": normalise_name(global_name) if global_name is not None else None,
+            "global_name_key": name_key(global_name),
             "username": username,
-            "username_key": normalise_name(username) if username is not None else None,
+            "username_key": name_key(username),
             "aliases": list(aliases),
             "privacy_level": int(privacy),
             "is_bridge": is_bridge,
@@ -108,7 +108,7 @@ class AccountRepository:
 
     def add_member(self, server_id: str, user_id: str, nickname: str | None = None) -> None:
         """Record that ``user_id`` belongs to ``server_id`` (with an optional nickname)."""
-        nickname_key = normalise_name(nickname) if nickname is not None else None
+        nickname_key = name_key(nickname)
         statement = insert(ServerMember).values(
             server_id=server_key(server_id),
             user_id=user_id,

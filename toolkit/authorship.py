@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.memory.resolution import Resolved, match_participants
 from toolkit.memory.text import normalise_name
+from toolkit.reach import invisible_people
 
 OWNER = "kioku_user_id"
 """``additional_kwargs`` key: the person the message belongs to (author, or the person a
@@ -51,8 +52,8 @@ def speaker_of(message: BaseMessage, context: TurnContext) -> tuple[str | None, 
             return None, True
         owner = found.person.user_id
     owner = str(owner) if owner is not None else context.user.user_id
-    invisible = {p.user_id for p in people if p.privacy == PrivacyLevel.FULL}
-    return owner, owner in invisible or (owner == context.user.user_id and _is_private(context))
+    private = owner in invisible_people(context)
+    return owner, private or (owner == context.user.user_id and _is_private(context))
 
 
 def stamp_turn_input(

@@ -100,27 +100,25 @@ def _scrub_chats(
     names: frozenset[str],
     fragments: frozenset[str],
     server_id: str | None = None,
-) -> tuple[ForgetReport, int]:
+) -> dict[str, int]:
     """Scrub short-term memory and conversation threads, before the rows go.
 
-    A failure here leaves the names and texts to find them by for a retry.
+    A failure here leaves the names and texts to find them by for a retry. Returns the
+    receipt's counts for the chats.
     """
     checkpointer = store.checkpointer()
     stm = ShortTermMemory(store, checkpointer)
     dropped = stm.forget_server(server_id) if server_id is not None else ForgetReport()
     report = stm.forget(user_id, names, fragments)
     threads = conversation_threads(store.engine)
-    conversation = forget_in_threads(
-        checkpointer, threads, user_id=user_id, name_keys=names, fragments=fragments
-    )
-    return (
-        ForgetReport(
-            dropped.entries_deleted + report.entries_deleted,
-            report.entries_scrubbed,
-            report.messages_removed,
+    return {
+        "stm_entries_deleted": dropped.entries_deleted + report.entries_deleted,
+        "stm_entries_rewritten": report.entries_scrubbed,
+        "stm_messages_removed": report.messages_removed,
+        "conversation_messages_removed": forget_in_threads(
+            checkpointer, threads, user_id=user_id, name_keys=names, fragments=fragments
         ),
-        conversation,
-    )
+    }
 
 
 def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
@@ -128,15 +126,19 @@ def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
     with store.sessions() as session:
         names = _name_keys(session, user_id)
         fragments = _fragments(session, "personal", user_id)
-    stm, conversation = _scrub_chats(store, user_id=user_id, names=names, fragments=fragments)
+    chats = _scrub_chats(store, user_id=user_id, names=names, fragments=fragments)
     with store.transaction() as session:
-        memories = _count(
-            session, "DELETE FROM memories WHERE scope = 'personal' AND user_id = :u", u=user_id
-        )
-        scrubbed = _count(session, _SCRUB_USER, u=user_id)
-        members = _count(session, "DELETE FROM server_members WHERE user_id = :u", u=user_id)
-        users = _count(session, "DELETE FROM users WHERE id = :u", u=user_id)
-    return _receipt("user", user_id, memories, scrubbed, members, users, stm, conversation)
+        rows = {
+            "memories_deleted": _count(
+                session, "DELETE FROM memories WHERE scope = 'personal' AND user_id = :u", u=user_id
+            ),
+            "history_rows_scrubbed": _count(session, _SCRUB_USER, u=user_id),
+            "memberships_removed": _count(
+                session, "DELETE FROM server_members WHERE user_id = :u", u=user_id
+            ),
+            "directory_rows_deleted": _count(session, "DELETE FROM users WHERE id = :u", u=user_id),
+        }
+    return ErasureReceipt("user", user_id, **rows, **chats)
 
 
 def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:
@@ -144,39 +146,19 @@ def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:
     key = server_key(server_id)
     with store.sessions() as session:
         fragments = _fragments(session, "server", key)
-    stm, conversation = _scrub_chats(
+    chats = _scrub_chats(
         store, user_id=None, names=frozenset(), fragments=fragments, server_id=server_id
     )
     with store.transaction() as session:
-        memories = _count(
-            session, "DELETE FROM memories WHERE scope = 'server' AND server_id = :k", k=key
-        )
-        scrubbed = _count(session, _SCRUB_SERVER, k=key)
-        members = _count(session, "DELETE FROM server_members WHERE server_id = :k", k=key)
+        rows = {
+            "memories_deleted": _count(
+                session, "DELETE FROM memories WHERE scope = 'server' AND server_id = :k", k=key
+            ),
+            "history_rows_scrubbed": _count(session, _SCRUB_SERVER, k=key),
+            "memberships_removed": _count(
+                session, "DELETE FROM server_members WHERE server_id = :k", k=key
+            ),
+        }
         _count(session, "DELETE FROM personas WHERE server_id = :k", k=key)
-        servers = _count(session, "DELETE FROM servers WHERE id = :k", k=key)
-    return _receipt("server", server_id, memories, scrubbed, members, servers, stm, conversation)
-
-
-def _receipt(
-    kind: Literal["user", "server"],
-    subject: str,
-    memories: int,
-    scrubbed: int,
-    members: int,
-    rows: int,
-    stm: ForgetReport,
-    conversation: int,
-) -> ErasureReceipt:
-    return ErasureReceipt(
-        kind=kind,
-        subject_id=subject,
-        memories_deleted=memories,
-        history_rows_scrubbed=scrubbed,
-        memberships_removed=members,
-        directory_rows_deleted=rows,
-        stm_entries_deleted=stm.entries_deleted,
-        stm_entries_rewritten=stm.entries_scrubbed,
-        stm_messages_removed=stm.messages_removed,
-        conversation_messages_removed=conversation,
-    )
+        rows["directory_rows_deleted"] = _count(session, "DELETE FROM servers WHERE id = :k", k=key)
+    return ErasureReceipt("server", server_id, **rows, **chats)

@@ -65,13 +65,18 @@ def bot_text(message: BaseMessage) -> str | None:
     return "\n".join(parts)
 
 
-def _names_person(message: BaseMessage, name_keys: frozenset[str]) -> bool:
+def names_person(text: str, name_keys: frozenset[str]) -> bool:
+    """Whether ``text`` names the person (one of their name keys, as a whole word)."""
+    folded = normalise_name(text)
+    return any(re.search(rf"(?<!\w){re.escape(k)}(?!\w)", folded) for k in name_keys if k)
+
+
+def _summary_names_person(message: BaseMessage, name_keys: frozenset[str]) -> bool:
     """A short-term memory summary the bot wrote that names the person (it may retell them)."""
     if not isinstance(message, AIMessage) or not name_keys:
         return False
     summaries = [c["args"] for c in message.tool_calls if c["name"] == SUMMARY_TOOL]
-    folded = normalise_name(" ".join(_strings(summaries)))
-    return any(re.search(rf"(?<!\w){re.escape(k)}(?!\w)", folded) for k in name_keys if k)
+    return names_person(" ".join(_strings(summaries)), name_keys)
 
 
 def redacted(
@@ -91,7 +96,7 @@ def redacted(
         text = bot_text(message)
         if text is None:
             continue
-        if not (mentions(text, fragments) or _names_person(message, name_keys)):
+        if not (mentions(text, fragments) or _summary_names_person(message, name_keys)):
             continue
         update: dict[str, object] = {"content": REDACTED, "additional_kwargs": {}}
         if isinstance(message, AIMessage):

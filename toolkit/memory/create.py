@@ -29,7 +29,7 @@ from toolkit.memory.repository import (
 from toolkit.memory.resolution import Person
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus as S
-from toolkit.memory.text import normalise_name, render_tokens, sanitise_content, with_bridge_name
+from toolkit.memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
 from toolkit.memory.typed import TypedFields
 from toolkit.reach import reach_of
 
@@ -181,7 +181,7 @@ def _insert(
                 defaults.max_personal_memories if personal else defaults.max_server_memories
             ),
             owner_name=target.display_name if target is not None else None,
-            owner_key=normalise_name(target.display_name) if target is not None else None,
+            owner_key=name_key(target.display_name if target is not None else None),
             persona_id=context.persona.persona_id,
             created_by=context.user.user_id,
             embedding=embedding,

@@ -43,6 +43,11 @@ def normalise_name(name: str) -> str:
     return unicodedata.normalize("NFKC", " ".join(text.split()).casefold())
 
 
+def name_key(name: str | None) -> str | None:
+    """:func:`normalise_name` of an optional name (``None`` stays ``None``)."""
+    return normalise_name(name) if name is not None else None
+
+
 def with_bridge_name(content: str, name: str) -> str:
     """Sanitised ``content`` with its ``{user}`` tokens (any case) replaced by ``name``.
 

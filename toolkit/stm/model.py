@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from toolkit.memory.text import normalise_name
+from toolkit.redaction import mentions, names_person
 
 ScopeKind = Literal["server", "user"]
 STM_THREAD_PREFIX = "kioku-stm:"
@@ -202,17 +203,12 @@ def without_person(
         m
         for m in entry.messages
         if not (user_id is not None and belongs_to(m, user_id, name_keys))
-        and not (m.role == "assistant" and any(f in m.text for f in fragments))
+        and not (m.role == "assistant" and mentions(m.text, fragments))
     )
     removed = len(entry.messages) - len(kept)
     summary = entry.summary
-    if summary and (removed or _names_or_repeats(summary, name_keys, fragments)):
+    if summary and (removed or names_person(summary, name_keys) or mentions(summary, fragments)):
         summary = None
     if not removed and summary == entry.summary:
         return entry, 0
     return replace(entry, messages=kept, summary=summary), removed
-
-
-def _names_or_repeats(text: str, name_keys: frozenset[str], fragments: frozenset[str]) -> bool:
-    folded = normalise_name(text)
-    return any(len(k) >= 3 and k in folded for k in name_keys) or any(f in text for f in fragments)

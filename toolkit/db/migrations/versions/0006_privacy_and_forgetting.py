@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from toolkit.memory.text import normalise_name
+from toolkit.memory.text import name_key, normalise_name
 
 revision: str = "0006"
 down_revision: str | None = "0005"
@@ -272,8 +272,8 @@ def _backfill_name_keys() -> None:
             {
                 "id": user_id,
                 "d": normalise_name(display_name or ""),
-                "g": normalise_name(global_name) if global_name is not None else None,
-                "u": normalise_name(username) if username is not None else None,
+                "g": name_key(global_name),
+                "u": name_key(username),
             },
         )
     members = connection.execute(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+from pydantic import AliasChoices
 from sqlalchemy import Engine, text
 
 from toolkit import KiokuSettings, KiokuStore
@@ -24,6 +25,26 @@ TABLES = (
     "memory_history, memories, server_members, personas, users, servers, stm_threads, "
     "checkpoints, checkpoint_blobs, checkpoint_writes"
 )
+
+
+CALLER_DATABASE_URL = os.environ.get("KIOKU_DATABASE_URL")
+"""The one setting the caller may pass in: run the tests against that server."""
+SETTING_VARIABLES = frozenset(
+    name
+    for field in KiokuSettings.model_fields.values()
+    if isinstance(field.validation_alias, AliasChoices)
+    for name in field.validation_alias.choices
+    if isinstance(name, str) and name.isupper()
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _caller_settings_ignored() -> Iterator[None]:
+    """Tests see kioku's defaults unless they set a variable themselves."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in SETTING_VARIABLES:
+            patch.delenv(name, raising=False)
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -42,8 +63,10 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def embedded_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | None]:
-    if os.environ.get("KIOKU_DATABASE_URL"):
+def embedded_pg(
+    _caller_settings_ignored: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmbeddedPostgres | None]:
+    if CALLER_DATABASE_URL:
         yield None
         return
     server = EmbeddedPostgres(tmp_path_factory.mktemp("kioku-db"))
@@ -54,7 +77,7 @@ def embedded_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPo
 @pytest.fixture(scope="session")
 def database_url(embedded_pg: EmbeddedPostgres | None) -> str:
     if embedded_pg is None:
-        return os.environ["KIOKU_DATABASE_URL"]
+        return CALLER_DATABASE_URL
     return embedded_pg.url
 
 

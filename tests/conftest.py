@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +65,36 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
+@contextmanager
+def server_directory() -> Iterator[Path]:
+    """A fresh data directory for an embedded server, removed afterwards.
+
+    Not under pytest's ``/tmp/pytest-of-<user>``: another pytest session may reset that
+    directory to 0700, locking out the unprivileged account the server runs as under root.
+    """
+    directory = Path(tempfile.mkdtemp(prefix="kioku-tests-"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def server_data_dir() -> Iterator[Path]:
+    """A data directory of this test's own for an embedded server."""
+    with server_directory() as directory:
+        yield directory
+
+
 @pytest.fixture(scope="session")
-def embedded_pg(
-    _caller_settings_ignored: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[EmbeddedPostgres | None]:
+def embedded_pg(_caller_settings_ignored: None) -> Iterator[EmbeddedPostgres | None]:
     if CALLER_DATABASE_URL:
         yield None
         return
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("kioku-db"))
-    yield server
-    server.stop()
+    with server_directory() as directory:
+        server = EmbeddedPostgres(directory)
+        yield server
+        server.stop()
 
 
 @pytest.fixture(scope="session")

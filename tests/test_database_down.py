@@ -25,9 +25,9 @@ from toolkit.tools.stm import update_short_term_memory_tool
 
 
 @pytest.fixture
-def private_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+def private_server(server_data_dir: Path) -> Iterator[EmbeddedPostgres]:
     """A server of this test's own, so stopping it disturbs no other test."""
-    server = EmbeddedPostgres(tmp_path / "down")
+    server = EmbeddedPostgres(server_data_dir)
     yield server
     server.stop()
 

@@ -251,9 +251,9 @@ def test_statement_timeout_while_the_scope_is_locked(
 
 
 @pytest.fixture
-def private_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+def private_server(server_data_dir: Path) -> Iterator[EmbeddedPostgres]:
     """A server of this test's own, so stopping it disturbs no other test."""
-    server = EmbeddedPostgres(tmp_path / "mid-turn")
+    server = EmbeddedPostgres(server_data_dir)
     yield server
     server.stop()
 

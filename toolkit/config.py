@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -13,7 +14,13 @@ from toolkit.errors import ConfigurationError
 
 
 def default_data_dir() -> Path:
-    """Return the per-user directory where the embedded database lives by default."""
+    """Return the directory where the embedded database lives by default.
+
+    Per user; ``/var/lib/kioku`` for root, whose home the unprivileged account running
+    PostgreSQL cannot enter.
+    """
+    if os.name == "posix" and os.geteuid() == 0:
+        return Path("/var/lib/kioku")
     return Path(platformdirs.user_data_dir("kioku", appauthor=False))
 
 
@@ -37,6 +44,13 @@ class KiokuSettings(BaseSettings):
         validation_alias=AliasChoices("KIOKU_DATA_DIR", "data_dir"),
     )
     """Directory holding the embedded server's data (reused across runs)."""
+
+    embedded_user: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("KIOKU_EMBEDDED_USER", "embedded_user"),
+    )
+    """Account the embedded server runs as when kioku runs as root (PostgreSQL refuses
+    root); unset uses the data directory's owner, else ``kioku-postgres`` (created once)."""
 
     max_server_memories: int = Field(
         default=100,

@@ -127,7 +127,7 @@ class KiokuStore:
         embedded = None
         url = settings.database_url
         if url is None:
-            embedded = EmbeddedPostgres(settings.data_dir)
+            embedded = EmbeddedPostgres(settings.data_dir, os_user=settings.embedded_user)
             url = embedded.url
         engine = make_engine(url, statement_timeout_ms=settings.statement_timeout_ms)
         check_pgvector(engine)

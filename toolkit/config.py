@@ -105,6 +105,15 @@ class KiokuSettings(BaseSettings):
     )
     """Messages kept per short-term memory entry."""
 
+    stm_max_message_length: int = Field(
+        default=4000,
+        ge=100,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_MESSAGE_LENGTH", "stm_max_message_length"
+        ),
+    )
+    """Captured messages are cut to this many characters (with a truncation marker)."""
+
     stm_min_messages_for_summary: int = Field(
         default=6,
         ge=1,

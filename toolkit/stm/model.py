@@ -145,6 +145,8 @@ class StmPolicy:
 
     max_messages: int = 10
     max_summary_length: int = 1500
+    max_message_length: int = 4000
+    """Captured messages longer than this keep their start and a truncation marker."""
     ttl: timedelta = timedelta(hours=12)
     summary_ttl: timedelta = timedelta(hours=24)
 
@@ -162,13 +164,22 @@ def with_captured(
     """
     seen = {(m.at, m.speaker, m.text) for m in entry.messages}
     merged = list(entry.messages)
-    for message in messages:
+    for message in (capped(m, policy.max_message_length) for m in messages):
         identity = (message.at, message.speaker, message.text)
         if identity not in seen:
             seen.add(identity)
             merged.append(message)
     merged.sort(key=lambda m: m.at)
     return replace(entry, messages=tuple(merged[-policy.max_messages :]), last_updated=now)
+
+
+def capped(message: StmMessage, max_length: int) -> StmMessage:
+    """``message`` with its text cut to ``max_length`` characters, marker included."""
+    if len(message.text) <= max_length:
+        return message
+    marker = f" … [truncated: {len(message.text)} characters]"
+    kept = message.text[: max(0, max_length - len(marker))]
+    return replace(message, text=(kept + marker)[:max_length])
 
 
 def with_summary(entry: StmEntry, summary: str, policy: StmPolicy, now: datetime) -> StmEntry:

@@ -11,15 +11,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
+import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph import START, StateGraph
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from toolkit.context import PrivacyLevel, TurnContext
@@ -51,6 +55,13 @@ CANDIDATE_LIMIT = 50
 """Registry rows read per other-channel look-up, before privacy filtering."""
 
 
+WRITE_LOCK_SPACE = 0x6B696F
+"""First key of the advisory locks taken by short-term memory writes."""
+
+EntryChange = Callable[[StmKey, "StmEntry | None", datetime], "StmEntry | None"]
+"""Turns a stored entry (or ``None``) into the one to store (``None``: leave it)."""
+
+
 class _EntryState(TypedDict, total=False):
     messages: list[dict[str, Any]]
     summary: str | None
@@ -59,6 +70,11 @@ class _EntryState(TypedDict, total=False):
 
 def _noop(state: _EntryState) -> dict[str, Any]:
     return {}
+
+
+def _replacing_with(entry: StmEntry) -> EntryChange:
+    """A change that stores ``entry`` whatever is stored."""
+    return lambda key, stored, now: entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +100,7 @@ def policy_from(store: KiokuStore) -> StmPolicy:
     return StmPolicy(
         max_messages=s.stm_max_messages_per_channel,
         max_summary_length=s.stm_max_summary_length,
+        max_message_length=s.stm_max_message_length,
         ttl=timedelta(hours=s.stm_ttl_hours),
         summary_ttl=timedelta(hours=s.stm_summary_ttl_hours),
     )
@@ -159,34 +176,71 @@ class ShortTermMemory:
             return None
         return entry
 
-    def _save(self, entries: Sequence[StmEntry]) -> None:
-        for entry in entries:
-            self._graph.update_state(self._config(entry.key), entry.to_state(), as_node="write")
-            self._remember(entry)
-        with self.store.transaction() as session:
-            registry = StmRegistry(session)
-            for entry in entries:
-                registry.record(entry)
+    def _change(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
+        """Read, change and store ``keys``' entries in one transaction, or not at all.
 
-    def _current_entries(self, context: TurnContext, now: datetime) -> list[StmEntry]:
-        """This channel's entries as stored, or new ones.
-
-        Read from the checkpointer only when the registry shows a version this process
-        has not seen.
+        Writers of the same entries, in any process, wait for each other (a transaction
+        advisory lock per thread, taken in thread-id order), so a capture and a summary
+        written at once both survive. With ``PostgresSaver`` the checkpoints are written
+        on the transaction's own connection, so the user and server entries and their
+        registry rows commit together. ``change`` gets the stored entry (or ``None``) and
+        "now"; it returns the entry to store, or ``None`` to leave it.
         """
-        keys = entry_keys(context)
-        with self.store.sessions() as session:
-            versions = StmRegistry(session).versions([k.thread_id for k in keys])
-        return [
-            self._current_or_new(key, context, now, versions.get(key.thread_id)) for key in keys
-        ]
+        with self.store.transaction() as session:
+            config = self._write_config(session)
+            for thread_id in sorted({key.thread_id for key in keys}):
+                lock = func.pg_advisory_xact_lock(WRITE_LOCK_SPACE, func.hashtext(thread_id))
+                session.execute(select(lock))
+            registry = StmRegistry(session)
+            versions = registry.versions([key.thread_id for key in keys])
+            now = self.clock()
+            written: list[StmEntry] = []
+            for key in keys:
+                version = versions.get(key.thread_id)
+                stored = self._stored(key, version, config) if version is not None else None
+                entry = change(key, stored, now)
+                if entry is None:
+                    continue
+                if version is not None and entry.last_updated <= version:
+                    # Versions only grow, so every process sees that the entry changed.
+                    entry = replace(entry, last_updated=version + timedelta(microseconds=1))
+                configurable = {
+                    **self._config(key)["configurable"],
+                    **config.get("configurable", {}),
+                }
+                self._graph.update_state(
+                    {"configurable": configurable}, entry.to_state(), as_node="write"
+                )
+                registry.record(entry)
+                written.append(entry)
+        for entry in written:
+            self._remember(entry)
+        return written
 
-    def _current_or_new(
-        self, key: StmKey, context: TurnContext, now: datetime, version: datetime | None
+    def _write_config(self, session: Session) -> RunnableConfig:
+        """The checkpointer of a write: ``PostgresSaver`` on the session's connection."""
+        if not isinstance(self.checkpointer, PostgresSaver):
+            return {}
+        connection = cast(
+            "psycopg.Connection[Any]", session.connection().connection.driver_connection
+        )
+        saver = PostgresSaver(connection, serde=self.checkpointer.serde)
+        return {"configurable": {CONFIG_KEY_CHECKPOINTER: saver}}
+
+    def _stored(self, key: StmKey, version: datetime, config: RunnableConfig) -> StmEntry | None:
+        cached = self._entries.get(key.thread_id)
+        if cached is not None and cached.last_updated == version:
+            return cached
+        configurable = {**self._config(key)["configurable"], **config.get("configurable", {})}
+        snapshot = self._graph.get_state({"configurable": configurable})
+        return StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
+
+    def _fresh_or_new(
+        self, key: StmKey, stored: StmEntry | None, context: TurnContext, now: datetime
     ) -> StmEntry:
-        existing = self.load_version(key, version) if version is not None else None
-        if existing is not None and not self.policy.is_expired(existing, now):
-            return existing
+        """The stored entry unless missing or expired, else a new one for this channel."""
+        if stored is not None and not self.policy.is_expired(stored, now):
+            return stored
         return StmEntry(
             key=key,
             summary=None,
@@ -212,24 +266,23 @@ class ShortTermMemory:
             for m in messages
             if may_remember_message(m.user_id, marked_private=False, invisible=invisible)
         ]
-        now = self.clock()
-        self._save(
-            [
-                with_captured(entry, messages, self.policy, now)
-                for entry in self._current_entries(context, now)
-            ]
+        self._change(
+            entry_keys(context),
+            lambda key, stored, now: with_captured(
+                self._fresh_or_new(key, stored, context, now), messages, self.policy, now
+            ),
         )
         return True
 
     def write_summary(self, context: TurnContext, summary: str) -> str:
         """Store ``summary`` (truncated silently) in this channel's entries; returns it."""
-        now = self.clock()
-        entries = [
-            with_summary(entry, summary, self.policy, now)
-            for entry in self._current_entries(context, now)
-        ]
-        self._save(entries)
-        return entries[0].summary or ""
+        written = self._change(
+            entry_keys(context),
+            lambda key, stored, now: with_summary(
+                self._fresh_or_new(key, stored, context, now), summary, self.policy, now
+            ),
+        )
+        return written[0].summary or ""
 
     def claim_summary_turn(self, turn_id: str) -> bool:
         """Reserve this turn's one summary write; ``False`` if it was already taken.
@@ -306,16 +359,31 @@ class ShortTermMemory:
             deleted += self._delete(own)
             others = [c.key for c in candidates if c.key not in own]
             for key in others:
-                entry = self.load(key)
-                if entry is None:
-                    continue
-                cleaned, count = without_person(entry, user_id, name_keys, fragments)
-                if cleaned is not entry:
-                    self._rewrite(cleaned)
+                count = self._scrub(key, user_id, name_keys, fragments)
+                if count is not None:
                     scrubbed += 1
                     removed += count
             self._prune(others)
         return ForgetReport(deleted, scrubbed, removed)
+
+    def _scrub(
+        self,
+        key: StmKey,
+        user_id: str | None,
+        name_keys: frozenset[str],
+        fragments: frozenset[str],
+    ) -> int | None:
+        """Rewrite one entry without the person; messages removed, ``None`` if unchanged."""
+        counts: list[int] = []
+
+        def scrub(_: StmKey, stored: StmEntry | None, now: datetime) -> StmEntry | None:
+            if stored is None:
+                return None
+            cleaned, count = without_person(stored, user_id, name_keys, fragments)
+            counts.append(count)
+            return None if cleaned is stored else cleaned
+
+        return sum(counts) if self._change([key], scrub) else None
 
     def forget_server(self, server_id: str) -> ForgetReport:
         """Delete every entry of the server's channels (server and user entries alike)."""
@@ -338,13 +406,6 @@ class ShortTermMemory:
             StmRegistry(session).forget([key.thread_id for key in keys])
         return len(keys)
 
-    def _rewrite(self, entry: StmEntry) -> None:
-        """Store ``entry`` as the thread's latest version (pruned by :meth:`forget`)."""
-        # A new version (by a microsecond) makes other processes reload it; the entry's
-        # age, and so its expiry, stay as they were.
-        entry = replace(entry, last_updated=entry.last_updated + timedelta(microseconds=1))
-        self._save([entry])
-
     def _prune(self, keys: Sequence[StmKey]) -> None:
         """Keep only the latest checkpoint of each entry's thread."""
         if not keys:
@@ -357,7 +418,7 @@ class ShortTermMemory:
                 entry = self.load(key)
                 self.checkpointer.delete_thread(key.thread_id)
                 if entry is not None:
-                    self._save([entry])
+                    self._change([key], _replacing_with(entry))
 
     def sweep(self, *, retention: timedelta, pruned_since: datetime | None = None) -> SweepReport:
         """Keep checkpoint tables bounded.

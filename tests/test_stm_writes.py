@@ -1,0 +1,187 @@
+"""Short-term memory writes: atomic across the user and server entries, never losing a
+concurrent writer's data (threads and processes), and bounded in size."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.postgres import PostgresSaver
+from sqlalchemy import func, select, text
+
+from tests.helpers import World, make_world, msgs, server_key, user_key
+from toolkit import KiokuSettings, KiokuStore
+from toolkit.db.models import StmThread
+from toolkit.stm.model import StmMessage
+from toolkit.stm.store import ShortTermMemory
+
+ROUNDS = 40
+
+
+@pytest.fixture
+def roomy_store(engine: Any, database_url: str) -> Any:
+    """A store whose entries keep every message of these tests."""
+    from tests.conftest import TABLES
+
+    store = KiokuStore(
+        engine,
+        settings=KiokuSettings(database_url=database_url, stm_max_messages_per_channel=500),
+    )
+    yield store
+    store.close()
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+def world(roomy_store: KiokuStore) -> World:
+    return make_world(roomy_store)
+
+
+def test_a_failed_second_entry_leaves_the_first_unwritten(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    real_put = PostgresSaver.put
+    calls: list[str] = []
+
+    def put_failing_second(self: PostgresSaver, *args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0]["configurable"]["thread_id"])
+        if len(calls) == 2:
+            raise RuntimeError("the second write fails")
+        return real_put(self, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresSaver, "put", put_failing_second)
+    with pytest.raises(RuntimeError):
+        stm.write_summary(world.context(), "half of this must not stay")
+    monkeypatch.undo()
+
+    fresh = ShortTermMemory(world.store, world.store.checkpointer())
+    assert fresh.load(user_key(world)) is None
+    assert fresh.load(server_key(world)) is None
+    with world.store.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(StmThread)) == 0
+
+
+def test_capture_and_summary_at_once_both_survive(world: World) -> None:
+    capturer = ShortTermMemory(world.store, world.store.checkpointer())
+    summariser = ShortTermMemory(world.store, world.store.checkpointer())
+    context = world.context()
+    for i in range(ROUNDS):
+        _at_once(
+            lambda: capturer.capture(context, msgs(f"m{i}")),  # noqa: B023 (run at once)
+            lambda: summariser.write_summary(context, f"s{i}"),  # noqa: B023
+        )
+        for key in (user_key(world), server_key(world)):
+            entry = ShortTermMemory(world.store, world.store.checkpointer()).load(key)
+            assert entry is not None
+            assert entry.summary == f"s{i}", f"round {i}: the summary was lost"
+            assert f"m{i}" in [m.text for m in entry.messages], f"round {i}: capture was lost"
+
+
+def _at_once(*actions: Callable[[], object]) -> None:
+    """Run ``actions`` in threads released together; re-raise the first failure."""
+    start = threading.Barrier(len(actions))
+
+    def run(action: Callable[[], object]) -> object:
+        start.wait()
+        return action()
+
+    with ThreadPoolExecutor(len(actions)) as pool:
+        for future in [pool.submit(run, action) for action in actions]:
+            future.result()
+
+
+def test_two_processes_writing_one_entry_lose_nothing(world: World, database_url: str) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        from datetime import UTC, datetime, timedelta
+        from toolkit import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
+        from toolkit.stm.model import StmMessage
+        from toolkit.stm.store import ShortTermMemory
+        url, role, persona_id, lineage_id = sys.argv[1:5]
+        store = KiokuStore.open(KiokuSettings(
+            database_url=url, stm_max_messages_per_channel=500, sweep_interval_minutes=0))
+        stm = ShortTermMemory(store, store.checkpointer())
+        alice = Participant("u-alice", "Alice")
+        context = TurnContext(
+            server_id="srv-a", server_name="Server A", channel_id="chan-1",
+            channel_name="general", user=alice, participants=(alice,),
+            persona=Persona(int(persona_id), "Kioku", int(lineage_id)), bot_user_id="bot-1")
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for i in range(30):
+            if role == "capture":
+                at = start + timedelta(seconds=i)
+                stm.capture(context, [StmMessage("user", "Alice", f"p{i}", at, "u-alice")])
+            else:
+                stm.write_summary(context, f"summary {i}")
+        store.close()
+        """
+    )
+    persona = (str(world.persona.persona_id), str(world.persona.lineage_id))
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, database_url, role, *persona],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role in ("capture", "summary")
+    ]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+    for worker in workers:  # both go at once
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+    for worker in workers:
+        _, stderr = worker.communicate(timeout=300)
+        assert worker.returncode == 0, stderr
+
+    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    for key in (user_key(world), server_key(world)):
+        entry = stm.load(key)
+        assert entry is not None
+        assert entry.summary == "summary 29"
+        assert [m.text for m in entry.messages] == [f"p{i}" for i in range(30)]
+
+
+def test_captured_messages_are_capped_with_a_marker(world: World) -> None:
+    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    huge = "x" * 1_000_000
+    for turn in range(10):
+        stm.capture(world.context(), msgs(f"{turn} {huge}"))
+    entry = stm.load(server_key(world))
+    assert entry is not None
+    limit = world.store.settings.stm_max_message_length
+    assert all(len(m.text) <= limit for m in entry.messages)
+    assert entry.messages[0].text.endswith("[truncated: 1000002 characters]")
+    with world.store.engine.connect() as connection:
+        stored = connection.execute(
+            text(
+                "SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_blobs"
+                " WHERE thread_id LIKE 'kioku-stm:%'"
+            )
+        ).scalar_one()
+    assert stored < 2_000_000, "ten 1 MB messages must not become megabytes of checkpoints"
+
+
+def test_short_messages_are_kept_whole() -> None:
+    from datetime import UTC, datetime
+
+    from toolkit.stm.model import StmPolicy, capped
+
+    message = StmMessage("user", "Alice", "short", datetime(2026, 1, 1, tzinfo=UTC))
+    assert capped(message, StmPolicy().max_message_length) is message
+    cut = capped(message.__class__("user", "A", "y" * 500, message.at), 120)
+    assert len(cut.text) == 120 and cut.text.endswith("[truncated: 500 characters]")

@@ -248,7 +248,8 @@ def test_personal_limit_counts_globals(world: World, store: KiokuStore) -> None:
         )
     args = {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": "Alice"}
     assert create(world, args)["status"] == "memory_saved_successfully"
-    assert create(world, args)["status"] == "memory_save_failed_limit_exceeded"
+    another = {**args, "memory_content": "{user} y"}
+    assert create(world, another)["status"] == "memory_save_failed_limit_exceeded"
 
 
 def test_default_limit_from_settings(world: World) -> None:

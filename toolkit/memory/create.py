@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.memory.arguments import CreateArgs, parse_create_args
 from toolkit.memory.flow import (
     FlowCall,
     FlowStatuses,
+    confirm_outcome,
+    connection_lost,
     disabled,
     embed_or_queue,
     fail,
@@ -21,6 +26,7 @@ from toolkit.memory.flow import (
 from toolkit.memory.notices import MemoryNotice, NoticeScope, footer_for
 from toolkit.memory.repository import (
     GLOBAL_LINEAGE,
+    CreateOutcome,
     MemoryRepository,
     NewMemory,
     PersonalScope,
@@ -32,6 +38,8 @@ from toolkit.memory.statuses import CreateStatus as S
 from toolkit.memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
 from toolkit.memory.typed import TypedFields
 from toolkit.reach import reach_of
+
+logger = logging.getLogger("toolkit.memory")
 
 STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
@@ -86,10 +94,20 @@ def save(
     a call that passed every other check), so a successful save reads no settings first.
     """
     typed = typed or TypedFields()
-    record_id, personal_enabled = _insert(call, context, scope, target, content, typed)
-    call.session.commit()
-    call.store.invalidate(scope)
+    saved = _insert(call, context, scope, target, content, typed)
+    assert saved.memory_id is not None  # saved and already_saved carry the id
+    record_id, personal_enabled = saved.memory_id, saved.personal_memories_enabled
     effective: NoticeScope = "target_user" if target is not None else "server_wide"
+    data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
+    if target is not None:
+        data["target_user"] = target.display_name
+    if saved.outcome == "already_saved":
+        return ToolResult(
+            S.SAVED,
+            f"This exact memory is already saved as ID:{record_id}; nothing new was written.",
+            {**data, "already_saved": True},
+        )
+    call.store.invalidate(scope)
     owner_name = target.display_name if target is not None else "User"
     persona_name = context.persona.name
     notify(
@@ -105,9 +123,6 @@ def save(
         context,
         call,
     )
-    data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
-    if target is not None:
-        data["target_user"] = target.display_name
     if typed.memory_type != "semantic" or typed.attributes:
         data.update(memory_type=typed.memory_type, importance=typed.importance)
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
@@ -158,10 +173,10 @@ def _insert(
     target: Person | None,
     content: str,
     typed: TypedFields,
-) -> tuple[int, bool]:
-    """The new memory's id and whether personal memories are on for the server.
+) -> CreateOutcome:
+    """Save (committed) through the one-call create, or find the identical memory.
 
-    Saved through the one-call create; a disabled server or a full scope ends the flow.
+    A disabled server or a full scope ends the flow.
     """
     defaults = call.store.settings
     personal = isinstance(scope, PersonalScope)
@@ -170,27 +185,38 @@ def _insert(
         # Nothing was read in this unit of work: the create is atomic on its own, so run it
         # as a single statement and save the BEGIN and COMMIT round trips.
         call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-    saved = MemoryRepository(call.session).create_within_limit(
-        NewMemory(
-            scope=scope,
-            content=content,
-            server_key=context.memory_server_key,
-            server_name=context.server_name,
-            is_dm=context.is_dm,
-            default_limit=(
-                defaults.max_personal_memories if personal else defaults.max_server_memories
-            ),
-            owner_name=target.display_name if target is not None else None,
-            owner_key=name_key(target.display_name if target is not None else None),
-            persona_id=context.persona.persona_id,
-            created_by=context.user.user_id,
-            embedding=embedding,
-            memory_type=typed.memory_type,
-            importance=typed.importance,
-            decay_rate=typed.decay_rate,
-            attributes=typed.attributes,
-        )
+    new = NewMemory(
+        scope=scope,
+        content=content,
+        server_key=context.memory_server_key,
+        server_name=context.server_name,
+        is_dm=context.is_dm,
+        default_limit=(
+            defaults.max_personal_memories if personal else defaults.max_server_memories
+        ),
+        owner_name=target.display_name if target is not None else None,
+        owner_key=name_key(target.display_name if target is not None else None),
+        persona_id=context.persona.persona_id,
+        created_by=context.user.user_id,
+        embedding=embedding,
+        memory_type=typed.memory_type,
+        importance=typed.importance,
+        decay_rate=typed.decay_rate,
+        attributes=typed.attributes,
     )
+    call.session.connection()  # a failure to connect means nothing was sent
+    try:
+        saved = MemoryRepository(call.session).create_within_limit(new)
+        call.session.commit()
+    except SQLAlchemyError as exc:
+        if not connection_lost(exc):
+            raise
+        # The create may have committed before the reply was lost. It is idempotent (an
+        # identical memory answers already_saved), so running it again finds out.
+        logger.warning("kioku: the reply to a create was lost (%s); checking", exc)
+        saved = confirm_outcome(
+            call, STATUSES, lambda session: MemoryRepository(session).create_within_limit(new)
+        )
     if saved.outcome == "disabled":
         raise disabled(STATUSES)
     if saved.outcome == "limit_reached":
@@ -206,5 +232,4 @@ def _insert(
             limit=saved.limit,
             count=saved.count,
         )
-    assert saved.memory_id is not None  # "saved" carries the id
-    return saved.memory_id, saved.personal_memories_enabled
+    return saved

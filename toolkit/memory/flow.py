@@ -6,11 +6,13 @@ The call, the error boundary, the opening checks, target resolution and notices.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from toolkit.accounts import AccountRepository, ServerSettings
@@ -37,6 +39,7 @@ SELF_NAMES = frozenset({"self", "yourself"})
 HALF_MAX = 65504.0
 """The largest magnitude the ``halfvec`` column stores."""
 StreamWriter = Callable[[Any], None]
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,73 @@ def tool_flow(
 
     flow.__name__ = flow.__qualname__ = operation
     return flow
+
+
+UNKNOWN_OUTCOME = (
+    "The memory database became unavailable after the change was sent, so whether it took "
+    "effect is unknown. Check first (search your memories) before trying again."
+)
+CHECKED_NOTHING_CHANGED = (
+    "The database connection broke while saving; checked afterwards, nothing was changed. "
+    "Tell the user and try again later."
+)
+LOST_CONNECTION_STATES = frozenset({"57P01", "57P02", "57P03"})
+"""Administrator, crash and startup shutdowns: the server went away mid-statement."""
+CONFIRM_ATTEMPTS = (0.0, 1.0, 3.0)
+"""Pauses before each attempt to find out what a write whose reply was lost did."""
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection failed, so a write sent on it may have happened.
+
+    Errors the server answered (a statement timeout, a constraint) are not: the server
+    said the statement failed, so it changed nothing.
+    """
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate is None:
+        return isinstance(exc, (OperationalError, InterfaceError))
+    return sqlstate.startswith("08") or sqlstate in LOST_CONNECTION_STATES
+
+
+def confirm_outcome(
+    call: FlowCall, statuses: FlowStatuses, check: Callable[[Session], R | None]
+) -> R:
+    """What a write whose reply was lost did, found out on a fresh connection.
+
+    ``check`` looks (or idempotently retries) and returns the outcome, or ``None`` when the
+    write did not happen. When the database cannot be asked, the answer says the outcome is
+    unknown, never that nothing changed.
+    """
+    for pause in CONFIRM_ATTEMPTS:
+        time.sleep(pause)
+        try:
+            with call.store.sessions() as session:
+                outcome = check(session)
+                session.commit()
+        except SQLAlchemyError as exc:
+            logger.warning("kioku: could not yet confirm a write after a lost reply: %s", exc)
+            continue
+        if outcome is None:
+            raise fail(statuses.db_error, CHECKED_NOTHING_CHANGED)
+        return outcome
+    raise fail(statuses.db_error, UNKNOWN_OUTCOME, outcome_unknown=True)
+
+
+def commit_or_confirm(
+    call: FlowCall, statuses: FlowStatuses, applied: Callable[[Session], bool]
+) -> None:
+    """Commit the unit of work; if the reply to COMMIT is lost, check it with ``applied``."""
+    try:
+        call.session.commit()
+    except SQLAlchemyError as exc:
+        if not connection_lost(exc):
+            raise
+        logger.warning("kioku: the reply to a commit was lost (%s); checking", exc)
+        confirm_outcome(call, statuses, lambda session: True if applied(session) else None)
 
 
 def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, ServerSettings]:

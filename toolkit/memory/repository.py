@@ -149,9 +149,10 @@ class NewMemory:
 class CreateOutcome:
     """What :meth:`MemoryRepository.create_within_limit` did."""
 
-    outcome: Literal["saved", "disabled", "limit_reached"]
+    outcome: Literal["saved", "already_saved", "disabled", "limit_reached"]
     memory_id: int | None
-    """The new memory's id when ``outcome`` is ``saved``."""
+    """The new memory's id when ``outcome`` is ``saved``; the existing one's when the scope
+    already held exactly this content (``already_saved``, migration 0007)."""
     count: int | None
     """Active memories in the scope before the write (``None`` when disabled)."""
     limit: int
@@ -265,6 +266,14 @@ class MemoryRepository:
             .with_for_update()
         ).first()
         return _record(row) if row is not None else None
+
+    def settled_content(self, memory_id: int) -> str | None:
+        """The active memory's content once no transaction is changing it (``None``: gone)."""
+        return self.session.scalar(
+            select(Memory.content)
+            .where(Memory.id == memory_id, Memory.status == "active")
+            .with_for_update(read=True)
+        )
 
     def get(self, memory_id: int) -> MemoryRecord | None:
         """The memory ``memory_id`` in any scope (for hints and tests)."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.memory.arguments import UpdateArgs, parse_update_args
 from toolkit.memory.flow import (
     FlowCall,
     FlowStatuses,
+    commit_or_confirm,
     embed_or_queue,
     fail,
     notify,
@@ -60,7 +63,12 @@ def _update(call: FlowCall) -> ToolResult:
     )
     embedding = embed_or_queue(call.store, content) if content else None  # before the row lock
     old = _change(call, context, reach, args.memory_id, scope, content, embedding)
-    call.session.commit()
+
+    def applied(session: Session) -> bool:
+        now = MemoryRepository(session).settled_content(args.memory_id)
+        return now is None if deleting else now == content
+
+    commit_or_confirm(call, STATUSES, applied)
     call.store.invalidate(scope)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"

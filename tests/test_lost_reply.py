@@ -1,0 +1,125 @@
+"""The truth after a lost acknowledgement, and creates that happen once.
+
+A loopback proxy (tests/lossy_proxy.py) lets the database commit and then drops its reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.helpers import World, create_memory, make_world, run_tool
+from tests.lossy_proxy import LossyProxy
+from toolkit import KiokuSettings, KiokuStore
+from toolkit.db.engine import make_engine
+from toolkit.db.models import Memory
+from toolkit.memory import flow
+from toolkit.tools.ltm import create_long_term_memory_tool, update_long_term_memory_tool
+
+FACT = {"memory_content": "Alice keeps bees on her roof.", "memory_scope": "server_wide"}
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+@pytest.fixture(autouse=True)
+def _quick_confirmation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flow, "CONFIRM_ATTEMPTS", (0.0, 0.0))
+
+
+@pytest.fixture
+def lossy(database_url: str) -> Iterator[Any]:
+    made: list[tuple[LossyProxy, KiokuStore]] = []
+
+    def through_proxy(trigger: Sequence[bytes], *, refuse_after_drop: bool = False) -> Any:
+        proxy = LossyProxy(database_url, trigger, refuse_after_drop=refuse_after_drop)
+        engine = make_engine(proxy.url)
+        store = KiokuStore(engine, settings=KiokuSettings(database_url=proxy.url))
+        made.append((proxy, store))
+        return proxy, store
+
+    yield through_proxy
+    for proxy, store in made:
+        store.close()
+        proxy.close()
+
+
+def _count(store: KiokuStore, content: str) -> int:
+    with store.sessions() as session:
+        return int(
+            session.scalar(
+                select(func.count()).select_from(Memory).where(Memory.content == content)
+            )
+            or 0
+        )
+
+
+def test_a_create_whose_reply_is_lost_answers_what_happened(world: World, lossy: Any) -> None:
+    proxy, store = lossy([b"kioku_create_memory"])
+    result = run_tool(create_long_term_memory_tool(store), FACT, world.context()).result
+    assert proxy.dropped.is_set(), "the proxy should have swallowed the reply"
+    assert result["status"] == "memory_saved_successfully", result
+    assert _count(world.store, FACT["memory_content"]) == 1
+
+    retry = run_tool(create_long_term_memory_tool(world.store), FACT, world.context()).result
+    assert retry["status"] == "memory_saved_successfully"
+    assert retry["already_saved"] is True
+    assert retry["memory_id"] == result["memory_id"]
+    assert _count(world.store, FACT["memory_content"]) == 1, "no duplicate after a retry"
+
+
+def test_when_the_database_cannot_be_asked_the_outcome_is_unknown(world: World, lossy: Any) -> None:
+    proxy, store = lossy([b"kioku_create_memory"], refuse_after_drop=True)
+    result = run_tool(create_long_term_memory_tool(store), FACT, world.context()).result
+    assert proxy.dropped.is_set()
+    assert result["status"] == "memory_save_failed_db_error"
+    assert "unknown" in result["reason"] and "Check" in result["reason"]
+    assert "Nothing was changed" not in result["reason"]
+    assert _count(world.store, FACT["memory_content"]) == 1  # it did happen
+
+
+def test_a_delete_whose_commit_reply_is_lost_reports_the_delete(world: World, lossy: Any) -> None:
+    memory_id = create_memory(world, FACT)
+    proxy, store = lossy([b"kioku_delete_memory", b"COMMIT"])
+    result = run_tool(
+        update_long_term_memory_tool(store),
+        {"memory_id": memory_id, "memory_content": ""},
+        world.context(),
+    ).result
+    assert proxy.dropped.is_set()
+    assert result["status"] == "memory_deleted_successfully", result
+    assert _count(world.store, FACT["memory_content"]) == 0
+
+
+def test_an_update_whose_commit_reply_is_lost_reports_the_update(world: World, lossy: Any) -> None:
+    memory_id = create_memory(world, FACT)
+    proxy, store = lossy([b"kioku_update_memory", b"COMMIT"])
+    new = "Alice keeps bees on her roof and in the garden."
+    result = run_tool(
+        update_long_term_memory_tool(store),
+        {"memory_id": memory_id, "memory_content": new},
+        world.context(),
+    ).result
+    assert proxy.dropped.is_set()
+    assert result["status"] == "memory_updated_successfully", result
+    assert _count(world.store, new) == 1
+
+
+def test_the_same_content_twice_is_saved_once(world: World) -> None:
+    tool = create_long_term_memory_tool(world.store)
+    first = run_tool(tool, FACT, world.context()).result
+    spaced = {**FACT, "memory_content": "  Alice keeps bees on her roof.\n "}
+    second = run_tool(tool, spaced, world.context()).result
+    assert second["status"] == "memory_saved_successfully"
+    assert second["already_saved"] is True and second["memory_id"] == first["memory_id"]
+    assert "already_saved" not in first
+    assert _count(world.store, FACT["memory_content"]) == 1
+    # Another scope is another memory.
+    personal = {**FACT, "memory_scope": "target_user", "target_user": "Alice"}
+    third = run_tool(tool, personal, world.context()).result
+    assert third["memory_id"] != first["memory_id"] and "already_saved" not in third

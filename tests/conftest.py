@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
-from pydantic import AliasChoices
 from sqlalchemy import Engine, text
 
+from tests.helpers import SETTING_VARIABLES
 from toolkit import KiokuSettings, KiokuStore
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import make_engine
@@ -29,13 +29,6 @@ TABLES = (
 
 CALLER_DATABASE_URL = os.environ.get("KIOKU_DATABASE_URL")
 """The one setting the caller may pass in: run the tests against that server."""
-SETTING_VARIABLES = frozenset(
-    name
-    for field in KiokuSettings.model_fields.values()
-    if isinstance(field.validation_alias, AliasChoices)
-    for name in field.validation_alias.choices
-    if isinstance(name, str) and name.isupper()
-)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,6 +18,7 @@ from langchain_core.messages import HumanMessage
 from rich.console import Console
 
 from toolkit import KiokuStore
+from toolkit.db.models import Server
 from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +89,38 @@ def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> Non
     assert "memory created: You likes green tea" in text
     assert "Kioku: Got it." in text and "Kioku: Hi Mika." in text
     assert "what the model saw" in text
+
+
+def test_server_settings_command_shows_and_changes_self_teaching(
+    store: KiokuStore,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from toolkit.cli import main
+
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+
+    def server_settings(*args: str) -> dict[str, Any]:
+        assert main(["server-settings", "guild-9", *args]) == 0
+        return dict(json.loads(capsys.readouterr().out))
+
+    assert server_settings() == {
+        "server_id": "guild-9",
+        "self_teaching_enabled": False,
+        "personal_memories_enabled": True,
+        "private_channel_ids": [],
+        "stm_privacy_bypass": False,
+        "max_server_memories": None,
+        "max_personal_memories": None,
+    }
+    with store.accounts() as accounts:  # showing the defaults wrote no row
+        assert accounts.session.get(Server, "guild-9") is None
+    assert server_settings("--self-teaching", "on")["self_teaching_enabled"] is True
+    assert server_settings()["self_teaching_enabled"] is True
+    assert server_settings("--self-teaching", "off")["self_teaching_enabled"] is False
+    with store.accounts() as accounts:
+        assert not accounts.server_settings("guild-9").self_teaching_enabled
 
 
 def _free_port() -> int:

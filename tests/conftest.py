@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,25 @@ def store(engine: Engine, settings: KiokuSettings) -> Iterator[KiokuStore]:
     store.close()
     with engine.begin() as connection:
         connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+def kioku_cli(
+    store: KiokuStore,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Callable[..., str]:
+    """Runs the ``kioku`` command in this process on the test database; returns its stdout."""
+    from toolkit.cli import main
+
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+
+    def run(*args: str) -> str:
+        assert main(list(args)) == 0
+        return capsys.readouterr().out
+
+    return run
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -416,17 +416,11 @@ def test_read_only_without_a_persona_starts_and_finds_nothing(
 
 
 def test_starting_changes_no_server_setting_and_the_setting_decides(
-    store: KiokuStore,
-    database_url: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    store: KiokuStore, database_url: str, kioku_cli: Callable[..., str]
 ) -> None:
-    from toolkit.cli import main
-
     with store.accounts() as accounts:
         accounts.upsert_server("mcp-srv", "Tea Room", self_teaching_enabled=False)
     servers = _servers(store)
-    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
     memory = {"type": "semantic", "content": "Hojicha is roasted"}
 
     async def run() -> None:
@@ -437,8 +431,8 @@ def test_starting_changes_no_server_setting_and_the_setting_decides(
             assert refused["status"] == "memory_save_failed_disabled"
             assert "Self-teaching is turned off" in refused["reason"]
             assert _servers(store) == servers
-            assert main(["server-settings", "mcp-srv", "--self-teaching", "on"]) == 0
-            assert json.loads(capsys.readouterr().out)["self_teaching_enabled"] is True
+            printed = kioku_cli("server-settings", "mcp-srv", "--self-teaching", "on")
+            assert json.loads(printed)["self_teaching_enabled"] is True
             saved = await _ok(session, "create_memory", memory)
             assert saved["status"] == "memory_saved_successfully"
 

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,18 +93,10 @@ def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_server_settings_command_shows_and_changes_self_teaching(
-    store: KiokuStore,
-    database_url: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    store: KiokuStore, kioku_cli: Callable[..., str]
 ) -> None:
-    from toolkit.cli import main
-
-    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
-
     def server_settings(*args: str) -> dict[str, Any]:
-        assert main(["server-settings", "guild-9", *args]) == 0
-        return dict(json.loads(capsys.readouterr().out))
+        return dict(json.loads(kioku_cli("server-settings", "guild-9", *args)))
 
     assert server_settings() == {
         "server_id": "guild-9",

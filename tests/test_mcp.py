@@ -288,7 +288,7 @@ def test_http_needs_the_token_and_this_machines_host_and_origin(
     with store.accounts() as accounts:
         accounts.upsert_server("mcp-srv", "Set by an admin", self_teaching_enabled=False)
     servers = _servers(store)
-    extra = ("--allow-origin", "https://app.example", "--allow-host", "mcp.example:443")
+    extra = ("--allow-origin", "https://app.example", "--allow-host", "mcp.example")
     with _http_server(database_url, tmp_path, *extra) as server:
         port = server.port
         assert f"kioku mcp: serving http://127.0.0.1:{port}/mcp" in server.printed
@@ -327,7 +327,7 @@ def test_http_needs_the_token_and_this_machines_host_and_origin(
         for allowed in (
             {"Host": f"localhost:{port}"},
             {"Host": f"[::1]:{port}"},
-            {"Host": "mcp.example:443"},
+            {"Host": "mcp.example"},
             {"Origin": f"http://localhost:{port}"},
             {"Origin": f"http://127.0.0.1:{port}"},
             {"Origin": "https://app.example"},

@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         "--allow-host",
         action="append",
         default=[],
-        metavar="HOST:PORT",
-        help="also accept this Host header (repeatable; HOST:* for any port)",
+        metavar="HOST[:PORT]",
+        help="also accept this Host header, as clients send it (repeatable; HOST:* for any port)",
     )
     mcp.add_argument(
         "--allow-origin",

@@ -6,16 +6,16 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
-from pydantic import AliasChoices
 from sqlalchemy import Engine, text
 
+from tests.helpers import SETTING_VARIABLES
 from toolkit import KiokuSettings, KiokuStore
 from toolkit.db.embedded import EmbeddedPostgres
 from toolkit.db.engine import make_engine
@@ -32,13 +32,6 @@ TABLES = (
 
 CALLER_DATABASE_URL = os.environ.get("KIOKU_DATABASE_URL")
 """The one setting the caller may pass in: run the tests against that server."""
-SETTING_VARIABLES = frozenset(
-    name
-    for field in KiokuSettings.model_fields.values()
-    if isinstance(field.validation_alias, AliasChoices)
-    for name in field.validation_alias.choices
-    if isinstance(name, str) and name.isupper()
-)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -127,6 +120,25 @@ def store(engine: Engine, settings: KiokuSettings) -> Iterator[KiokuStore]:
     store.close()
     with engine.begin() as connection:
         connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+def kioku_cli(
+    store: KiokuStore,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Callable[..., str]:
+    """Runs the ``kioku`` command in this process on the test database; returns its stdout."""
+    from toolkit.cli import main
+
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+
+    def run(*args: str) -> str:
+        assert main(list(args)) == 0
+        return capsys.readouterr().out
+
+    return run
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -11,9 +12,11 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from pydantic import AliasChoices
 from sqlalchemy import func, select
 
 from toolkit import (
+    KiokuSettings,
     KiokuStore,
     MemoryNotice,
     Participant,
@@ -28,6 +31,25 @@ from toolkit.stm.model import StmKey, StmMessage
 from toolkit.tools.invoke import arun_tool_call, run_tool_call
 
 BOT_ID = "bot-1"
+SETTING_VARIABLES = frozenset(
+    name
+    for field in KiokuSettings.model_fields.values()
+    if isinstance(field.validation_alias, AliasChoices)
+    for name in field.validation_alias.choices
+    if isinstance(name, str) and name.isupper()
+)
+"""The environment variables kioku reads its settings from."""
+
+
+def process_env(database_url: str, **settings: str) -> dict[str, str]:
+    """The environment for a kioku subprocess: this one without any kioku setting or model
+    key, then the database and ``settings`` (variable names as keywords)."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in SETTING_VARIABLES and not name.startswith(("KIOKU_", "OPENAI_"))
+    }
+    return env | {"KIOKU_DATABASE_URL": database_url, **settings}
 
 
 @dataclass

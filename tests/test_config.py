@@ -46,3 +46,15 @@ def test_malformed_value_names_the_variable(
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match=name):
         load_settings()
+
+
+def test_mcp_token_is_a_secret_never_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIOKU_MCP_TOKEN", "s3cret-but-short")
+    settings = load_settings()
+    assert settings.mcp_token is not None
+    assert settings.mcp_token.get_secret_value() == "s3cret-but-short"
+    assert "s3cret" not in repr(settings)
+    monkeypatch.setenv("KIOKU_MCP_TOKEN", "tiny-s3cret")
+    with pytest.raises(ConfigurationError, match="KIOKU_MCP_TOKEN") as raised:
+        load_settings()
+    assert "s3cret" not in str(raised.value)

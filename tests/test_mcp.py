@@ -1,24 +1,36 @@
 """`kioku mcp` over stdio and streamable HTTP with the official SDK client, and through
-langchain-mcp-adapters into a LangGraph tool node."""
+langchain-mcp-adapters into a LangGraph tool node.
+
+HTTP is closed by default (issue #12): loopback, a bearer token, Host and Origin
+allow-lists. ``--read-only`` refuses every write, failures carry ``isError``, and starting
+a server writes nothing to the database.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import os
+import re
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from sqlalchemy import text
 
+from tests.helpers import process_env
 from toolkit import KiokuStore
+from toolkit.mcp_server import KiokuMcp, McpScope
 
 SCOPE = [
     "--server-id",
@@ -30,104 +42,152 @@ SCOPE = [
     "--persona",
     "Kioku",
 ]
+TOKEN = "kioku-test-token-0123456789"
+TOOL_NAMES = [
+    "create_memory",
+    "search_long_term_memory",
+    "get_memory",
+    "create_long_term_memory",
+    "update_long_term_memory",
+    "update_short_term_memory",
+]
+WRITTEN_TABLES = (
+    "servers",
+    "personas",
+    "users",
+    "memories",
+    "memory_history",
+    "stm_threads",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+)
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 
-def _env(database_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    env["KIOKU_DATABASE_URL"] = database_url
-    return env
+def _servers(store: KiokuStore) -> list[tuple[Any, ...]]:
+    with store.engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(text("SELECT * FROM servers ORDER BY id"))]
 
 
-def _text(result: Any) -> dict[str, Any]:
-    return dict(json.loads(result.content[0].text))
+def _snapshot(store: KiokuStore) -> dict[str, Any]:
+    """Row counts of every table a tool writes, the servers and the memories' text."""
+    with store.engine.connect() as connection:
+        counts = {
+            table: connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+            for table in WRITTEN_TABLES
+        }
+        contents = connection.execute(text("SELECT id, content FROM memories ORDER BY id")).all()
+    return {"counts": counts, "servers": _servers(store), "memories": [tuple(r) for r in contents]}
+
+
+async def _call(session: ClientSession, name: str, arguments: dict[str, Any]) -> Any:
+    result = await session.call_tool(name, arguments)
+    return dict(json.loads(result.content[0].text)), bool(result.isError)
+
+
+async def _ok(session: ClientSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    payload, is_error = await _call(session, name, arguments)
+    assert not is_error, payload
+    return dict(payload)
+
+
+async def _failed(session: ClientSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    payload, is_error = await _call(session, name, arguments)
+    assert is_error, payload
+    return dict(payload)
+
+
+@contextlib.asynccontextmanager
+async def _stdio_session(database_url: str, *args: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolkit.cli", "mcp", *SCOPE, *args],
+        env=process_env(database_url),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def _http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(30, read=300),
+            trust_env=False,
+        ) as client,
+        streamable_http_client(url, http_client=client) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 async def _exercise(session: ClientSession) -> None:
-    await session.initialize()
     names = [tool.name for tool in (await session.list_tools()).tools]
-    assert names == [
+    assert names == TOOL_NAMES
+    created = await _ok(
+        session,
         "create_memory",
-        "search_long_term_memory",
-        "get_memory",
-        "create_long_term_memory",
-        "update_long_term_memory",
-        "update_short_term_memory",
-    ]
-    created = _text(
-        await session.call_tool(
-            "create_memory",
-            {
-                "type": "procedural",
-                "content": "Brew sencha at 70C for one minute",
-                "metadata": {"steps": ["heat water to 70C", "steep 60s"]},
-                "embedding": [0.0],
-            },
-        )
+        {
+            "type": "procedural",
+            "content": "Brew sencha at 70C for one minute",
+            "metadata": {"steps": ["heat water to 70C", "steep 60s"]},
+            "embedding": [0.0],
+        },
     )
     assert created["status"] == "memory_saved_successfully" and created["embedding_ignored"]
     memory_id = created["memory_id"]
-    found = _text(
-        await session.call_tool("search_long_term_memory", {"query": "how to brew sencha"})
-    )
+    found = await _ok(session, "search_long_term_memory", {"query": "how to brew sencha"})
     assert found["status"] == "memories_found" and found["memories"][0].startswith(
         f"ID:{memory_id} "
     )
     assert found["records"][0]["memory_type"] == "procedural"
-    got = _text(await session.call_tool("get_memory", {"memory_id": f"ID:{memory_id}"}))
+    got = await _ok(session, "get_memory", {"memory_id": f"ID:{memory_id}"})
     assert (
         got["status"] == "memory_found"
         and got["record"]["attributes"]["steps"][0] == "heat water to 70C"
     )
-    updated = _text(
-        await session.call_tool(
-            "update_long_term_memory",
-            {"memory_id": memory_id, "memory_content": "Brew sencha at 75C"},
-        )
+    updated = await _ok(
+        session,
+        "update_long_term_memory",
+        {"memory_id": memory_id, "memory_content": "Brew sencha at 75C"},
     )
     assert updated["status"] == "memory_updated_successfully"
-    personal = _text(
-        await session.call_tool(
-            "create_long_term_memory",
-            {
-                "memory_content": "{user} prefers sencha",
-                "memory_scope": "target_user",
-                "target_user": "Alice",
-            },
-        )
+    personal = await _ok(
+        session,
+        "create_long_term_memory",
+        {
+            "memory_content": "{user} prefers sencha",
+            "memory_scope": "target_user",
+            "target_user": "Alice",
+        },
     )
     assert personal["status"] == "memory_saved_successfully"
-    bad = _text(await session.call_tool("create_memory", {"type": "dream", "content": 5}))
-    assert bad["status"] == "memory_save_failed_invalid_args"
+    bad = await _failed(session, "create_memory", {"type": "dream", "content": 5})
+    assert bad["status"] == "memory_save_failed_invalid_args" and bad["reason"]
     # The model cannot pick another scope: extra arguments are refused.
-    sneaky = _text(
-        await session.call_tool(
-            "create_memory", {"type": "semantic", "content": "x", "server_id": "other"}
-        )
+    sneaky = await _failed(
+        session, "create_memory", {"type": "semantic", "content": "x", "server_id": "other"}
     )
     assert sneaky["status"] == "memory_save_failed_invalid_args"
-    summary = _text(
-        await session.call_tool("update_short_term_memory", {"summary": "Talking about sencha."})
-    )
+    summary = await _ok(session, "update_short_term_memory", {"summary": "Talking about sencha."})
     assert summary["status"] == "short_term_memory_updated_successfully"
-    deleted = _text(
-        await session.call_tool(
-            "update_long_term_memory", {"memory_id": memory_id, "memory_content": ""}
-        )
+    deleted = await _ok(
+        session, "update_long_term_memory", {"memory_id": memory_id, "memory_content": ""}
     )
     assert deleted["status"] == "memory_deleted_successfully"
-    assert (
-        _text(await session.call_tool("get_memory", {"memory_id": memory_id}))["status"]
-        == "memory_not_found"
-    )
+    gone = await _failed(session, "get_memory", {"memory_id": memory_id})
+    assert gone["status"] == "memory_not_found"
+    unknown = await _failed(session, "drop_all_memories", {})
+    assert unknown["status"] == "unknown_tool"
 
 
 def test_stdio(store: KiokuStore, database_url: str) -> None:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "toolkit.cli", "mcp", *SCOPE], env=_env(database_url)
-    )
-
     async def run() -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with _stdio_session(database_url) as session:
             await _exercise(session)
 
     asyncio.run(run())
@@ -139,39 +199,244 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_streamable_http(store: KiokuStore, database_url: str, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class HttpServer:
+    port: int
+    printed: str
+    """What the server printed by the time it listened (stdout and stderr)."""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+
+def _wait_until_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail("kioku mcp --http did not start: " + log.read_text())
+            time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _http_server(
+    database_url: str, logs: Path, *args: str, token: str | None = None
+) -> Iterator[HttpServer]:
+    """``kioku mcp --http`` in its own process, once it accepts connections."""
     port = _free_port()
-    log = (tmp_path / "mcp.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "toolkit.cli", "mcp", "--http", "--port", str(port), *SCOPE],
-        env=_env(database_url),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    log = logs / f"mcp-{port}.log"
+    settings = {"KIOKU_MCP_TOKEN": token} if token is not None else {}
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "toolkit.cli", "mcp", "--http", "--port", str(port)]
+            + [*SCOPE, *args],
+            env=process_env(database_url, **settings),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(
-                        "kioku mcp --http did not start: " + (tmp_path / "mcp.log").read_text()
-                    )
-                time.sleep(0.3)
+        _wait_until_listening(port, process, log)
+        yield HttpServer(port, log.read_text())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _post(
+    server: HttpServer,
+    *,
+    token: str | None = None,
+    headers: Mapping[str, str | bytes] | None = None,
+    body: Mapping[str, Any] = LIST_TOOLS,
+) -> httpx.Response:
+    sent: dict[str, str | bytes] = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    with httpx.Client(trust_env=False, timeout=30) as client:
+        return client.post(server.url, json=dict(body), headers={**sent, **(headers or {})})
+
+
+def _rpc_result(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC result of a streamable HTTP response (one SSE message)."""
+    assert response.status_code == 200, response.text
+    [data] = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(data)["result"])
+
+
+def test_streamable_http(store: KiokuStore, database_url: str, tmp_path: Path) -> None:
+    with _http_server(database_url, tmp_path, token=TOKEN) as server:
+        assert "bearer token from KIOKU_MCP_TOKEN" in server.printed
+        assert TOKEN not in server.printed
 
         async def run() -> None:
-            async with (
-                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _),
-                ClientSession(read, write) as session,
-            ):
+            async with _http_session(server.url, TOKEN) as session:
                 await _exercise(session)
 
         asyncio.run(run())
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+
+
+def test_http_needs_the_token_and_this_machines_host_and_origin(
+    store: KiokuStore, database_url: str, tmp_path: Path
+) -> None:
+    with store.accounts() as accounts:
+        accounts.upsert_server("mcp-srv", "Set by an admin", self_teaching_enabled=False)
+    servers = _servers(store)
+    extra = ("--allow-origin", "https://app.example", "--allow-host", "mcp.example")
+    with _http_server(database_url, tmp_path, *extra) as server:
+        port = server.port
+        assert f"kioku mcp: serving http://127.0.0.1:{port}/mcp" in server.printed
+        [token] = re.findall(r"bearer token for this run[^:]*: (\S+)", server.printed)
+        assert len(token) >= 32
+
+        missing = _post(server)
+        assert missing.status_code == 401
+        assert missing.headers["WWW-Authenticate"].startswith("Bearer")
+        for wrong in (token[:-1], token + "x", f"{token} {token}", "é" + token[1:]):
+            refused = _post(server, headers={"Authorization": f"Bearer {wrong}".encode()})
+            assert refused.status_code == 401
+            assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+        assert _post(server, headers={"Authorization": f"Basic {token}"}).status_code == 401
+
+        listed = _rpc_result(_post(server, token=token))
+        assert [tool["name"] for tool in listed["tools"]] == TOOL_NAMES
+        call = {"name": "search_long_term_memory", "arguments": {"query": "tea"}}
+        searched = _rpc_result(
+            _post(server, token=token, body={**LIST_TOOLS, "method": "tools/call", "params": call})
+        )
+        assert searched["isError"] is False
+        assert json.loads(searched["content"][0]["text"])["status"] == "no_memories_found"
+
+        # DNS rebinding: another Host or Origin is refused, token or not.
+        for foreign in (
+            {"Host": "evil.example"},
+            {"Host": f"evil.example:{port}"},
+            {"Origin": "http://evil.example"},
+            {"Origin": f"http://evil.example:{port}"},
+            {"Origin": "null"},
+        ):
+            response = _post(server, token=token, headers=foreign)
+            assert 400 <= response.status_code < 500 and response.status_code != 401, foreign
+            assert _post(server, headers=foreign).status_code == 401
+        for allowed in (
+            {"Host": f"localhost:{port}"},
+            {"Host": f"[::1]:{port}"},
+            {"Host": "mcp.example"},
+            {"Origin": f"http://localhost:{port}"},
+            {"Origin": f"http://127.0.0.1:{port}"},
+            {"Origin": "https://app.example"},
+        ):
+            assert _post(server, token=token, headers=allowed).status_code == 200, allowed
+    assert _servers(store) == servers  # starting and reading changed no setting
+
+
+def _write_attempts(memory_id: int) -> list[tuple[str, dict[str, Any], str]]:
+    """Every write path, each with the status a read-only server refuses it with."""
+    update = "update_long_term_memory"
+    return [
+        (
+            "create_long_term_memory",
+            {"memory_content": "{user} likes gyokuro", "memory_scope": "target_user"},
+            "memory_save_failed_disabled",
+        ),
+        ("create_memory", {"type": "semantic", "content": "Matcha"}, "memory_save_failed_disabled"),
+        (
+            update,
+            {"memory_id": memory_id, "memory_content": "Roasted"},
+            "memory_update_failed_disabled",
+        ),
+        (update, {"memory_id": memory_id, "memory_content": ""}, "memory_update_failed_disabled"),
+        (
+            "update_short_term_memory",
+            {"summary": "Overwritten."},
+            "short_term_memory_update_refused",
+        ),
+    ]
+
+
+async def _refuses_every_write(session: ClientSession, memory_id: int = 1) -> None:
+    for name, arguments, status in _write_attempts(memory_id):
+        refused = await _failed(session, name, arguments)
+        assert refused["status"] == status and "read-only" in refused["reason"], refused
+
+
+def test_read_only_refuses_every_write_and_writes_nothing(
+    store: KiokuStore, database_url: str, tmp_path: Path
+) -> None:
+    writer = KiokuMcp(
+        store,
+        McpScope(server_id="mcp-srv", user_id="mcp-alice", user_name="Alice", persona_name="Kioku"),
+    )
+    created = writer.call("create_memory", {"type": "semantic", "content": "Sencha is steamed"})
+    memory_id = created["memory_id"]
+    summary = writer.call("update_short_term_memory", {"summary": "Talking about tea."})
+    assert summary["status"] == "short_term_memory_updated_successfully"
+    before = _snapshot(store)
+    assert before["counts"]["memories"] == 1 and before["counts"]["checkpoints"] > 0
+
+    with _http_server(database_url, tmp_path, "--read-only", token=TOKEN) as server:
+
+        async def run() -> None:
+            async with _http_session(server.url, TOKEN) as session:
+                assert [t.name for t in (await session.list_tools()).tools] == TOOL_NAMES
+                await _refuses_every_write(session, memory_id)
+                found = await _ok(session, "search_long_term_memory", {"query": "sencha"})
+                assert found["memories"][0].startswith(f"ID:{memory_id} ")
+                got = await _ok(session, "get_memory", {"memory_id": memory_id})
+                assert got["record"]["content"] == "Sencha is steamed"
+
+        asyncio.run(run())
+    assert _snapshot(store) == before
+
+
+def test_read_only_without_a_persona_starts_and_finds_nothing(
+    store: KiokuStore, database_url: str
+) -> None:
+    before = _snapshot(store)
+
+    async def run() -> None:
+        async with _stdio_session(database_url, "--read-only") as session:
+            await _refuses_every_write(session)
+            nothing = await _ok(session, "search_long_term_memory", {"query": "tea"})
+            assert nothing["status"] == "no_memories_found"
+            invalid = await _failed(session, "search_long_term_memory", {"query": ""})
+            assert invalid["status"] == "search_failed_invalid_args"
+            missing = await _failed(session, "get_memory", {"memory_id": 1})
+            assert missing["status"] == "memory_not_found"
+
+    asyncio.run(run())
+    assert _snapshot(store) == before
+    assert before["servers"] == [] and before["counts"]["personas"] == 0
+
+
+def test_starting_changes_no_server_setting_and_the_setting_decides(
+    store: KiokuStore, database_url: str, kioku_cli: Callable[..., str]
+) -> None:
+    with store.accounts() as accounts:
+        accounts.upsert_server("mcp-srv", "Tea Room", self_teaching_enabled=False)
+    servers = _servers(store)
+    memory = {"type": "semantic", "content": "Hojicha is roasted"}
+
+    async def run() -> None:
+        async with _stdio_session(database_url) as session:
+            await _ok(session, "search_long_term_memory", {"query": "tea"})
+            assert _servers(store) == servers
+            refused = await _failed(session, "create_memory", memory)
+            assert refused["status"] == "memory_save_failed_disabled"
+            assert "Self-teaching is turned off" in refused["reason"]
+            assert _servers(store) == servers
+            printed = kioku_cli("server-settings", "mcp-srv", "--self-teaching", "on")
+            assert json.loads(printed)["self_teaching_enabled"] is True
+            saved = await _ok(session, "create_memory", memory)
+            assert saved["status"] == "memory_saved_successfully"
+
+    asyncio.run(run())
 
 
 def test_langchain_mcp_adapters_load_the_tools_into_a_langgraph_tool_node(
@@ -188,7 +453,7 @@ def test_langchain_mcp_adapters_load_the_tools_into_a_langgraph_tool_node(
                 "transport": "stdio",
                 "command": sys.executable,
                 "args": ["-m", "toolkit.cli", "mcp", *SCOPE],
-                "env": _env(database_url),
+                "env": process_env(database_url),
             }
         }
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -249,14 +250,5 @@ def test_sweeper_prunes_history_and_drops_idle_threads(
     assert stm.load(server_key(world)) is None
 
 
-def test_kioku_sweep_command(
-    store: KiokuStore,
-    database_url: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from toolkit.cli import main
-
-    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
-    assert main(["sweep"]) == 0
-    assert "Pruned the history of" in capsys.readouterr().out
+def test_kioku_sweep_command(kioku_cli: Callable[..., str]) -> None:
+    assert "Pruned the history of" in kioku_cli("sweep")

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from langchain_core.messages import HumanMessage
 from rich.console import Console
 
 from toolkit import KiokuStore
+from toolkit.db.models import Server
 from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +90,30 @@ def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> Non
     assert "memory created: You likes green tea" in text
     assert "Kioku: Got it." in text and "Kioku: Hi Mika." in text
     assert "what the model saw" in text
+
+
+def test_server_settings_command_shows_and_changes_self_teaching(
+    store: KiokuStore, kioku_cli: Callable[..., str]
+) -> None:
+    def server_settings(*args: str) -> dict[str, Any]:
+        return dict(json.loads(kioku_cli("server-settings", "guild-9", *args)))
+
+    assert server_settings() == {
+        "server_id": "guild-9",
+        "self_teaching_enabled": False,
+        "personal_memories_enabled": True,
+        "private_channel_ids": [],
+        "stm_privacy_bypass": False,
+        "max_server_memories": None,
+        "max_personal_memories": None,
+    }
+    with store.accounts() as accounts:  # showing the defaults wrote no row
+        assert accounts.session.get(Server, "guild-9") is None
+    assert server_settings("--self-teaching", "on")["self_teaching_enabled"] is True
+    assert server_settings()["self_teaching_enabled"] is True
+    assert server_settings("--self-teaching", "off")["self_teaching_enabled"] is False
+    with store.accounts() as accounts:
+        assert not accounts.server_settings("guild-9").self_teaching_enabled
 
 
 def _free_port() -> int:

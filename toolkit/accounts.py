@@ -16,6 +16,7 @@ from toolkit.memory.text import name_key, normalise_name
 
 _SETTINGS = text("SELECT * FROM kioku_server_settings(:key, :is_dm)")
 """The one definition of a server's settings and their defaults (migration 0006)."""
+_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,17 @@ class ServerSettings:
     """Override of ``MAX_SERVER_MEMORIES`` for this server."""
     max_personal_memories: int | None = None
     """Override of ``MAX_PERSONAL_MEMORIES`` for this server."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The settings as JSON-ready values (channel ids sorted)."""
+        return {
+            "self_teaching_enabled": self.self_teaching_enabled,
+            "personal_memories_enabled": self.personal_memories_enabled,
+            "private_channel_ids": sorted(self.private_channel_ids),
+            "stm_privacy_bypass": self.stm_privacy_bypass,
+            "max_server_memories": self.max_server_memories,
+            "max_personal_memories": self.max_personal_memories,
+        }
 
 
 class AccountRepository:
@@ -72,6 +84,11 @@ class AccountRepository:
             if update
             else statement.on_conflict_do_nothing()
         )
+
+    def add_server(self, server_id: str, name: str | None = None, **settings: object) -> None:
+        """Create a server with these settings unless it exists (an existing one is kept)."""
+        values: dict[str, object] = {"id": server_key(server_id), "name": name, **settings}
+        self.session.execute(insert(Server).values(**values).on_conflict_do_nothing())
 
     def upsert_user(
         self,
@@ -190,3 +207,25 @@ class AccountRepository:
         self.session.add(row)
         self.session.flush()
         return Persona(persona_id=row.id, name=row.name, lineage_id=row.lineage_id)
+
+    def find_persona(self, server_id: str, name: str) -> Persona | None:
+        """The persona called ``name`` on ``server_id`` (the oldest, if re-created), or None."""
+        row = self.session.scalar(
+            select(PersonaRow)
+            .where(PersonaRow.server_id == server_key(server_id), PersonaRow.name == name)
+            .order_by(PersonaRow.id)
+            .limit(1)
+        )
+        return Persona(row.id, row.name, row.lineage_id) if row is not None else None
+
+    def find_or_create_persona(self, server_id: str, name: str) -> Persona:
+        """The persona called ``name`` on ``server_id``, created with a new lineage if missing.
+
+        Callers racing to create the same persona are serialised, so they all get one.
+        The server must exist.
+        """
+        found = self.find_persona(server_id, name)
+        if found is not None:
+            return found
+        self.session.execute(_LOCK, {"key": f"kioku-persona:{server_key(server_id)}:{name}"})
+        return self.find_persona(server_id, name) or self.create_persona(server_id, name)

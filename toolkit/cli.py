@@ -7,12 +7,16 @@ import json
 import logging
 import sys
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from toolkit.config import load_settings
 from toolkit.errors import ConfigurationError
 from toolkit.store import KiokuStore
+
+if TYPE_CHECKING:
+    from toolkit.mcp_server import KiokuMcp
 
 
 def _open_store(console: Console, *, quiet: bool = False) -> KiokuStore:
@@ -83,10 +87,19 @@ def _erase(store: KiokuStore, console: Console, kind: str, subject: str) -> None
     console.print_json(json.dumps(receipt.to_dict()))
 
 
+def _server_settings(store: KiokuStore, server_id: str, self_teaching: str | None) -> str:
+    """The server's settings as JSON, after turning self-teaching on or off if asked."""
+    with store.accounts() as accounts:
+        if self_teaching is not None:
+            accounts.upsert_server(server_id, self_teaching_enabled=self_teaching == "on")
+        settings = accounts.server_settings(server_id)
+    return json.dumps({"server_id": server_id, **settings.to_dict()})
+
+
 def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
     import asyncio
 
-    from toolkit.mcp_server import KiokuMcp, McpScope, serve_http, serve_stdio
+    from toolkit.mcp_server import KiokuMcp, McpScope, serve_stdio
 
     scope = McpScope(
         server_id=args.server_id,
@@ -99,9 +112,34 @@ def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
     )
     app = KiokuMcp(store, scope)
     if args.http:
-        serve_http(app, host=args.host, port=args.port)
+        _serve_mcp_http(store, app, args)
     else:
         asyncio.run(serve_stdio(app))
+
+
+def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) -> None:
+    from toolkit.mcp_server import HttpOptions, http_token, serve_http
+
+    token, generated = http_token(store.settings)
+    options = HttpOptions(
+        token=token,
+        host=args.host,
+        port=args.port,
+        allowed_hosts=tuple(args.allow_host),
+        allowed_origins=tuple(args.allow_origin),
+    )
+    lines = [f"kioku mcp: serving {options.url}"]
+    if generated:
+        lines.append(
+            "kioku mcp: bearer token for this run (set KIOKU_MCP_TOKEN to choose one): " + token
+        )
+    else:
+        lines.append("kioku mcp: bearer token from KIOKU_MCP_TOKEN")
+    if not options.loopback_only:
+        lines.append("kioku mcp: reachable beyond this machine over plain HTTP; put TLS in front")
+    # Plain print: rich would wrap the token; stdout stays free for the protocol.
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    serve_http(app, options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,16 +151,47 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("demo", help="a scripted conversation through the memory graph")
     sub.add_parser("chat", help="chat with a real model (needs OPENAI_API_KEY)")
     mcp = sub.add_parser("mcp", help="serve the memory tools over MCP (stdio by default)")
-    mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument(
+        "--http",
+        action="store_true",
+        help="streamable HTTP instead of stdio; requests need the bearer token (KIOKU_MCP_TOKEN)",
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     mcp.add_argument("--port", type=int, default=8765)
+    mcp.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="also accept this Host header, as clients send it (repeatable; HOST:* for any port)",
+    )
+    mcp.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept this Origin header, e.g. https://app.example (repeatable)",
+    )
     mcp.add_argument("--server-id", default="mcp", help="the server whose memories are used")
     mcp.add_argument("--server-name", default="MCP")
     mcp.add_argument("--channel-id", default="mcp")
     mcp.add_argument("--user-id", default="mcp-user", help="the person the client acts for")
     mcp.add_argument("--user-name", default="User")
     mcp.add_argument("--persona", default="Assistant", help="persona name (lineage kept)")
-    mcp.add_argument("--read-only", action="store_true", help="refuse long-term memory writes")
+    mcp.add_argument(
+        "--read-only",
+        action="store_true",
+        help="refuse every write (long-term memories and short-term summaries)",
+    )
+    server_settings = sub.add_parser(
+        "server-settings", help="show a server's memory settings (JSON), or change them"
+    )
+    server_settings.add_argument("server_id", help="the server's id")
+    server_settings.add_argument(
+        "--self-teaching",
+        choices=("on", "off"),
+        help="let the model (and writable MCP clients) write long-term memories there, or not",
+    )
     sub.add_parser("setup", help="create or upgrade the database schema")
     sub.add_parser(
         "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
@@ -181,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
             _erase(store, console, "user", args.user_id)
         elif args.command == "erase-server":
             _erase(store, console, "server", args.server_id)
+        elif args.command == "server-settings":
+            console.print_json(_server_settings(store, args.server_id, args.self_teaching))
         elif args.command == "mcp":
             _serve_mcp(store, args)
         elif args.command == "chat":

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from toolkit.errors import ConfigurationError
@@ -187,6 +188,14 @@ class KiokuSettings(BaseSettings):
     )
     """Other-channel short-term memories rendered at most."""
 
+    mcp_token: SecretStr | None = Field(
+        default=None,
+        min_length=16,
+        validation_alias=AliasChoices("KIOKU_MCP_TOKEN", "mcp_token"),
+    )
+    """Bearer token ``kioku mcp --http`` requires of every request (at least 16
+    characters); unset, a random one is generated at each start and printed once."""
+
 
 def load_settings(**overrides: object) -> KiokuSettings:
     """Read settings from the environment, applying keyword overrides.
@@ -200,11 +209,26 @@ def load_settings(**overrides: object) -> KiokuSettings:
         problems = []
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "?"
-            info = KiokuSettings.model_fields.get(field)
+            info = _field(field)
             name = field
             if info is not None and isinstance(info.validation_alias, AliasChoices):
                 name = str(info.validation_alias.choices[0])
-            problems.append(f"{name}: {error['msg']} (got {error.get('input')!r})")
+            got = "hidden" if info is not None and _is_secret(info) else repr(error.get("input"))
+            problems.append(f"{name}: {error['msg']} (got {got})")
         raise ConfigurationError(
             "Invalid kioku configuration; fix these environment variables: " + "; ".join(problems)
         ) from exc
+
+
+def _field(name: str) -> FieldInfo | None:
+    """The settings field called ``name``, or read from the variable ``name``."""
+    for field, info in KiokuSettings.model_fields.items():
+        alias = info.validation_alias
+        if field == name or (isinstance(alias, AliasChoices) and name in alias.choices):
+            return info
+    return None
+
+
+def _is_secret(info: FieldInfo) -> bool:
+    """Whether the field holds a secret, whose value an error must not repeat."""
+    return info.annotation is SecretStr or SecretStr in getattr(info.annotation, "__args__", ())

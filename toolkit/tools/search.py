@@ -105,7 +105,8 @@ class SearchArgs:
 ARGUMENTS = ("query", "memory_type", "min_importance", "limit")
 
 
-def _parse(arguments: dict[str, Any]) -> SearchArgs | str:
+def parse_search_args(arguments: dict[str, Any]) -> SearchArgs | str:
+    """The validated arguments, or the reason they are invalid (for the model)."""
     extra = sorted(k for k in arguments if k not in ARGUMENTS)
     if extra:
         return f"unknown argument(s) {', '.join(extra)}; use {', '.join(ARGUMENTS)}"
@@ -144,7 +145,7 @@ def search_long_term_memory(
             "status": SearchStatus.INTERNAL_ERROR,
             "reason": "No turn context (a setup problem).",
         }, []
-    parsed = _parse(arguments)
+    parsed = parse_search_args(arguments)
     if isinstance(parsed, str):
         return {"status": SearchStatus.INVALID_ARGS, "reason": parsed}, []
     try:

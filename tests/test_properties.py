@@ -7,14 +7,16 @@ strings and argument names) is the model's fault: it never gets a ``…_db_error
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.tools import BaseTool
 
-from tests.helpers import Clock, ToolRun, World, make_world, run_tool, table_counts
+from tests.helpers import Clock, World, make_world, run_tool, table_counts
 from toolkit import (
     CreateStatus,
     KiokuStore,
@@ -169,31 +171,54 @@ def _statuses(statuses: type[StrEnum]) -> set[str]:
     return {s.value for s in statuses if not s.name.endswith(("DB_ERROR", "INTERNAL_ERROR"))}
 
 
-def _check(store: KiokuStore, run: ToolRun, allowed: set[str], before: tuple[int, int]) -> None:
+def _check(world: World, tool: BaseTool, args: dict[str, Any], statuses: type[StrEnum]) -> None:
+    """Call ``tool``: a documented status, a bounded answer, and no write on failure."""
+    before = table_counts(world.store)
+    run = run_tool(tool, args, world.context())
     result = run.result
-    assert result["status"] in allowed, result
+    assert result["status"] in _statuses(statuses), result
     assert isinstance(result.get("reason", ""), str)
     assert len(str(run.message.content)) < MAX_ANSWER, result["status"]
     if "_successfully" not in result["status"]:
-        assert table_counts(store) == before, result
+        assert table_counts(world.store) == before, result
 
 
-@PROPERTY_SETTINGS
-@given(args=CREATE_ARGS)
-def test_create_never_raises(world: World, args: dict[str, Any]) -> None:
-    store = world.store
-    before = table_counts(store)
-    run = run_tool(create_long_term_memory_tool(store), args, world.context())
-    _check(store, run, _statuses(CreateStatus), before)
+@pytest.fixture
+def stm(store: KiokuStore) -> ShortTermMemory:
+    return ShortTermMemory(store, store.checkpointer(), clock=Clock())
 
 
-@PROPERTY_SETTINGS
-@given(args=UPDATE_ARGS)
-def test_update_never_raises(world: World, args: dict[str, Any]) -> None:
-    store = world.store
-    before = table_counts(store)
-    run = run_tool(update_long_term_memory_tool(store), args, world.context())
-    _check(store, run, _statuses(UpdateStatus), before)
+Build = Callable[[KiokuStore, ShortTermMemory], BaseTool]
+
+
+def _never_raises(
+    build: Build, arguments: st.SearchStrategy[dict[str, Any]], statuses: type[StrEnum]
+) -> Callable[..., None]:
+    """A property test: any ``arguments`` for the tool ``build`` makes pass :func:`_check`."""
+
+    @PROPERTY_SETTINGS
+    @given(args=arguments)
+    def test(world: World, stm: ShortTermMemory, args: dict[str, Any]) -> None:
+        _check(world, build(world.store, stm), args, statuses)
+
+    return test
+
+
+test_create_never_raises = _never_raises(
+    lambda store, _: create_long_term_memory_tool(store), CREATE_ARGS, CreateStatus
+)
+test_update_never_raises = _never_raises(
+    lambda store, _: update_long_term_memory_tool(store), UPDATE_ARGS, UpdateStatus
+)
+test_create_memory_never_raises = _never_raises(
+    lambda store, _: create_memory_tool(store), TYPED_ARGS, CreateStatus
+)
+test_search_never_raises = _never_raises(
+    lambda store, _: search_long_term_memory_tool(store), SEARCH_ARGS, SearchStatus
+)
+test_short_term_update_never_raises = _never_raises(
+    lambda _, stm: update_short_term_memory_tool(stm), STM_ARGS, StmStatus
+)
 
 
 @PROPERTY_SETTINGS
@@ -203,41 +228,8 @@ def test_update_never_raises(world: World, args: dict[str, Any]) -> None:
 def test_update_of_existing_ids_never_raises(
     world: World, memory_id: Any, content: Any, target: Any
 ) -> None:
-    store = world.store
-    before = table_counts(store)
     args = {"memory_id": memory_id, "memory_content": content, "target_user": target}
-    run = run_tool(update_long_term_memory_tool(store), args, world.context())
-    _check(store, run, _statuses(UpdateStatus), before)
-
-
-@PROPERTY_SETTINGS
-@given(args=TYPED_ARGS)
-def test_create_memory_never_raises(world: World, args: dict[str, Any]) -> None:
-    store = world.store
-    before = table_counts(store)
-    run = run_tool(create_memory_tool(store), args, world.context())
-    _check(store, run, _statuses(CreateStatus), before)
-
-
-@PROPERTY_SETTINGS
-@given(args=SEARCH_ARGS)
-def test_search_never_raises(world: World, args: dict[str, Any]) -> None:
-    run = run_tool(search_long_term_memory_tool(world.store), args, world.context())
-    _check(world.store, run, _statuses(SearchStatus), table_counts(world.store))
-
-
-@pytest.fixture
-def stm(store: KiokuStore) -> ShortTermMemory:
-    return ShortTermMemory(store, store.checkpointer(), clock=Clock())
-
-
-@PROPERTY_SETTINGS
-@given(args=STM_ARGS)
-def test_short_term_update_never_raises(
-    world: World, stm: ShortTermMemory, args: dict[str, Any]
-) -> None:
-    run = run_tool(update_short_term_memory_tool(stm), args, world.context())
-    _check(world.store, run, _statuses(StmStatus), table_counts(world.store))
+    _check(world, update_long_term_memory_tool(world.store), args, UpdateStatus)
 
 
 @pytest.mark.parametrize(

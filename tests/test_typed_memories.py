@@ -106,7 +106,7 @@ def test_embedding_argument_is_ignored(world: World) -> None:
             {"type": "semantic", "content": "x", "metadata": {"confidence": 2}},
             "confidence must be from",
         ),
-        ({"type": "semantic", "content": "x", "metadata": {"steps": [1]}}, "accepts confidence"),
+        ({"type": "semantic", "content": "x", "metadata": {"steps": [1]}}, "memory: steps"),
         ({"type": "semantic", "content": "x", "metadata": "notes"}, "metadata must be an object"),
         (
             {"type": "episodic", "content": "x", "metadata": {"emotional_valence": -3}},

@@ -47,6 +47,7 @@ from toolkit.memory.create_typed import create_memory
 from toolkit.memory.flow import Flow
 from toolkit.memory.results import ToolResult
 from toolkit.memory.statuses import CreateStatus, UpdateStatus
+from toolkit.memory.text import echo
 from toolkit.memory.update import update_long_term_memory
 from toolkit.search.engine import SearchHit
 from toolkit.stm.store import ShortTermMemory
@@ -228,7 +229,7 @@ class KiokuMcp:
         """Run one tool synchronously; always a status object."""
         tool = self._tools.get(name)
         if tool is None:
-            return {"status": UNKNOWN_TOOL, "reason": f"No tool named {name[:100]!r}."}
+            return {"status": UNKNOWN_TOOL, "reason": f"No tool named '{echo(name)}'."}
         if tool.read_only_refusal is not None and not self.scope.writable:
             return ToolResult(tool.read_only_refusal, READ_ONLY_REASON).to_dict()
         try:
@@ -272,9 +273,10 @@ class KiokuMcp:
     def _search(self, arguments: dict[str, Any]) -> dict[str, Any]:
         persona = self._persona()
         if persona is None:
-            problem = parse_search_args(arguments)
-            if isinstance(problem, str):
-                return ToolResult(SearchStatus.INVALID_ARGS, problem).to_dict()
+            try:
+                parse_search_args(arguments)
+            except ArgumentError as exc:
+                return ToolResult(SearchStatus.INVALID_ARGS, str(exc)).to_dict()
             return ToolResult(SearchStatus.NONE, NO_PERSONA_REASON).to_dict()
         payload, artifact = search_long_term_memory(self.store, self.context(persona), arguments)
         return {**payload, "records": artifact} if artifact else payload

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from toolkit.memory.text import echo, unstorable
+
 MAX_SAFE_INTEGER = 2**53 - 1
+MAX_NAME_LENGTH = 256
+"""Characters in a person's name (``target_user``)."""
+MAX_LISTED_NAMES = 5
+"""Unknown argument names a reason lists before ``and N more``."""
 _ID_TEXT = re.compile(r"^\s*(?:id\s*[:#]?\s*)?(\d{1,16})\s*$", re.IGNORECASE)
 
 Scope = Literal["server_wide", "target_user"]
@@ -35,21 +41,49 @@ class UpdateArgs:
     target_user: str | None
 
 
+def check_text(field: str, value: str, max_length: int) -> str:
+    """``value`` unchanged if it is at most ``max_length`` characters and storable.
+
+    The one rule for strings that are checked rather than sanitised (names, queries,
+    metadata): PostgreSQL cannot hold NUL or surrogates, so they are refused here.
+
+    Raises:
+        ArgumentError: naming ``field`` and what is wrong (never repeating ``value``).
+    """
+    if len(value) > max_length:
+        raise ArgumentError(f"{field} is {len(value)} characters; the maximum is {max_length}")
+    problem = unstorable(value)
+    if problem is not None:
+        raise ArgumentError(f"{field} contains {problem}; remove it and call again")
+    return value
+
+
+def reject_unknown(
+    arguments: Iterable[Any], allowed: Iterable[str], *, what: str = "argument(s)"
+) -> None:
+    """Refuse names in ``arguments`` outside ``allowed``, echoing a few of them capped.
+
+    Raises:
+        ArgumentError: ``unknown {what} …; allowed: …``.
+    """
+    known = set(allowed)
+    extra = sorted(echo(str(name)) for name in arguments if name not in known)
+    if not extra:
+        return
+    listed = ", ".join(extra[:MAX_LISTED_NAMES])
+    if len(extra) > MAX_LISTED_NAMES:
+        listed += f" and {len(extra) - MAX_LISTED_NAMES} more"
+    raise ArgumentError(f"unknown {what} {listed}; allowed: {', '.join(sorted(known))}")
+
+
 def _optional_name(arguments: Mapping[str, Any], key: str) -> str | None:
     value = arguments.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
         raise ArgumentError(f"{key} must be a string (the person's name as shown), or omitted")
+    check_text(key, value, MAX_NAME_LENGTH)
     return value if value.strip() else None
-
-
-def _unknown(arguments: Mapping[str, Any], allowed: set[str]) -> None:
-    extra = sorted(str(k) for k in arguments if k not in allowed)
-    if extra:
-        raise ArgumentError(
-            f"unknown argument(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}"
-        )
 
 
 def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
@@ -58,7 +92,7 @@ def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
     Raises:
         ArgumentError: with a reason the model can act on.
     """
-    _unknown(arguments, {"memory_content", "memory_scope", "target_user"})
+    reject_unknown(arguments, ("memory_content", "memory_scope", "target_user"))
     content = arguments.get("memory_content")
     if not isinstance(content, str):
         raise ArgumentError("memory_content is required and must be a string")
@@ -104,7 +138,7 @@ def parse_update_args(arguments: Mapping[str, Any]) -> UpdateArgs:
     Raises:
         ArgumentError: with a reason the model can act on.
     """
-    _unknown(arguments, {"memory_id", "memory_content", "target_user"})
+    reject_unknown(arguments, ("memory_id", "memory_content", "target_user"))
     memory_id = parse_memory_id(arguments.get("memory_id"))
     content = arguments.get("memory_content")
     if not isinstance(content, str):

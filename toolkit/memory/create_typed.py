@@ -6,7 +6,7 @@ model; the model's ``embedding`` argument is accepted and ignored (the store emb
 
 from __future__ import annotations
 
-from toolkit.memory.arguments import ArgumentError
+from toolkit.memory.arguments import ArgumentError, reject_unknown
 from toolkit.memory.create import STATUSES, checked_content, save
 from toolkit.memory.flow import FlowCall, require_context, settings_first, tool_flow
 from toolkit.memory.repository import ServerScope
@@ -19,11 +19,7 @@ ARGUMENTS = frozenset({"type", "content", "importance", "metadata", "embedding"}
 
 def _create_typed(call: FlowCall) -> ToolResult:
     arguments = call.arguments
-    unknown = sorted(str(k) for k in arguments if k not in ARGUMENTS)
-    if unknown:
-        raise ArgumentError(
-            f"unknown argument(s) {', '.join(unknown)}; allowed: {', '.join(sorted(ARGUMENTS))}"
-        )
+    reject_unknown(arguments, ARGUMENTS)
     content = arguments.get("content")
     if not isinstance(content, str) or not content.strip():
         raise ArgumentError("content is required: the text of the memory")

@@ -30,7 +30,7 @@ from toolkit.memory.resolution import (
     match_participants,
 )
 from toolkit.memory.results import ToolResult
-from toolkit.memory.text import normalise_name
+from toolkit.memory.text import echo, normalise_name
 from toolkit.store import KiokuStore
 
 logger = logging.getLogger("toolkit.memory")
@@ -118,7 +118,7 @@ def tool_flow(
         except StorageError as exc:
             return ToolResult(
                 statuses.db_error,
-                f"The memory database is unavailable ({exc}). Nothing was changed; "
+                f"The memory database is unavailable ({echo(str(exc), 300)}). Nothing was changed; "
                 "tell the user and try again later.",
             )
         except Exception:
@@ -259,14 +259,14 @@ def resolve_or_fail(
     if isinstance(found, Ambiguous):
         raise fail(
             statuses.ambiguous_user,
-            f"'{name}' matches several people: {', '.join(found.candidates)}. "
+            f"'{echo(name)}' matches several people: {', '.join(found.candidates)}. "
             "Use the exact name shown in the conversation.",
             candidates=list(found.candidates),
         )
     if isinstance(found, NotFound):
         raise fail(
             statuses.user_not_found,
-            f"Nobody called '{name}' is in this conversation or server. "
+            f"Nobody called '{echo(name)}' is in this conversation or server. "
             "Use the name as shown in the conversation.",
         )
     return found.person

@@ -10,11 +10,20 @@ TEMPLATE_TOKENS = frozenset({"user", "bot", "char"})
 """Placeholders kept as they are; other ``{word}`` placeholders lose their braces."""
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}|\{\s*(\w+)\s*\}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATES = "\ud800-\udfff"
+"""UTF-16 halves: a Python string may hold them, UTF-8 (and so PostgreSQL) cannot."""
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f{_SURROGATES}]")
+"""Dropped from content: control characters (NUL included) and surrogates."""
+_UNSTORABLE = re.compile(f"[\\x00{_SURROGATES}]")
+"""What PostgreSQL text and JSON cannot hold: NUL and surrogates."""
+ECHO_LIMIT = 100
+"""The most characters of a model-supplied value a reason repeats."""
 
 
 def sanitise_content(content: str) -> str:
     """Trim, drop control characters and unwrap unknown ``{word}``/``{{word}}`` placeholders.
+
+    Surrogates go with the control characters, so the result is always storable.
 
     ``{user}``, ``{bot}`` and ``{char}`` (any case) are normalised to single braces
     and kept; every other placeholder keeps only its word.
@@ -28,6 +37,26 @@ def sanitise_content(content: str) -> str:
 
     cleaned = _CONTROL.sub("", content)
     return _PLACEHOLDER.sub(_replace, cleaned).strip()
+
+
+def unstorable(text: str) -> str | None:
+    """What in ``text`` PostgreSQL cannot store (``"a NUL character"``, …), or ``None``."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "a NUL character" if found.group() == "\x00" else "a lone surrogate (invalid Unicode)"
+
+
+def echo(value: str, limit: int = ECHO_LIMIT) -> str:
+    """``value`` fit to repeat in a reason: at most ``limit`` characters, always storable.
+
+    A longer value is cut, ends in ``…`` and says its length; NUL and surrogates become
+    U+FFFD, so the reason itself can always be encoded.
+    """
+    shown = _UNSTORABLE.sub("\ufffd", value[:limit])
+    if len(value) <= limit:
+        return shown
+    return f"{shown}… (cut; {len(value)} characters)"
 
 
 def normalise_name(name: str) -> str:

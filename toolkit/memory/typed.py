@@ -9,10 +9,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from toolkit.memory.arguments import ArgumentError
+from toolkit.memory.arguments import MAX_SAFE_INTEGER, ArgumentError, check_text, reject_unknown
+from toolkit.memory.text import echo
 
 MEMORY_TYPES = ("episodic", "semantic", "procedural", "strategic")
 MAX_ATTRIBUTES_JSON = 10_000
+"""Characters of the stored metadata as JSON."""
+MAX_METADATA_DEPTH = 8
+"""Levels of lists and objects inside ``metadata`` (``metadata`` itself is the first)."""
+MAX_METADATA_VALUES = 1_000
+"""Values and keys in ``metadata``, counted at every level."""
+MAX_KEY_ECHO = 30
+"""Characters of a key shown in the path a reason names."""
 
 
 @dataclass(frozen=True)
@@ -26,8 +34,10 @@ class TypedFields:
 
 
 def _number(value: Any, name: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ArgumentError(f"{name} must be a number from {low} to {high}")
+    if not (math.isfinite(value) if isinstance(value, float) else abs(value) <= MAX_SAFE_INTEGER):
+        raise ArgumentError(f"{name} must be a finite number from {low} to {high}")
     if not low <= value <= high:
         raise ArgumentError(f"{name} must be from {low} to {high}, got {value}")
     return float(value)
@@ -111,6 +121,55 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
 }
 
 
+def check_json(field: str, value: Any) -> Any:
+    """``value`` unchanged if PostgreSQL can store it as ``jsonb`` within the limits.
+
+    The one rule for model-supplied JSON: strings, finite numbers (whole ones within
+    ±2^53-1), booleans, null, lists and objects with string keys; strings and keys
+    storable (:func:`check_text`), at most :data:`MAX_METADATA_DEPTH` levels and
+    :data:`MAX_METADATA_VALUES` values. Walked without recursion, and stops at the first
+    fault, so a huge or deep value costs little.
+
+    Raises:
+        ArgumentError: naming the path of the fault (``metadata.result[2]``).
+    """
+    pending: list[tuple[str, Any, int]] = [(field, value, 1)]
+    seen = 0
+    while pending:
+        path, node, depth = pending.pop()
+        seen += 1
+        if seen > MAX_METADATA_VALUES:
+            raise ArgumentError(f"{field} holds more than {MAX_METADATA_VALUES} values and keys")
+        if isinstance(node, list | dict) and depth > MAX_METADATA_DEPTH:
+            raise ArgumentError(f"{field} is nested more than {MAX_METADATA_DEPTH} levels deep")
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    raise ArgumentError(f"{path} has a key that is not a string")
+                check_text(f"a key of {path}", key, MAX_ATTRIBUTES_JSON)
+                pending.append((f"{path}.{echo(key, MAX_KEY_ECHO)}", child, depth + 1))
+        elif isinstance(node, list):
+            pending.extend((f"{path}[{i}]", child, depth + 1) for i, child in enumerate(node))
+        else:
+            _check_scalar(path, node)
+    return value
+
+
+def _check_scalar(path: str, node: Any) -> None:
+    if node is None or isinstance(node, bool):
+        return
+    if isinstance(node, str):
+        check_text(path, node, MAX_ATTRIBUTES_JSON)
+    elif isinstance(node, float):
+        if not math.isfinite(node):
+            raise ArgumentError(f"{path} is {node}; JSON numbers must be finite")
+    elif isinstance(node, int):
+        if abs(node) > MAX_SAFE_INTEGER:
+            raise ArgumentError(f"{path} is a whole number beyond ±{MAX_SAFE_INTEGER}")
+    else:
+        raise ArgumentError(f"{path} must be a string, number, boolean, null, list or object")
+
+
 def parse_typed(
     memory_type: Any, importance: Any, metadata: Any, *, content: str, now: datetime
 ) -> TypedFields:
@@ -126,16 +185,11 @@ def parse_typed(
         metadata = {}
     if not isinstance(metadata, dict):
         raise ArgumentError("metadata must be an object of type-specific fields")
-    metadata = dict(metadata)
+    metadata = dict(check_json("metadata", metadata))
     decay = metadata.pop("decay_rate", metadata.pop("decayRate", 0.01))
     decay_rate = _number(decay, "decay_rate", 0.0, 10.0)
     allowed = FIELDS[memory_type]
-    unknown = sorted(set(metadata) - set(allowed))
-    if unknown:
-        raise ArgumentError(
-            f"metadata for a {memory_type} memory accepts {', '.join(allowed)}; "
-            f"not {', '.join(unknown)}"
-        )
+    reject_unknown(metadata, allowed, what=f"metadata field(s) for a {memory_type} memory:")
     attributes = dict(DEFAULTS[memory_type])
     attributes.update({key: allowed[key](value, key) for key, value in metadata.items()})
     _complete(memory_type, attributes, content=content, now=now)

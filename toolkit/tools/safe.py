@@ -19,6 +19,8 @@ from langchain_core.tools import StructuredTool
 
 RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
 _PACKED = "kioku_reserved_arguments"
+_CARRIED = RESERVED | {_PACKED}
+"""Carried under ``_PACKED``: a model's own ``kioku_reserved_arguments`` too, never unpacked."""
 
 
 class ArgumentSafeTool(StructuredTool):
@@ -28,7 +30,7 @@ class ArgumentSafeTool(StructuredTool):
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         args, kwargs = super()._to_args_and_kwargs(tool_input, tool_call_id)
-        reserved = {key: kwargs.pop(key) for key in list(kwargs) if key in RESERVED}
+        reserved = {key: kwargs.pop(key) for key in list(kwargs) if key in _CARRIED}
         if reserved:
             kwargs[_PACKED] = reserved
         return args, kwargs

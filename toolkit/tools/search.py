@@ -16,7 +16,9 @@ from toolkit.accounts import AccountRepository
 from toolkit.context import TurnContext
 from toolkit.context_build.mentions import convert_mentions
 from toolkit.db.errors import StorageError, storage_errors
-from toolkit.memory.text import as_data
+from toolkit.memory.arguments import ArgumentError, check_text, reject_unknown
+from toolkit.memory.text import as_data, echo
+from toolkit.memory.typed import MEMORY_TYPES
 from toolkit.reach import reach_of
 from toolkit.search.engine import SearchHit, hybrid_search
 from toolkit.search.query import Visibility
@@ -26,7 +28,6 @@ from toolkit.tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
 
-MEMORY_TYPES = ("episodic", "semantic", "procedural", "strategic")
 MAX_LIMIT = 20
 MAX_QUERY_LENGTH = 1000
 
@@ -105,29 +106,30 @@ class SearchArgs:
 ARGUMENTS = ("query", "memory_type", "min_importance", "limit")
 
 
-def parse_search_args(arguments: dict[str, Any]) -> SearchArgs | str:
-    """The validated arguments, or the reason they are invalid (for the model)."""
-    extra = sorted(k for k in arguments if k not in ARGUMENTS)
-    if extra:
-        return f"unknown argument(s) {', '.join(extra)}; use {', '.join(ARGUMENTS)}"
+def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
+    """Validate the search arguments.
+
+    Raises:
+        ArgumentError: with a reason naming the argument.
+    """
+    reject_unknown(arguments, ARGUMENTS)
     query = arguments.get("query")
     if not isinstance(query, str) or not query.strip():
-        return "query is required: a few words describing what to find"
-    if len(query) > MAX_QUERY_LENGTH:
-        return f"query is longer than {MAX_QUERY_LENGTH} characters; shorten it"
+        raise ArgumentError("query is required: a few words describing what to find")
+    check_text("query", query, MAX_QUERY_LENGTH)
     memory_type = arguments.get("memory_type")
     if memory_type is not None and memory_type not in MEMORY_TYPES:
-        return f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted"
+        raise ArgumentError(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted")
     min_importance = arguments.get("min_importance")
     if min_importance is not None and (
         isinstance(min_importance, bool)
         or not isinstance(min_importance, int | float)
         or not 0 <= min_importance <= 1
     ):
-        return "min_importance must be a number from 0 to 1, or omitted"
+        raise ArgumentError("min_importance must be a number from 0 to 1, or omitted")
     limit = arguments.get("limit", 5)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        return f"limit must be a whole number from 1 to {MAX_LIMIT}"
+        raise ArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
     return SearchArgs(
         query.strip(),
         memory_type,
@@ -145,9 +147,10 @@ def search_long_term_memory(
             "status": SearchStatus.INTERNAL_ERROR,
             "reason": "No turn context (a setup problem).",
         }, []
-    parsed = parse_search_args(arguments)
-    if isinstance(parsed, str):
-        return {"status": SearchStatus.INVALID_ARGS, "reason": parsed}, []
+    try:
+        parsed = parse_search_args(arguments)
+    except ArgumentError as exc:
+        return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
     try:
         vector = store.embedder.embeddings.embed_query(parsed.query)
     except Exception as exc:
@@ -169,7 +172,7 @@ def search_long_term_memory(
     except StorageError as exc:
         return {
             "status": SearchStatus.DB_ERROR,
-            "reason": f"The memory database is unavailable ({exc}).",
+            "reason": f"The memory database is unavailable ({echo(str(exc), 300)}).",
         }, []
     except Exception:
         logger.exception("kioku: unexpected error in search_long_term_memory")

@@ -190,29 +190,34 @@ def test_every_connection_killed_between_calls(
 
 def test_idle_connections_are_checked_before_use(database_url: str, admin: Engine) -> None:
     """Pooled connections idle past the threshold are pinged and replaced when dead;
-    one used just now is trusted, fails once when it has died, and is then replaced."""
-    engine = ping_when_idle(
-        create_engine(normalise_url(database_url), pool_size=1, max_overflow=0), idle_seconds=0.2
-    )
+    one used just now is trusted, fails once when it has died, and is then replaced.
 
-    def kill_the_pooled_connection() -> None:
+    No timing window: one engine pings every checkout, the other none within the test.
+    """
+
+    def pool(idle_seconds: float) -> Engine:
+        engine = create_engine(normalise_url(database_url), pool_size=1, max_overflow=0)
+        return ping_when_idle(engine, idle_seconds=idle_seconds)
+
+    def kill_the_pooled_connection(engine: Engine) -> None:
         with engine.connect() as connection:
             pid = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
         with admin.connect() as connection:
             connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
 
+    pinged, trusted = pool(0.0), pool(3600.0)
     try:
-        kill_the_pooled_connection()
-        time.sleep(0.3)
-        with engine.connect() as connection:
+        kill_the_pooled_connection(pinged)
+        with pinged.connect() as connection:
             assert connection.execute(text("SELECT 1")).scalar_one() == 1
-        kill_the_pooled_connection()
-        with pytest.raises(OperationalError), engine.connect() as connection:
+        kill_the_pooled_connection(trusted)
+        with pytest.raises(OperationalError), trusted.connect() as connection:
             connection.execute(text("SELECT 1"))
-        with engine.connect() as connection:
+        with trusted.connect() as connection:
             assert connection.execute(text("SELECT 1")).scalar_one() == 1
     finally:
-        engine.dispose()
+        pinged.dispose()
+        trusted.dispose()
 
 
 def test_statement_timeout_while_the_scope_is_locked(

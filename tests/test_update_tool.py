@@ -91,9 +91,15 @@ def test_deleted_server_memory(world: World) -> None:
     assert world.notices[-1].content == "Kioku likes tea"
 
 
-def test_placeholder_only_content_deletes(world: World) -> None:
+def test_only_unstorable_characters_are_refused_not_a_delete(world: World) -> None:
+    """Issue #12: a NUL is bad input, not a request to forget; only "" (or blanks) deletes."""
     memory_id = server_memory(world)
-    assert update(world, {"memory_id": memory_id, "memory_content": "\x00"})["status"] == (
+    for junk in ("\x00", "\ud800", "\x00\x07"):
+        result = update(world, {"memory_id": memory_id, "memory_content": junk})
+        assert result["status"] == "memory_update_failed_invalid_content", result
+        assert "memory_content" in result["reason"]
+    assert memory_row(world.store, memory_id) is not None
+    assert update(world, {"memory_id": memory_id, "memory_content": "  "})["status"] == (
         "memory_deleted_successfully"
     )
 

@@ -47,6 +47,13 @@ def _update(call: FlowCall) -> ToolResult:
     if context.persona.lineage_id <= GLOBAL_LINEAGE:
         raise fail(S.INTERNAL_ERROR, "The persona has no lineage (the database needs migrating).")
     content = sanitise_content(args.content)
+    if not content and args.content.strip():
+        # Only an empty memory_content deletes; text that cleans away to nothing is refused.
+        raise fail(
+            S.INVALID_CONTENT,
+            "memory_content holds only characters that cannot be stored (control characters, "
+            'NUL, lone surrogates). Write the new text, or pass "" to delete the memory.',
+        )
     deleting = not content
     max_length = call.store.settings.max_memory_length
     if len(content) > max_length:

@@ -201,8 +201,8 @@ class ShortTermMemory:
                 entry = change(key, stored, now)
                 if entry is None:
                     continue
-                if version is not None and entry.last_updated <= version:
-                    # Versions only grow, so every process sees that the entry changed.
+                if entry.last_updated == version:
+                    # A new version, so every process sees that the entry changed.
                     entry = replace(entry, last_updated=version + timedelta(microseconds=1))
                 configurable = {
                     **self._config(key)["configurable"],

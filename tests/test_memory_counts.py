@@ -103,6 +103,7 @@ def test_limit_counts_global_personal_memories(store: KiokuStore) -> None:
         )
     bob = {"memory_content": "{user} sings", "memory_scope": "target_user", "target_user": "Bob"}
     create_memory(world, bob)
-    result = world.run(create_long_term_memory_tool(store), bob, world.context()).result
+    dances = {**bob, "memory_content": "{user} dances"}
+    result = world.run(create_long_term_memory_tool(store), dances, world.context()).result
     assert result["status"] == "memory_save_failed_limit_exceeded"
     assert (result["limit"], result["count"]) == (2, 2)

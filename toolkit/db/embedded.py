@@ -77,9 +77,11 @@ class EmbeddedPostgres:
             ConfigurationError: when the server cannot be started; the message says why.
         """
         self.data_dir = data_dir.expanduser().absolute()
+        refuse_unsafe_path(self.data_dir)
         self.pgdata = self.data_dir / "pgdata"
         self.log_file = self.pgdata / "kioku-server.log"
-        self._handle = f"{os.getpid()}:{uuid.uuid4().hex}"
+        self._pid = os.getpid()
+        self._handle = f"{self._pid}:{uuid.uuid4().hex}"
         self._stopped = False
         try:
             self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -88,10 +90,10 @@ class EmbeddedPostgres:
                 self._prepare()
                 fresh = self._initialise()
                 self._server = self._private_running() or self._start()
+                if fresh:
+                    self._size_buffers()
                 self._register()
             atexit.register(self.stop)
-            if fresh:
-                self._size_buffers()
         except ConfigurationError:
             raise
         except Exception as exc:  # subprocess, OS and psycopg errors: one clear message
@@ -114,7 +116,7 @@ class EmbeddedPostgres:
 
     def stop(self) -> None:
         """Leave the server; stop it when no other process or handle still uses it."""
-        if self._stopped:
+        if self._stopped or os.getpid() != self._pid:  # a forked child leaves it alone
             return
         self._stopped = True
         atexit.unregister(self.stop)
@@ -180,32 +182,40 @@ class EmbeddedPostgres:
         accounts = sorted({current_account().name, self.account.name})
         files = {"pg_hba.conf": hba_conf(), "pg_ident.conf": ident_conf(accounts)}
         for name, content in files.items():
-            path = self.pgdata / name
-            path.write_text(content)
-            path.chmod(0o600)
-            if running_as_root():
-                os.chown(path, self.account.uid, self.account.gid)
+            _write_private(self.pgdata / name, content, self.account if running_as_root() else None)
 
     # --- start and stop ----------------------------------------------------------
 
     def _running(self) -> RunningServer | None:
+        """The server ``postmaster.pid`` describes, if it is up and answers on its socket."""
         server = read_postmaster_pid(self.pgdata)
         if server is None or not server.ready or not _alive(server.pid):
             return None
-        return server
+        return server if _accepts(server.socket_dir / SOCKET_NAME) else None
+
+    def _clear_stale_pid_file(self) -> None:
+        """Remove a ``postmaster.pid`` left by a server that is gone (crash, reboot).
+
+        Its pid may since belong to another process, which PostgreSQL would take for a
+        running server and refuse to start.
+        """
+        server = read_postmaster_pid(self.pgdata)
+        if server is not None and not _is_postgres(server.pid):
+            (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
 
     def _private_running(self) -> RunningServer | None:
         """The running server, unless an older kioku started it with a shared socket."""
         server = self._running()
         if server is None or server.socket_dir == self.pgdata:
             return server
-        if (server.socket_dir.stat().st_mode & 0o077) == 0:
+        if (server.socket_dir.lstat().st_mode & 0o077) == 0:
             return server
         logger.warning("restarting the embedded PostgreSQL: its socket was in a shared directory")
         self._pg_ctl("-m", "fast", "stop")
         return None
 
     def _start(self) -> RunningServer:
+        self._clear_stale_pid_file()
         self._write_access_rules()
         socket_dir = self._socket_dir()
         options = " ".join(
@@ -253,8 +263,9 @@ class EmbeddedPostgres:
             connection.execute(
                 f"ALTER SYSTEM SET shared_buffers = '{shared_buffers_bytes() // 2**20}MB'"
             )
-        self.kill()
-        self.start_again()
+        self._pg_ctl("-m", "fast", "stop")  # the caller holds the lock; nobody else uses it yet
+        self._remove_socket_dir()
+        self._server = self._start()
 
     def _pg_ctl(self, *args: str) -> None:
         self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-t", str(START_TIMEOUT_S), *args)
@@ -427,8 +438,67 @@ def _alive(pid: int) -> bool:
 
 
 def _chown_tree(root: Path, account: OsAccount) -> None:
-    """Give a data directory made by another account to the server's account."""
-    for directory, _, files in os.walk(root):
-        os.chown(directory, account.uid, account.gid)
-        for name in files:
-            os.chown(os.path.join(directory, name), account.uid, account.gid)
+    """Give a data directory made by another account to the server's account.
+
+    Links are chowned themselves, never what they point at.
+    """
+    for directory, subdirectories, files in os.walk(root):
+        os.chown(directory, account.uid, account.gid, follow_symlinks=False)
+        for name in [*subdirectories, *files]:
+            os.chown(os.path.join(directory, name), account.uid, account.gid, follow_symlinks=False)
+
+
+def _write_private(path: Path, content: str, owner: OsAccount | None) -> None:
+    """Replace ``path`` with a new 0600 file, never through a link planted in its place.
+
+    ``pgdata`` belongs to the server's account, which could swap a file for a symlink to
+    one of root's: the old entry is removed and the new one created exclusively.
+    """
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        if owner is not None:
+            os.fchown(fd, owner.uid, owner.gid)
+        os.write(fd, content.encode())
+    finally:
+        os.close(fd)
+
+
+UNSAFE_PATH_CHARACTERS = frozenset('"`$\\,\n\r')
+"""pg_ctl hands the data directory to /bin/sh in double quotes, and PostgreSQL reads the
+socket directory as a comma-separated list: paths with these characters are refused."""
+
+
+def refuse_unsafe_path(path: Path) -> None:
+    """Raise a clear error for a data directory the server's command line cannot carry.
+
+    Raises:
+        ConfigurationError: naming the characters to avoid.
+    """
+    if UNSAFE_PATH_CHARACTERS & set(str(path)):
+        raise ConfigurationError(
+            f'KIOKU_DATA_DIR {str(path)[:200]!r} contains one of " ` $ \\ , or a line break, '
+            "which PostgreSQL's start command cannot carry safely; choose another directory."
+        )
+
+
+def _accepts(socket_path: Path) -> bool:
+    """Whether a server listens on the Unix socket at ``socket_path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(socket_path))
+        except OSError:
+            return False
+    return True
+
+
+def _is_postgres(pid: int) -> bool:
+    """Whether ``pid`` is a live PostgreSQL process (not a zombie, not a reused pid)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return _alive(pid) if not Path("/proc").is_dir() else False
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return fields.get("Name", "").strip() == "postgres" and not fields.get(
+        "State", ""
+    ).strip().startswith("Z")

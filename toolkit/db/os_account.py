@@ -104,9 +104,13 @@ def _create_account(name: str) -> OsAccount:
             f"unprivileged account (e.g. {name!r}) and set KIOKU_EMBEDDED_USER to its name."
         )
     nologin = shutil.which("nologin") or "/bin/false"
-    command = [useradd, "--system", "--no-create-home", "--shell", nologin, name]
+    command = [useradd, "--system", "--user-group", "--no-create-home", "--shell", nologin, name]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
+        try:  # another process created it at the same moment
+            return OsAccount.of(pwd.getpwnam(name))
+        except KeyError:
+            pass
         raise ConfigurationError(
             f"PostgreSQL refuses to run as root, and creating the account {name!r} for it "
             f"failed ({result.stderr.strip()}); create an unprivileged account and set "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -217,6 +218,9 @@ def _insert(
         saved = confirm_outcome(
             call, STATUSES, lambda session: MemoryRepository(session).create_within_limit(new)
         )
+        if saved.outcome == "already_saved":
+            # Almost surely the row this call committed before its reply was lost.
+            saved = replace(saved, outcome="saved")
     if saved.outcome == "disabled":
         raise disabled(STATUSES)
     if saved.outcome == "limit_reached":

@@ -47,7 +47,7 @@ def _update(call: FlowCall) -> ToolResult:
     if context.persona.lineage_id <= GLOBAL_LINEAGE:
         raise fail(S.INTERNAL_ERROR, "The persona has no lineage (the database needs migrating).")
     content = sanitise_content(args.content)
-    if not content and args.content.strip():
+    if not content and args.content.strip(" \t\r\n"):
         # Only an empty memory_content deletes; text that cleans away to nothing is refused.
         raise fail(
             S.INVALID_CONTENT,

@@ -72,6 +72,16 @@ def _noop(state: _EntryState) -> dict[str, Any]:
     return {}
 
 
+def _lock_threads(session: Session, keys: Sequence[StmKey]) -> None:
+    """Wait for, then hold off, other writers of these entries until the transaction ends.
+
+    Taken in thread-id order, so two writers of overlapping entries cannot deadlock.
+    """
+    for thread_id in sorted({key.thread_id for key in keys}):
+        lock = func.pg_advisory_xact_lock(WRITE_LOCK_SPACE, func.hashtext(thread_id))
+        session.execute(select(lock))
+
+
 def _replacing_with(entry: StmEntry) -> EntryChange:
     """A change that stores ``entry`` whatever is stored."""
     return lambda key, stored, now: entry
@@ -188,9 +198,7 @@ class ShortTermMemory:
         """
         with self.store.transaction() as session:
             config = self._write_config(session)
-            for thread_id in sorted({key.thread_id for key in keys}):
-                lock = func.pg_advisory_xact_lock(WRITE_LOCK_SPACE, func.hashtext(thread_id))
-                session.execute(select(lock))
+            _lock_threads(session, keys)
             registry = StmRegistry(session)
             versions = registry.versions([key.thread_id for key in keys])
             now = self.clock()
@@ -397,13 +405,18 @@ class ShortTermMemory:
         return ForgetReport(entries_deleted=self._delete(doomed))
 
     def _delete(self, keys: Sequence[StmKey]) -> int:
+        """Delete entries and their registry rows in one transaction, after their writers."""
         if not keys:
             return 0
-        for key in keys:
-            self.checkpointer.delete_thread(key.thread_id)
-            self._entries.pop(key.thread_id, None)
         with self.store.transaction() as session:
+            config = self._write_config(session)
+            _lock_threads(session, keys)
+            saver = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER, self.checkpointer)
+            for key in keys:
+                saver.delete_thread(key.thread_id)
             StmRegistry(session).forget([key.thread_id for key in keys])
+        for key in keys:
+            self._entries.pop(key.thread_id, None)
         return len(keys)
 
     def _prune(self, keys: Sequence[StmKey]) -> None:

@@ -1,7 +1,8 @@
 """Creates happen once (issue #12).
 
 ``kioku_create_memory`` answers ``already_saved`` with the existing memory's id when the
-scope already holds a memory with exactly this content. Checked after the scope's lock,
+scope already holds a memory with exactly this content (for a person, their global
+memories included, as their limit counts them). Checked after the scope's lock,
 so two identical creates at once save one row; and a create retried after its reply was
 lost finds the row the first attempt committed instead of saving a duplicate.
 
@@ -25,7 +26,8 @@ _previous = importlib.import_module("toolkit.db.migrations.versions.0006_privacy
 _LOCKED = "    PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));\n"
 _SAME_CONTENT = """
     SELECT m.id INTO memory_id FROM memories m
-    WHERE m.status = 'active' AND m.scope = p_scope AND m.persona_lineage_id = p_lineage
+    WHERE m.status = 'active' AND m.scope = p_scope
+      AND m.persona_lineage_id IN (p_lineage, CASE WHEN p_scope = 'personal' THEN 0 END)
       AND ((p_scope = 'server' AND m.server_id = p_owner_id)
            OR (p_scope = 'personal' AND m.user_id = p_owner_id))
       AND m.content = p_content

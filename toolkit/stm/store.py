@@ -153,18 +153,23 @@ class ShortTermMemory:
         self._graph = builder.compile(checkpointer=checkpointer)
 
     @staticmethod
-    def _config(key: StmKey) -> RunnableConfig:
-        return {"configurable": {"thread_id": key.thread_id}}
+    def _config(key: StmKey, saver: BaseCheckpointSaver[Any] | None = None) -> RunnableConfig:
+        """The entry's thread; through ``saver`` instead of the graph's own when given."""
+        if saver is None:
+            return {"configurable": {"thread_id": key.thread_id}}
+        return {"configurable": {"thread_id": key.thread_id, CONFIG_KEY_CHECKPOINTER: saver}}
 
-    def load(self, key: StmKey) -> StmEntry | None:
+    def load(self, key: StmKey, saver: BaseCheckpointSaver[Any] | None = None) -> StmEntry | None:
         """The stored entry, expired or not (``None`` if there is none)."""
-        snapshot = self._graph.get_state(self._config(key))
+        snapshot = self._graph.get_state(self._config(key, saver))
         entry = StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
         if entry is not None:
             self._remember(entry)
         return entry
 
-    def load_version(self, key: StmKey, last_updated: datetime) -> StmEntry | None:
+    def load_version(
+        self, key: StmKey, last_updated: datetime, saver: BaseCheckpointSaver[Any] | None = None
+    ) -> StmEntry | None:
         """The entry as of ``last_updated`` (the registry's version of it).
 
         Read from the checkpointer only when this process has not seen that version yet.
@@ -172,7 +177,7 @@ class ShortTermMemory:
         cached = self._entries.get(key.thread_id)
         if cached is not None and cached.last_updated == last_updated:
             return cached
-        return self.load(key)
+        return self.load(key, saver)
 
     def _remember(self, entry: StmEntry) -> None:
         if len(self._entries) >= ENTRY_CACHE_SIZE:
@@ -197,7 +202,7 @@ class ShortTermMemory:
         "now"; it returns the entry to store, or ``None`` to leave it.
         """
         with self.store.transaction() as session:
-            config = self._write_config(session)
+            saver = self._write_saver(session)
             _lock_threads(session, keys)
             registry = StmRegistry(session)
             versions = registry.versions([key.thread_id for key in keys])
@@ -205,19 +210,15 @@ class ShortTermMemory:
             written: list[StmEntry] = []
             for key in keys:
                 version = versions.get(key.thread_id)
-                stored = self._stored(key, version, config) if version is not None else None
+                stored = self.load_version(key, version, saver) if version is not None else None
                 entry = change(key, stored, now)
                 if entry is None:
                     continue
                 if entry.last_updated == version:
                     # A new version, so every process sees that the entry changed.
                     entry = replace(entry, last_updated=version + timedelta(microseconds=1))
-                configurable = {
-                    **self._config(key)["configurable"],
-                    **config.get("configurable", {}),
-                }
                 self._graph.update_state(
-                    {"configurable": configurable}, entry.to_state(), as_node="write"
+                    self._config(key, saver), entry.to_state(), as_node="write"
                 )
                 registry.record(entry)
                 written.append(entry)
@@ -225,23 +226,14 @@ class ShortTermMemory:
             self._remember(entry)
         return written
 
-    def _write_config(self, session: Session) -> RunnableConfig:
-        """The checkpointer of a write: ``PostgresSaver`` on the session's connection."""
+    def _write_saver(self, session: Session) -> BaseCheckpointSaver[Any]:
+        """The checkpointer of a write: ``PostgresSaver`` on the session's own connection."""
         if not isinstance(self.checkpointer, PostgresSaver):
-            return {}
+            return self.checkpointer
         connection = cast(
             "psycopg.Connection[Any]", session.connection().connection.driver_connection
         )
-        saver = PostgresSaver(connection, serde=self.checkpointer.serde)
-        return {"configurable": {CONFIG_KEY_CHECKPOINTER: saver}}
-
-    def _stored(self, key: StmKey, version: datetime, config: RunnableConfig) -> StmEntry | None:
-        cached = self._entries.get(key.thread_id)
-        if cached is not None and cached.last_updated == version:
-            return cached
-        configurable = {**self._config(key)["configurable"], **config.get("configurable", {})}
-        snapshot = self._graph.get_state({"configurable": configurable})
-        return StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
+        return PostgresSaver(connection, serde=self.checkpointer.serde)
 
     def _fresh_or_new(
         self, key: StmKey, stored: StmEntry | None, context: TurnContext, now: datetime
@@ -409,9 +401,8 @@ class ShortTermMemory:
         if not keys:
             return 0
         with self.store.transaction() as session:
-            config = self._write_config(session)
+            saver = self._write_saver(session)
             _lock_threads(session, keys)
-            saver = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER, self.checkpointer)
             for key in keys:
                 saver.delete_thread(key.thread_id)
             StmRegistry(session).forget([key.thread_id for key in keys])

@@ -8,11 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tests.helpers import World, make_world, run_tool
 from toolkit import KiokuStore, PrivacyLevel, create_long_term_memory_tool
-from toolkit.db.models import Memory
+from toolkit.db.models import Memory, MemoryAccess
 from toolkit.tools.invoke import run_tool_call
 from toolkit.tools.search import search_long_term_memory_tool
 
@@ -133,7 +133,10 @@ def test_access_counts_are_batched(world: World) -> None:
     with world.store.sessions() as session:
         assert (
             session.scalar(
-                select(Memory.access_count).where(Memory.content.like("%serves jasmine%"))
+                select(func.count())
+                .select_from(MemoryAccess)
+                .join(Memory, Memory.id == MemoryAccess.memory_id)
+                .where(Memory.content.like("%serves jasmine%"))
             )
             == 0
         )
@@ -141,9 +144,9 @@ def test_access_counts_are_batched(world: World) -> None:
     world.store.access.flush()
     with world.store.sessions() as session:
         row = session.execute(
-            select(Memory.access_count, Memory.last_accessed).where(
-                Memory.content.like("%serves jasmine%")
-            )
+            select(MemoryAccess.access_count, MemoryAccess.last_accessed)
+            .join(Memory, Memory.id == MemoryAccess.memory_id)
+            .where(Memory.content.like("%serves jasmine%"))
         ).one()
     assert row.access_count == 3 and row.last_accessed is not None
 
@@ -156,5 +159,7 @@ def test_access_counts_are_written_later_by_a_timer(world: World) -> None:
         time.sleep(0.02)
     assert world.store.access.pending == 0
     with world.store.sessions() as session:
-        counts = session.scalars(select(Memory.access_count).where(Memory.access_count > 0))
+        counts = session.scalars(
+            select(MemoryAccess.access_count).where(MemoryAccess.access_count > 0)
+        )
         assert list(counts)

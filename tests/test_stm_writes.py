@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 from sqlalchemy import func, select, text
@@ -18,6 +19,7 @@ from sqlalchemy import func, select, text
 from tests.helpers import World, make_world, msgs, server_key, user_key
 from toolkit import KiokuSettings, KiokuStore
 from toolkit.db.models import StmThread
+from toolkit.stm import store as store_module
 from toolkit.stm.model import StmMessage
 from toolkit.stm.store import ShortTermMemory
 
@@ -48,17 +50,17 @@ def test_a_failed_second_entry_leaves_the_first_unwritten(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stm = ShortTermMemory(world.store, world.store.checkpointer())
-    real_put = PostgresSaver.put
+    real_writes = store_module.postgres_writes
     calls: list[str] = []
 
-    def put_failing_second(self: PostgresSaver, *args: Any, **kwargs: Any) -> Any:
-        calls.append(args[0]["configurable"]["thread_id"])
-        if len(calls) == 2:
-            raise RuntimeError("the second write fails")
-        return real_put(self, *args, **kwargs)
+    def writes_failing_second(saver: PostgresSaver, entry: Any) -> Any:
+        calls.append(entry.key.thread_id)
+        if len(calls) == 2:  # the database refuses the second entry's checkpoint
+            return [("SELECT 1 / 0", None, False)]
+        return real_writes(saver, entry)
 
-    monkeypatch.setattr(PostgresSaver, "put", put_failing_second)
-    with pytest.raises(RuntimeError):
+    monkeypatch.setattr(store_module, "postgres_writes", writes_failing_second)
+    with pytest.raises(psycopg.errors.DivisionByZero):
         stm.write_summary(world.context(), "half of this must not stay")
     monkeypatch.undo()
 
@@ -185,3 +187,20 @@ def test_short_messages_are_kept_whole() -> None:
     assert capped(message, StmPolicy().max_message_length) is message
     cut = capped(message.__class__("user", "A", "y" * 500, message.at), 120)
     assert len(cut.text) == 120 and cut.text.endswith("[truncated: 500 characters]")
+
+
+def test_a_write_from_a_stale_cache_is_redone_over_the_newer_entry(world: World) -> None:
+    """Two instances (as two processes): each writes from what it last saw, in one round
+    trip; when the other wrote in between, the database refuses and nothing is lost."""
+    first = ShortTermMemory(world.store, world.store.checkpointer())
+    second = ShortTermMemory(world.store, world.store.checkpointer())
+    context = world.context()
+    first.capture(context, msgs("one"))
+    second.capture(context, msgs("two"))  # reads the entry first wrote, then writes
+    first.capture(context, msgs("three"))  # its cached entry is stale by now
+    second.write_summary(context, "summary over all three")
+    for key in (user_key(world), server_key(world)):
+        entry = ShortTermMemory(world.store, world.store.checkpointer()).load(key)
+        assert entry is not None
+        assert [m.text for m in entry.messages] == ["one", "two", "three"]
+        assert entry.summary == "summary over all three"

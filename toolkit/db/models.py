@@ -159,8 +159,6 @@ class Memory(Base):
     search_vector: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
     )
-    access_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
-    last_accessed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -199,6 +197,21 @@ class Memory(Base):
         ),
         Index("ix_memories_needs_embedding", "id", postgresql_where=text("needs_embedding")),
     )
+
+
+class MemoryAccess(Base):
+    """How often a memory was returned or rendered (batched by ``search/access.py``).
+
+    Kept apart from ``memories`` so counting never locks or rewrites memory rows.
+    """
+
+    __tablename__ = "memory_access"
+
+    memory_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    access_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    last_accessed: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class MemoryCount(Base):

@@ -259,11 +259,15 @@ class MemoryRepository:
     def find_for_update(
         self, memory_id: int, scope: ServerScope | PersonalScope
     ) -> MemoryRecord | None:
-        """The memory ``memory_id`` if it lies in ``scope``, locked for this transaction."""
+        """The memory ``memory_id`` if it lies in ``scope``, locked for this transaction.
+
+        ``FOR NO KEY UPDATE``: writers of the row wait, the access-count flush (which only
+        references the row) does not.
+        """
         row = self.session.scalars(
             select(Memory)
             .where(Memory.id == memory_id, Memory.status == "active", *self._scope_filter(scope))
-            .with_for_update()
+            .with_for_update(key_share=True)
         ).first()
         return _record(row) if row is not None else None
 

@@ -13,10 +13,16 @@ from sqlalchemy.orm import Session, sessionmaker
 logger = logging.getLogger(__name__)
 
 _FLUSH = text(
-    "UPDATE memories AS m SET access_count = m.access_count + v.n, last_accessed = now() "
-    "FROM (SELECT unnest(CAST(:ids AS bigint[])) AS id, unnest(CAST(:ns AS int[])) AS n) AS v "
-    "WHERE m.id = v.id"
+    "INSERT INTO memory_access AS a (memory_id, access_count, last_accessed) "
+    "SELECT v.id, v.n, now() "
+    "FROM unnest(CAST(:ids AS bigint[]), CAST(:ns AS int[])) AS v(id, n) "
+    "JOIN memories m ON m.id = v.id "
+    "ORDER BY v.id "
+    "ON CONFLICT (memory_id) DO UPDATE "
+    "SET access_count = a.access_count + excluded.access_count, last_accessed = now()"
 )
+"""Counts go to ``memory_access``, never to ``memories`` rows (no row locks held against
+the update tool, no index entries added); deleted memories are skipped."""
 
 
 class AccessRecorder:

@@ -4,14 +4,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import and_, delete, or_, select
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import StmThread
 from toolkit.stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
+
+RECORD_SQL = """
+INSERT INTO stm_threads AS t (thread_id, kind, owner_id, channel_id, lineage_id, server_id,
+                              parent_channel_id, has_summary, last_updated)
+SELECT * FROM unnest(%(thread_id)s::text[], %(kind)s::text[], %(owner_id)s::text[],
+                     %(channel_id)s::text[], %(lineage_id)s::bigint[], %(server_id)s::text[],
+                     %(parent_channel_id)s::text[], %(has_summary)s::boolean[],
+                     %(last_updated)s::timestamptz[])
+ON CONFLICT (thread_id) DO UPDATE SET
+    kind = excluded.kind, owner_id = excluded.owner_id, channel_id = excluded.channel_id,
+    lineage_id = excluded.lineage_id, server_id = excluded.server_id,
+    parent_channel_id = excluded.parent_channel_id, has_summary = excluded.has_summary,
+    last_updated = excluded.last_updated
+"""
+"""Registry rows of written entries, one statement for any number (psycopg parameters)."""
+
+
+def record_params(entries: Sequence[StmEntry]) -> dict[str, list[Any]]:
+    """:data:`RECORD_SQL`'s parameters for ``entries``."""
+    return {
+        "thread_id": [e.key.thread_id for e in entries],
+        "kind": [e.key.kind for e in entries],
+        "owner_id": [e.key.owner_id for e in entries],
+        "channel_id": [e.key.channel_id for e in entries],
+        "lineage_id": [e.key.lineage_id for e in entries],
+        "server_id": [e.server_id for e in entries],
+        "parent_channel_id": [e.parent_channel_id for e in entries],
+        "has_summary": [bool(e.summary) for e in entries],
+        "last_updated": [e.last_updated for e in entries],
+    }
 
 
 class StmRegistry:
@@ -21,27 +50,9 @@ class StmRegistry:
         """Work inside ``session``."""
         self.session = session
 
-    def record(self, entry: StmEntry) -> None:
-        """Insert or refresh the row of ``entry``'s thread."""
-        key = entry.key
-        values = {
-            "thread_id": key.thread_id,
-            "kind": key.kind,
-            "owner_id": key.owner_id,
-            "channel_id": key.channel_id,
-            "lineage_id": key.lineage_id,
-            "server_id": entry.server_id,
-            "parent_channel_id": entry.parent_channel_id,
-            "has_summary": bool(entry.summary),
-            "last_updated": entry.last_updated,
-        }
-        statement = insert(StmThread).values(**values)
-        self.session.execute(
-            statement.on_conflict_do_update(
-                index_elements=[StmThread.thread_id],
-                set_={k: v for k, v in values.items() if k != "thread_id"},
-            )
-        )
+    def record(self, entries: Sequence[StmEntry]) -> None:
+        """Insert or refresh the rows of ``entries``' threads."""
+        self.session.connection().exec_driver_sql(RECORD_SQL, record_params(entries))
 
     def recent(
         self,

@@ -1,9 +1,9 @@
 """Short-term memory kept in LangGraph persistence, indexed by ``stm_threads``.
 
 Each entry (SPEC §7: scope kind, owner, channel, persona lineage) is one LangGraph thread
-of a one-node graph compiled with the per-turn graph's checkpointer, written with
-``update_state`` and read with ``get_state``; so entries survive restarts and are shared
-by every process that uses the same database (``PostgresSaver``).
+in the per-turn graph's checkpointer, one checkpoint per version
+(:mod:`toolkit.stm.checkpoints`); so entries survive restarts and are shared by every
+process that uses the same database (``PostgresSaver``).
 """
 
 from __future__ import annotations
@@ -11,23 +11,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import psycopg
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
-from langgraph.graph import START, StateGraph
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from toolkit.context import PrivacyLevel, TurnContext
 from toolkit.reach import invisible_people, may_remember_message
+from toolkit.stm.checkpoints import postgres_writes, put_entry, read_entry
 from toolkit.stm.model import (
     Clock,
     StmCandidate,
@@ -40,7 +37,7 @@ from toolkit.stm.model import (
     with_summary,
     without_person,
 )
-from toolkit.stm.registry import StmRegistry
+from toolkit.stm.registry import RECORD_SQL, StmRegistry, record_params
 from toolkit.store import KiokuStore
 
 logger = logging.getLogger(__name__)
@@ -62,24 +59,39 @@ EntryChange = Callable[[StmKey, "StmEntry | None", datetime], "StmEntry | None"]
 """Turns a stored entry (or ``None``) into the one to store (``None``: leave it)."""
 
 
-class _EntryState(TypedDict, total=False):
-    messages: list[dict[str, Any]]
-    summary: str | None
-    meta: dict[str, Any]
+STM_CHANGED = "KIO01"
+"""SQLSTATE of ``kioku_stm_lock`` when an entry changed since this process read it."""
+
+_LOCK_SQL = "SELECT thread_id, last_updated FROM kioku_stm_lock(%(threads)s, %(expected)s)"
 
 
-def _noop(state: _EntryState) -> dict[str, Any]:
-    return {}
-
-
-def _lock_threads(session: Session, keys: Sequence[StmKey]) -> None:
+def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetime]:
     """Wait for, then hold off, other writers of these entries until the transaction ends.
 
-    Taken in thread-id order, so two writers of overlapping entries cannot deadlock.
+    Taken in thread-id order (so two writers of overlapping entries cannot deadlock) by
+    ``kioku_stm_lock``; returns the registry versions of the entries that exist.
     """
-    for thread_id in sorted({key.thread_id for key in keys}):
-        lock = func.pg_advisory_xact_lock(WRITE_LOCK_SPACE, func.hashtext(thread_id))
-        session.execute(select(lock))
+    rows = session.connection().exec_driver_sql(
+        _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": None}
+    )
+    return {thread_id: version for thread_id, version in rows if version is not None}
+
+
+@contextmanager
+def _pipelined(driver: psycopg.Connection[Any]) -> Iterator[psycopg.Cursor[Any]]:
+    """A cursor whose statements are sent together, unprepared.
+
+    psycopg would prepare repeated statements inside the pipeline; when a statement of
+    the pipeline fails, the rest are skipped, preparations included, yet psycopg would
+    count them as prepared.
+    """
+    threshold = driver.prepare_threshold
+    driver.prepare_threshold = None
+    try:
+        with driver.pipeline(), driver.cursor(binary=True) as cursor:
+            yield cursor
+    finally:
+        driver.prepare_threshold = threshold
 
 
 def _replacing_with(entry: StmEntry) -> EntryChange:
@@ -147,22 +159,10 @@ class ShortTermMemory:
         """Entries last read or written, reused while the registry shows no newer write."""
         self._summarised_turns: OrderedDict[str, None] = OrderedDict()
         self._turn_lock = threading.Lock()
-        builder = StateGraph(_EntryState)
-        builder.add_node("write", _noop)
-        builder.add_edge(START, "write")
-        self._graph = builder.compile(checkpointer=checkpointer)
-
-    @staticmethod
-    def _config(key: StmKey, saver: BaseCheckpointSaver[Any] | None = None) -> RunnableConfig:
-        """The entry's thread; through ``saver`` instead of the graph's own when given."""
-        if saver is None:
-            return {"configurable": {"thread_id": key.thread_id}}
-        return {"configurable": {"thread_id": key.thread_id, CONFIG_KEY_CHECKPOINTER: saver}}
 
     def load(self, key: StmKey, saver: BaseCheckpointSaver[Any] | None = None) -> StmEntry | None:
         """The stored entry, expired or not (``None`` if there is none)."""
-        snapshot = self._graph.get_state(self._config(key, saver))
-        entry = StmEntry.from_state(key, dict(snapshot.values)) if snapshot.values else None
+        entry = read_entry(saver or self.checkpointer, key)
         if entry is not None:
             self._remember(entry)
         return entry
@@ -194,37 +194,125 @@ class ShortTermMemory:
     def _change(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
         """Read, change and store ``keys``' entries in one transaction, or not at all.
 
-        Writers of the same entries, in any process, wait for each other (a transaction
-        advisory lock per thread, taken in thread-id order), so a capture and a summary
-        written at once both survive. With ``PostgresSaver`` the checkpoints are written
-        on the transaction's own connection, so the user and server entries and their
-        registry rows commit together. ``change`` gets the stored entry (or ``None``) and
-        "now"; it returns the entry to store, or ``None`` to leave it.
+        Writers of the same entries, in any process, are serialised by a transaction
+        advisory lock per thread (``kioku_stm_lock``), and an entry is only written over
+        the version it was computed from, so a capture and a summary written at once both
+        survive. With ``PostgresSaver`` the checkpoints are written on the transaction's
+        own connection, so the user and server entries and their registry rows commit
+        together. ``change`` gets the stored entry (or ``None``) and "now"; it returns the
+        entry to store, or ``None`` to leave it.
+
+        When this process holds every entry's latest version (the usual case: it wrote or
+        read them last), the change is computed from them and sent with its lock, version
+        check, checkpoints and registry rows in one pipelined round trip; if another
+        writer came first, the database undoes it and the change is made again under the
+        lock from the stored entries.
         """
-        with self.store.transaction() as session:
-            saver = self._write_saver(session)
-            _lock_threads(session, keys)
-            registry = StmRegistry(session)
-            versions = registry.versions([key.thread_id for key in keys])
-            now = self.clock()
-            written: list[StmEntry] = []
-            for key in keys:
-                version = versions.get(key.thread_id)
-                stored = self.load_version(key, version, saver) if version is not None else None
-                entry = change(key, stored, now)
-                if entry is None:
-                    continue
-                if entry.last_updated == version:
-                    # A new version, so every process sees that the entry changed.
-                    entry = replace(entry, last_updated=version + timedelta(microseconds=1))
-                self._graph.update_state(
-                    self._config(key, saver), entry.to_state(), as_node="write"
-                )
-                registry.record(entry)
-                written.append(entry)
+        written = self._write_from_cache(keys, change)
+        if written is None:
+            written = self._write_locked(keys, change)
         for entry in written:
             self._remember(entry)
         return written
+
+    def _changed(
+        self,
+        keys: Sequence[StmKey],
+        stored: dict[str, StmEntry],
+        versions: dict[str, datetime],
+        change: EntryChange,
+    ) -> list[StmEntry]:
+        """The entries ``change`` makes of ``stored``, each with a version of its own."""
+        now = self.clock()
+        written: list[StmEntry] = []
+        for key in keys:
+            version = versions.get(key.thread_id)
+            entry = change(key, stored.get(key.thread_id), now)
+            if entry is None:
+                continue
+            if entry.last_updated == version:
+                # A new version, so every process sees that the entry changed.
+                entry = replace(entry, last_updated=version + timedelta(microseconds=1))
+            written.append(entry)
+        return written
+
+    def _write_from_cache(
+        self, keys: Sequence[StmKey], change: EntryChange
+    ) -> list[StmEntry] | None:
+        """The optimistic write; ``None`` when it could not be made (nothing written)."""
+        if not isinstance(self.checkpointer, PostgresSaver):
+            return None
+        cached = {key.thread_id: self._entries.get(key.thread_id) for key in keys}
+        stored = {t: e for t, e in cached.items() if e is not None}
+        if len(stored) < len(cached):
+            return None
+        versions = {t: e.last_updated for t, e in stored.items()}
+        entries = self._changed(keys, stored, versions, change)
+        if not entries:
+            return []
+        expected = [versions[key.thread_id] for key in keys]
+        autocommit = self.store.engine.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            with autocommit.connect() as connection:
+                driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+                # One implicit transaction: an error undoes the statements before it.
+                with _pipelined(driver) as cursor:
+                    self._queue_write(cursor, keys, expected, entries)
+        except psycopg.Error as exc:
+            if exc.sqlstate != STM_CHANGED:
+                raise
+            for key in keys:
+                self._entries.pop(key.thread_id, None)
+            return None
+        return entries
+
+    def _write_locked(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
+        """Lock, read what this process lacks, change and write, in one transaction."""
+        with self.store.transaction() as session:
+            saver = self._write_saver(session)
+            versions = _lock_threads(session, keys)
+            stored: dict[str, StmEntry] = {}
+            for key in keys:
+                version = versions.get(key.thread_id)
+                entry = self.load_version(key, version, saver) if version is not None else None
+                if entry is not None:
+                    stored[key.thread_id] = entry
+            entries = self._changed(keys, stored, versions, change)
+            if not entries:
+                return []
+            if isinstance(saver, PostgresSaver):
+                driver = cast(
+                    "psycopg.Connection[Any]", session.connection().connection.driver_connection
+                )
+                with _pipelined(driver) as cursor:
+                    self._queue_write(cursor, [], None, entries)
+            else:
+                for entry in entries:
+                    put_entry(saver, entry)
+                StmRegistry(session).record(entries)
+        return entries
+
+    def _queue_write(
+        self,
+        cursor: psycopg.Cursor[Any],
+        keys: Sequence[StmKey],
+        expected: list[datetime] | None,
+        entries: Sequence[StmEntry],
+    ) -> None:
+        """Queue the version check (when ``keys``), checkpoints and registry rows."""
+        assert isinstance(self.checkpointer, PostgresSaver)
+        if keys:
+            cursor.execute(
+                _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": expected}
+            )
+        for entry in entries:
+            for sql, params, many in postgres_writes(self.checkpointer, entry):
+                if many:
+                    if params:
+                        cursor.executemany(sql, params)
+                else:
+                    cursor.execute(sql, params)
+        cursor.execute(RECORD_SQL, record_params(entries))
 
     def _write_saver(self, session: Session) -> BaseCheckpointSaver[Any]:
         """The checkpointer of a write: ``PostgresSaver`` on the session's own connection."""
@@ -380,7 +468,7 @@ class ShortTermMemory:
             if stored is None:
                 return None
             cleaned, count = without_person(stored, user_id, name_keys, fragments)
-            counts.append(count)
+            counts[:] = [count]  # the change may be made twice (see _change)
             return None if cleaned is stored else cleaned
 
         return sum(counts) if self._change([key], scrub) else None

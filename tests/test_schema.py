@@ -207,3 +207,23 @@ def test_upgrading_to_0006_backfills_owners_name_keys_and_versions(fresh_databas
                 ]
     finally:
         engine.dispose()
+
+
+def test_setup_reports_what_it_did(database_url: str, engine: Engine) -> None:
+    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE IF EXISTS kioku_setup_report"))
+        connection.execute(text("CREATE DATABASE kioku_setup_report"))
+    url = engine.url.set(database="kioku_setup_report").render_as_string(hide_password=False)
+    fresh = make_engine(url)
+    try:
+        with KiokuStore(fresh, settings=KiokuSettings(database_url=url)) as store:
+            assert store.setup() == "created"
+            assert store.setup() == "unchanged"
+            command.downgrade(alembic_config(fresh), "-1")
+            assert store.setup() == "upgraded"
+    finally:
+        fresh.dispose()
+        with admin.connect() as connection:
+            connection.execute(text("DROP DATABASE kioku_setup_report WITH (FORCE)"))
+        admin.dispose()

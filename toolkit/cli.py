@@ -1,4 +1,8 @@
-"""The ``kioku`` command."""
+"""The ``kioku`` command.
+
+Building the parser imports nothing heavy: ``kioku --help`` answers at once, and each
+command imports the store (LangGraph, SQLAlchemy, psycopg …) only when it runs.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +13,31 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from toolkit.config import load_settings
 from toolkit.errors import ConfigurationError
-from toolkit.store import KiokuStore
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from toolkit.db.schema import SchemaChange
     from toolkit.mcp_server import KiokuMcp
+    from toolkit.store import KiokuStore
+
+_SETUP_REPORTS: dict[SchemaChange, str] = {
+    "created": "Created the schema.",
+    "upgraded": "Upgraded the schema to the newest version.",
+    "unchanged": "Schema is up to date.",
+}
 
 
-def _open_store(console: Console, *, quiet: bool = False) -> KiokuStore:
+def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, SchemaChange]:
+    """Open the configured store and bring its schema up to date (what that did, too)."""
+    from toolkit.config import load_settings
+    from toolkit.store import KiokuStore
+
     settings = load_settings()
     if quiet:
         store = KiokuStore.open(settings)
-        store.setup()
-        return store
+        return store, store.setup()
     where = (
         settings.database_url
         and "KIOKU_DATABASE_URL"
@@ -32,14 +45,16 @@ def _open_store(console: Console, *, quiet: bool = False) -> KiokuStore:
     )
     with console.status(f"Starting the database ({where})…"):
         store = KiokuStore.open(settings)
-        store.setup()
-    return store
+        change = store.setup()
+    return store, change
 
 
 def _reembed(console: Console) -> int:
     from rich.progress import Progress
 
+    from toolkit.config import load_settings
     from toolkit.reembed import reembed
+    from toolkit.store import KiokuStore
 
     try:
         store = KiokuStore.open(load_settings())
@@ -220,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from rich.console import Console
+
     console = Console(stderr=args.command == "mcp")  # stdout carries the MCP protocol
     model = None
     if args.command == "chat":
@@ -237,13 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         return _bench(console, quick=args.quick)
     try:
-        store = _open_store(console, quiet=args.command == "mcp")
+        store, change = _open_store(console, quiet=args.command == "mcp")
     except ConfigurationError as exc:
         console.print(f"[red]kioku: {exc}[/]")
         return 2
     with store:
         if args.command == "setup":
-            console.print("Schema is up to date.")
+            console.print(_SETUP_REPORTS[change])
         elif args.command == "sweep":
             console.print(_sweep(store, since_hours=args.since_hours))
         elif args.command == "erase-user":

@@ -33,7 +33,7 @@ from toolkit.db.engine import (
     make_engine,
     ping_when_idle,
 )
-from toolkit.db.schema import serialised_setup, upgrade_schema
+from toolkit.db.schema import SchemaChange, serialised_setup, upgrade_schema
 from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
 from toolkit.embeddings import EmbedderSpec, embedder_from_settings
 from toolkit.memory.cache import ScopeCache
@@ -135,13 +135,16 @@ class KiokuStore:
             engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
         )
 
-    def setup(self) -> None:
+    def setup(self) -> SchemaChange:
         """Create or upgrade the schema; safe to run repeatedly and from several processes.
 
         Also creates LangGraph's checkpoint tables, where short-term memory lives.
+
+        Returns:
+            What happened to kioku's schema: ``"created"``, ``"upgraded"`` or ``"unchanged"``.
         """
         with serialised_setup(self.engine):
-            upgrade_schema(self.engine)
+            change = upgrade_schema(self.engine)
             with self.engine.begin() as connection:
                 ensure_vector_schema(
                     connection,
@@ -150,6 +153,7 @@ class KiokuStore:
                     hnsw=self.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
                 )
             self.checkpointer().setup()
+        return change
 
     def checkpointer(self) -> PostgresSaver:
         """LangGraph's ``PostgresSaver`` on this database, pooled (made on first use).

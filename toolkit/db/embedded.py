@@ -29,6 +29,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -92,6 +93,7 @@ class EmbeddedPostgres:
                 self._server = self._private_running() or self._start()
                 if fresh:
                     self._size_buffers()
+                    _progress(f"embedded PostgreSQL ready in {self.pgdata}.")
                 self._register()
             atexit.register(self.stop)
         except ConfigurationError:
@@ -165,6 +167,9 @@ class EmbeddedPostgres:
         self.pgdata.mkdir(mode=0o700, exist_ok=True)
         if (self.pgdata / "PG_VERSION").exists():
             return False
+        _progress(
+            f"creating the embedded PostgreSQL database in {self.pgdata} (first run, about 15 s)…"
+        )
         self._run(
             "initdb",
             "-D",
@@ -331,6 +336,11 @@ class EmbeddedPostgres:
         temporary.write_text(json.dumps(handles))
         temporary.chmod(0o600)
         temporary.replace(self._users_file)
+
+
+def _progress(message: str) -> None:
+    """Tell whoever waits what a slow first start is doing (on stderr: stdout may be MCP)."""
+    print(f"kioku: {message}", file=sys.stderr, flush=True)
 
 
 def hba_conf() -> str:

@@ -6,17 +6,23 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, text
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, text
 
 from toolkit.errors import DatabaseUnavailableError
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
+_VERSION_TABLE = "kioku_alembic_version"  # as migrations/env.py configures it
 _SETUP_LOCK_KEY = 0x6B696F6B75  # "kioku": serialises setup() across processes
 UNLIMITED = text("SET LOCAL statement_timeout = 0")
 """Schema changes (index builds over many rows) may take longer than any turn's statement."""
+
+SchemaChange = Literal["created", "upgraded", "unchanged"]
+"""What :func:`upgrade_schema` did: made the schema, migrated it, or found it current."""
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -56,13 +62,28 @@ def serialised_setup(engine: Engine, *, timeout: float = 120.0) -> Iterator[None
             connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _SETUP_LOCK_KEY})
 
 
-def upgrade_schema(engine: Engine) -> None:
+def upgrade_schema(engine: Engine) -> SchemaChange:
     """Bring the schema to the newest revision (a no-op when it is there already).
 
     Run it inside :func:`serialised_setup` when other processes may do the same.
+
+    Returns:
+        ``"created"`` on an empty database, ``"upgraded"`` when migrations ran,
+        ``"unchanged"`` when the schema was at the newest revision already.
     """
     config = alembic_config(engine)
     with engine.begin() as connection:
         connection.execute(UNLIMITED)
+        before = _revision(connection)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+        after = _revision(connection)
+    if before is None:
+        return "created"
+    return "unchanged" if before == after else "upgraded"
+
+
+def _revision(connection: Connection) -> str | None:
+    """The schema's current Alembic revision, None before the first migration."""
+    context = MigrationContext.configure(connection, opts={"version_table": _VERSION_TABLE})
+    return context.get_current_revision()

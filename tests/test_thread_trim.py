@@ -17,6 +17,7 @@ from langchain_core.messages import (
 from graphs import build_graph
 from graphs.trim import trim_removals, trim_start
 from tests.helpers import World, make_world
+from tests.test_erasure import everything_text
 from toolkit import KiokuStore, load_settings
 from toolkit.context_build.tokens import TiktokenCounter
 from toolkit.stm.model import StmKey
@@ -233,6 +234,29 @@ def test_an_interrupted_turn_is_repaired_and_then_trimmed(store: KiokuStore, wor
     graph.invoke({"messages": [HumanMessage("new")]}, config("conv-rep"), context=world.context())
     after = thread_of(graph, "conv-rep")
     assert [m.text for m in after] == ["new", "fine"]
+
+
+def test_erasure_reaches_messages_trimmed_from_the_thread(store: KiokuStore, world: World) -> None:
+    graph = build_graph(
+        ScriptedChatModel(script=Script(fallback=echo)),
+        store,
+        checkpointer=store.checkpointer(),
+        max_thread_messages=2,
+    )
+    people = (world.alice, world.bob)
+    for who, words in [(world.bob, "BOB-TRIMMED-SECRET"), (world.alice, "hello")]:
+        graph.invoke(
+            {"messages": [HumanMessage(words, name=who.display_name)]},
+            config("conv-erase"),
+            context=world.context(user=who, participants=people),
+        )
+    latest = {m.text for m in thread_of(graph, "conv-erase")}
+    assert not any("BOB-TRIMMED-SECRET" in t for t in latest)  # trimmed from the thread
+    assert "BOB-TRIMMED-SECRET" in everything_text(store)  # yet in older versions
+
+    store.erase_user("u-bob")
+    assert "BOB-TRIMMED-SECRET" not in everything_text(store)
+    assert [m.text for m in thread_of(graph, "conv-erase")][0] == "hello"
 
 
 def test_token_counts_are_cached_within_bounds() -> None:

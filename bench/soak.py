@@ -50,6 +50,7 @@ PLATEAU_FIGURES = (
     "checkpoints",
     "checkpoint_blobs",
     "checkpoint_blob_mb",
+    "conversation_blob_kb",
     "checkpoint_writes",
     "stm_threads",
     "longest_thread_messages",
@@ -151,6 +152,7 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
         "channels": CHANNELS,
         "users": len(USERS),
         "thread_max_messages": store.settings.thread_max_messages,
+        "stm_threads_possible": CHANNELS * (len(USERS) + 1),
         "samples": samples,
         "drift": {
             "window_turns": window,
@@ -204,7 +206,9 @@ def sample(
                 "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()),"
                 " (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs),"
                 " (SELECT count(*) FROM checkpoint_writes), (SELECT count(*) FROM stm_threads),"
-                " (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs)"
+                " (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs),"
+                " (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs"
+                "  WHERE thread_id LIKE 'conversation-%')"
             )
         ).one()
     return {
@@ -214,6 +218,7 @@ def sample(
         "checkpoints": counts[1],
         "checkpoint_blobs": counts[2],
         "checkpoint_blob_mb": round(counts[5] / 2**20, 2),
+        "conversation_blob_kb": round(counts[6] / 2**10, 1),
         "checkpoint_writes": counts[3],
         "stm_threads": counts[4],
         "longest_thread_messages": longest,

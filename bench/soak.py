@@ -4,7 +4,14 @@
 (scripted model, LangGraph ``PostgresSaver``). After every tenth of the run the sweeper
 prunes short-term-memory checkpoints, the application prunes its conversation threads
 (``checkpointer.prune``), and the figures are sampled: open connections to the database,
-the process's resident memory, checkpoint and registry rows.
+the process's resident memory, checkpoint rows and blob bytes, registry rows, the
+longest conversation thread, and the size of every per-process cache a turn reaches
+(token counts, short-term memory entries and summarised turns, memory windows, scope
+sizes, rendered-text and SQL caches, pending access counts).
+
+Turn latency should not drift: the run reports turn p50 of its first 1,000 turns against
+its last 1,000 (target <= 1.1), and how much each sampled figure grew over the second
+half of the run (plateau: about 1.0).
 
 Run: .venv/bin/python -m bench.soak [--turns 10000]
 """
@@ -21,17 +28,33 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from sqlalchemy import text
 
 from bench.common import bench_database, open_store, percentile
 from graphs import build_graph
 from toolkit import Participant, TurnContext
+from toolkit.context_build.tokens import TiktokenCounter
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
+from toolkit.memory.text import as_data
+from toolkit.search.sql import candidates_sql, scope_size_sql
 from toolkit.stm.model import utc_now
 from toolkit.stm.store import ShortTermMemory
 from toolkit.testing import Script, ScriptedChatModel, call_tool, echo
 
 CHANNELS = 100
+DRIFT_WINDOW = 1000
+"""Turns compared at the start and the end of the run."""
+PLATEAU_FIGURES = (
+    "rss_mb",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_blob_mb",
+    "conversation_blob_kb",
+    "checkpoint_writes",
+    "stm_threads",
+    "longest_thread_messages",
+)
 USERS = tuple(Participant(f"soak-user-{i}", f"Soaker {i}") for i in range(20))
 SERVER = "soak-server"
 
@@ -56,12 +79,18 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
                 accounts.upsert_user(user.user_id, user.display_name)
         rng = random.Random(11)
         script = Script(fallback=echo)
-        graph = build_graph(
-            ScriptedChatModel(script=script), store, checkpointer=store.checkpointer()
-        )
         stm = ShortTermMemory(store, store.checkpointer())
+        counter = TiktokenCounter()
+        graph = build_graph(
+            ScriptedChatModel(script=script),
+            store,
+            checkpointer=store.checkpointer(),
+            stm=stm,
+            counter=counter,
+        )
         samples: list[dict[str, Any]] = []
         latencies: list[float] = []
+        every_latency: list[float] = []
         last_sweep = utc_now()
         every = max(1, turns // 10)
         for turn in range(turns):
@@ -107,20 +136,79 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
                     [f"conversation-channel-{c}" for c in range(CHANNELS)], strategy="keep_latest"
                 )
                 last_sweep = sweep_start
-                samples.append(sample(store, turn + 1, latencies))
+                longest = max(
+                    len(graph.get_state(thread(c)).values.get("messages", []))
+                    for c in range(CHANNELS)
+                )
+                samples.append(sample(store, turn + 1, latencies, longest, caches(counter, stm)))
+                every_latency += latencies
                 latencies = []
         store.close()
-    return {"turns": turns, "channels": CHANNELS, "users": len(USERS), "samples": samples}
+    window = min(DRIFT_WINDOW, max(1, turns // 2))
+    first = statistics.median(every_latency[:window])
+    last = statistics.median(every_latency[-window:])
+    return {
+        "turns": turns,
+        "channels": CHANNELS,
+        "users": len(USERS),
+        "thread_max_messages": store.settings.thread_max_messages,
+        "stm_threads_possible": CHANNELS * (len(USERS) + 1),
+        "samples": samples,
+        "drift": {
+            "window_turns": window,
+            "first_p50_ms": round(first, 2),
+            "last_p50_ms": round(last, 2),
+            "ratio": round(last / first, 3),
+        },
+        "growth_second_half": growth(samples),
+    }
 
 
-def sample(store: Any, turns: int, latencies: list[float]) -> dict[str, Any]:
+def thread(channel: int) -> RunnableConfig:
+    """The graph config of a channel's conversation."""
+    return {"configurable": {"thread_id": f"conversation-channel-{channel}"}}
+
+
+def caches(counter: TiktokenCounter, stm: ShortTermMemory) -> dict[str, int]:
+    """Entries held by each per-process cache a turn reaches (all bounded)."""
+    store = stm.store
+    return {
+        "token_counts": counter.cache_len,
+        "token_count_chars": counter.cached_chars,
+        "stm_entries": len(stm._entries),
+        "stm_summarised_turns": len(stm._summarised_turns),
+        "memory_windows": len(store.cache),
+        "scope_sizes": len(store.search_aids.sizes),
+        "as_data": as_data.cache_info().currsize,
+        "candidates_sql": candidates_sql.cache_info().currsize,
+        "scope_size_sql": scope_size_sql.cache_info().currsize,
+        "access_pending": store.access.pending,
+    }
+
+
+def growth(samples: list[dict[str, Any]]) -> dict[str, float]:
+    """Each figure's last sample over its sample half-way through (plateau: about 1.0)."""
+    if len(samples) < 2:
+        return {}
+    middle, last = samples[(len(samples) - 1) // 2], samples[-1]
+    figures = {name: (middle[name], last[name]) for name in PLATEAU_FIGURES}
+    figures |= {f"cache.{n}": (middle["caches"][n], v) for n, v in last["caches"].items()}
+    return {name: round(b / a, 3) if a else float(b == 0) for name, (a, b) in figures.items()}
+
+
+def sample(
+    store: Any, turns: int, latencies: list[float], longest: int, cache_sizes: dict[str, int]
+) -> dict[str, Any]:
     """Connections, memory and table sizes now, and the turn latency since the last sample."""
     with store.engine.connect() as connection:
         counts = connection.execute(
             text(
                 "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()),"
                 " (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_blobs),"
-                " (SELECT count(*) FROM checkpoint_writes), (SELECT count(*) FROM stm_threads)"
+                " (SELECT count(*) FROM checkpoint_writes), (SELECT count(*) FROM stm_threads),"
+                " (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs),"
+                " (SELECT coalesce(sum(octet_length(blob)), 0) FROM checkpoint_blobs"
+                "  WHERE thread_id LIKE 'conversation-%')"
             )
         ).one()
     return {
@@ -129,10 +217,14 @@ def sample(store: Any, turns: int, latencies: list[float]) -> dict[str, Any]:
         "rss_mb": round(resident_mb(), 1),
         "checkpoints": counts[1],
         "checkpoint_blobs": counts[2],
+        "checkpoint_blob_mb": round(counts[5] / 2**20, 2),
+        "conversation_blob_kb": round(counts[6] / 2**10, 1),
         "checkpoint_writes": counts[3],
         "stm_threads": counts[4],
+        "longest_thread_messages": longest,
         "turn_p50_ms": round(statistics.median(latencies), 2),
         "turn_p95_ms": round(percentile(latencies, 0.95), 2),
+        "caches": cache_sizes,
     }
 
 
@@ -144,6 +236,15 @@ def main() -> None:
     result = soak(args.turns)
     for s in result["samples"]:
         print(s)
+    drift = result["drift"]
+    print(
+        f"turn p50, first {drift['window_turns']:,} turns: {drift['first_p50_ms']} ms; "
+        f"last {drift['window_turns']:,}: {drift['last_p50_ms']} ms; "
+        f"ratio {drift['ratio']} (target <= 1.1)"
+    )
+    print("growth over the second half (last / middle sample):")
+    for name, ratio in result["growth_second_half"].items():
+        print(f"  {name}: {ratio}")
 
 
 if __name__ == "__main__":

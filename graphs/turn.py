@@ -31,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from graphs.repair import with_answered_calls
 from graphs.state import TurnGraphState
+from graphs.trim import trim_removals
 from toolkit.authorship import owner_of, stamp_reply, stamp_turn_input
 from toolkit.context import NO_STM_PROVIDERS, TurnContext
 from toolkit.context_build.build import ContextBuilder, insert_tail_directive
@@ -89,6 +90,7 @@ class TurnGraph:
         intent_gate: IntentGate,
         builder: ContextBuilder,
         no_stm_providers: frozenset[str],
+        max_thread_messages: int,
     ) -> None:
         """See :func:`build_graph`."""
         self.model = model
@@ -99,6 +101,7 @@ class TurnGraph:
         self.intent_gate = intent_gate
         self.builder = builder
         self.no_stm_providers = no_stm_providers
+        self.max_thread_messages = max_thread_messages
         self.ltm_tools = long_term_memory_tools(store)
         self.stm_tool = update_short_term_memory_tool(stm, no_stm_providers=no_stm_providers)
         self.search_tool = search_long_term_memory_tool(store)
@@ -125,7 +128,7 @@ class TurnGraph:
         if repaired is not None:
             logger.warning("kioku: answering tool calls an interrupted turn left open")
         stamped = stamp_turn_input(repaired or messages, runtime.context)
-        # The model sees the whole thread, so a summary could retell any of it.
+        # The model sees the whole (trimmed) thread, so a summary could retell any of it.
         seen = _dialogue(stamped or repaired or messages)
         update["kioku_private_recent"] = any(owner_of(m)[1] for m in seen)
         if repaired is not None:
@@ -214,12 +217,19 @@ class TurnGraph:
         }
 
     def capture_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
-        """Passive capture of the recent dialogue into short-term memory."""
+        """Passive capture of the recent dialogue into short-term memory, then trimming.
+
+        Once captured, the thread keeps only its last ``max_thread_messages`` messages
+        (whole turns, the latest always; see :mod:`graphs.trim`), so checkpoints and the
+        next turn's work stay the same size however long the conversation runs. When the
+        capture fails nothing is trimmed: the next turn's capture still sees the messages.
+        """
         context = runtime.context
         now = self.stm.clock()
+        messages = state.get("messages", [])
         stamped: list[BaseMessage] = []
         captured: list[StmMessage] = []
-        for message in _dialogue(state.get("messages", []))[-self.stm.policy.max_messages :]:
+        for message in _dialogue(messages)[-self.stm.policy.max_messages :]:
             owner, private = owner_of(message)
             if private:  # stamped when its turn ran; ShortTermMemory.capture applies the rest
                 continue
@@ -240,7 +250,13 @@ class TurnGraph:
             except (psycopg.Error, SQLAlchemyError) as exc:
                 # Passive capture is best effort: the answer is given, the turn completes.
                 logger.error("kioku: short-term memory capture skipped: %s", describe(exc))
-        return {"messages": stamped} if stamped else {}
+                return {"messages": stamped} if stamped else {}
+        removals = trim_removals(messages, self.max_thread_messages)
+        if removals:
+            dropped = {r.id for r in removals}
+            stamped = [m for m in stamped if m.id not in dropped]
+        update = [*stamped, *removals]
+        return {"messages": update} if update else {}
 
     # routing -----------------------------------------------------------------------------
 
@@ -293,6 +309,7 @@ def build_graph(
     budgets: ContextBudgets | None = None,
     counter: TokenCounter | None = None,
     no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
+    max_thread_messages: int | None = None,
 ) -> CompiledStateGraph[TurnGraphState, TurnContext, TurnGraphState, TurnGraphState]:
     """Compile the per-turn memory graph.
 
@@ -310,9 +327,14 @@ def build_graph(
         budgets: token budgets per memory block.
         counter: token counter (tiktoken cl100k by default).
         no_stm_providers: providers that cannot use the short-term-memory tool.
+        max_thread_messages: messages a conversation thread keeps after each turn's
+            capture (whole turns, the latest always); ``KIOKU_THREAD_MAX_MESSAGES``
+            (``store.settings.thread_max_messages``) by default.
 
     Invoke it with ``context=TurnContext(...)`` and a ``thread_id`` per conversation.
     """
+    if max_thread_messages is not None and max_thread_messages < 1:
+        raise ValueError("max_thread_messages must be at least 1")
     stm = stm or ShortTermMemory(store, checkpointer or store.checkpointer())
     store.start_sweeper()  # a process that runs turns is long-lived: keep checkpoints bounded
     builder = ContextBuilder(
@@ -331,6 +353,11 @@ def build_graph(
         intent_gate=intent_gate or IntentGate(),
         builder=builder,
         no_stm_providers=no_stm_providers,
+        max_thread_messages=(
+            store.settings.thread_max_messages
+            if max_thread_messages is None
+            else max_thread_messages
+        ),
     )
     graph = StateGraph(TurnGraphState, context_schema=TurnContext)
     graph.add_node("intent_gate", turn.intent_gate_node)

@@ -260,7 +260,12 @@ def test_erasure_reaches_old_versions_summaries_and_repeated_memory_text(
         ],
         fallback=say("ok"),
     )
-    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=store.checkpointer())
+    graph = build_graph(
+        ScriptedChatModel(script=script),
+        store,
+        checkpointer=store.checkpointer(),
+        max_thread_messages=100,  # the thread holds the whole conversation here
+    )
     people = (world.alice, world.bob)
 
     def said(who: Participant, words: str) -> None:

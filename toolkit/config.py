@@ -131,6 +131,14 @@ class KiokuSettings(BaseSettings):
     )
     """Short-term memory threads idle this long are deleted by the sweeper."""
 
+    thread_max_messages: int = Field(
+        default=20,
+        ge=1,
+        validation_alias=AliasChoices("KIOKU_THREAD_MAX_MESSAGES", "thread_max_messages"),
+    )
+    """Messages a conversation thread of the per-turn graph keeps once a turn is captured
+    (the oldest whole turns are removed; the latest turn is always kept whole)."""
+
     history_retention_days: float = Field(
         default=365,
         gt=0,

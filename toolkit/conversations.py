@@ -58,8 +58,11 @@ def forget_in_threads(
     The person's messages (and the replies to them, see
     :func:`toolkit.authorship.person_message_ids`) are removed; the bot's messages that
     repeat an erased memory's ``fragments`` are redacted in place. Only the ``messages``
-    channel is rewritten (other channels keep their values), then older checkpoints of a
-    changed thread are pruned. Returns how many messages were removed or redacted.
+    channel is rewritten (other channels keep their values). Then every thread keeps
+    only its latest checkpoint: older ones hold the old text, and also messages the
+    per-turn graph has since trimmed from the latest state (those are gone from it, so
+    an unchanged latest state says nothing about older ones). Returns how many messages
+    were removed or redacted in the latest states.
     """
     builder = StateGraph(_Conversation)
     builder.add_node("forget", _noop)
@@ -80,6 +83,6 @@ def forget_in_threads(
         if stale_context:
             update["kioku_memory_context"] = []
         graph.update_state(config, update, as_node="forget")
-        checkpointer.prune([thread_id], strategy="keep_latest")
         changed += len(doomed) + len(rewritten)
+    checkpointer.prune(list(thread_ids), strategy="keep_latest")
     return changed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -28,16 +29,37 @@ class TiktokenCounter:
     and, when that fails (no network), replaced by offline cl100k with a warning.
     """
 
-    def __init__(self, encoding: str = "cl100k_base", *, cache_size: int = 100_000) -> None:
-        """Count with ``encoding`` (loaded lazily), remembering up to ``cache_size`` texts.
+    def __init__(
+        self,
+        encoding: str = "cl100k_base",
+        *,
+        cache_size: int = 100_000,
+        cache_chars: int = 16_000_000,
+    ) -> None:
+        """Count with ``encoding`` (loaded lazily), remembering recent counts.
 
-        Memory lines repeat from turn to turn, so counts are cached by text.
+        Memory lines repeat from turn to turn, so counts are cached by text: at most
+        ``cache_size`` texts of ``cache_chars`` characters in all, the least recently
+        used dropped first (a long-running process does not grow). Texts longer than a
+        tenth of ``cache_chars`` are counted every time.
         """
         self.encoding_name = encoding
         self._encoding: Any = None
         self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
+        self._counts: OrderedDict[str, int] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_chars = cache_chars
+        self._chars = 0
+
+    @property
+    def cache_len(self) -> int:
+        """Texts whose count is cached now."""
+        return len(self._counts)
+
+    @property
+    def cached_chars(self) -> int:
+        """Characters of the cached texts."""
+        return self._chars
 
     def _load(self) -> Any:
         import tiktoken
@@ -65,10 +87,18 @@ class TiktokenCounter:
 
     def __call__(self, text: str) -> int:
         """Number of tokens in ``text`` (special-token text counts as plain text)."""
-        count = self._counts.get(text)
-        if count is None:
-            count = len(self.encoding.encode(text, disallowed_special=()))
-            if len(self._counts) >= self._cache_size:
-                self._counts.clear()
-            self._counts[text] = count
+        with self._lock:
+            count = self._counts.get(text)
+            if count is not None:
+                self._counts.move_to_end(text)
+                return count
+        count = len(self.encoding.encode(text, disallowed_special=()))
+        if len(text) * 10 <= self._cache_chars:
+            with self._lock:
+                if text not in self._counts:
+                    self._counts[text] = count
+                    self._chars += len(text)
+                    while len(self._counts) > self._cache_size or self._chars > self._cache_chars:
+                        evicted, _ = self._counts.popitem(last=False)
+                        self._chars -= len(evicted)
         return count

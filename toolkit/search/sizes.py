@@ -33,6 +33,11 @@ class ScopeSizes:
             return None
         return entry[0]
 
+    def __len__(self) -> int:
+        """Scopes remembered now (expired ones included until replaced or cleared)."""
+        with self._lock:
+            return len(self._sizes)
+
     def put(self, scope: Hashable, size: int) -> None:
         """Remember ``size`` for ``scope``."""
         with self._lock:

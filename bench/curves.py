@@ -1,0 +1,199 @@
+"""Turn latency against conversation length (issue #13): flat once the thread is trimmed.
+
+For each length, a conversation of that many messages is held in its own graph thread,
+then full scripted turns (``graph.invoke``: intent gate, context build, model, capture,
+trimming, ``PostgresSaver`` checkpoints) are timed on it. Every timed turn starts from
+the same saved state (LangGraph replays from that checkpoint), so a thread does not
+grow while it is measured. Lengths alternate in rounds (``bench.search.Rounds``), so a
+noisy neighbour slows them alike.
+
+How a conversation is prepared:
+- ``turns`` (default): its turns are run through the graph (length/2 of them), so the
+  thread is what a long conversation leaves behind (trimmed after every turn);
+- ``state``: the messages are written into the thread at once, then one turn is run
+  (it stamps them, and trims them unless trimming is off) — quick, for ``--baseline``.
+
+``--baseline`` turns trimming off (the thread keeps every message), which is how the
+graph behaved before: the 1,000-message thread is then much slower than the 10-message one.
+
+Run: .venv/bin/python -m bench.curves [--lengths 10 1000] [--turns 100] [--baseline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from bench.common import bench_database, open_store, percentile
+from bench.search import ROUNDS, Rounds
+from graphs import build_graph
+from toolkit import Participant, TurnContext
+from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
+from toolkit.testing import Script, ScriptedChatModel, echo
+
+SERVER = "curves-server"
+USERS = tuple(Participant(f"curves-user-{i}", f"Talker {i}") for i in range(4))
+UNTRIMMED = 10**9
+
+
+def _context(persona: Any, channel: str, turn: int) -> TurnContext:
+    speaker = USERS[turn % len(USERS)]
+    return TurnContext(
+        server_id=SERVER,
+        server_name="Curves",
+        channel_id=channel,
+        channel_name=channel,
+        user=speaker,
+        participants=USERS,
+        persona=persona,
+        bot_user_id="curves-bot",
+    )
+
+
+def _said(turn: int) -> HumanMessage:
+    speaker = USERS[turn % len(USERS)]
+    return HumanMessage(
+        f"turn {turn}: shall we keep talking about tea, hiking and jazz?",
+        name=speaker.display_name,
+    )
+
+
+def _history(length: int) -> list[BaseMessage]:
+    messages: list[BaseMessage] = []
+    for turn in range(length // 2):
+        said = _said(turn)
+        messages += [said, AIMessage(f"(scripted model) You said: {said.text}")]
+    return messages
+
+
+def measure_conversation_length(
+    lengths: Sequence[int] = (10, 1000),
+    turns: int = 100,
+    *,
+    max_thread_messages: int | None = None,
+    fill: Literal["turns", "state"] = "turns",
+    show: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Turn p50/p95 on conversations of ``lengths`` messages (``turns`` timed turns each).
+
+    ``max_thread_messages``: the graph's trimming limit (``None``: the setting's default,
+    ``UNTRIMMED``: off).
+    """
+    hashing = HashingEmbeddings(384)
+    result: dict[str, Any] = {"lengths": {}, "turns": turns, "fill": fill}
+    with bench_database("kioku_bench_curves") as url:
+        store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
+        with store.accounts() as accounts:
+            accounts.upsert_server(SERVER, "Curves", self_teaching_enabled=True)
+            persona = accounts.create_persona(SERVER, "Kioku")
+            for user in USERS:
+                accounts.upsert_user(user.user_id, user.display_name)
+                accounts.add_member(SERVER, user.user_id)
+        graph = build_graph(
+            ScriptedChatModel(script=Script(fallback=echo)),
+            store,
+            checkpointer=store.checkpointer(),
+            max_thread_messages=max_thread_messages,
+        )
+        result["max_thread_messages"] = (
+            store.settings.thread_max_messages
+            if max_thread_messages is None
+            else max_thread_messages
+        )
+        bases: dict[int, RunnableConfig] = {}
+        for length in lengths:
+            channel = f"channel-{length}"
+            thread: RunnableConfig = {"configurable": {"thread_id": f"conversation-{length}"}}
+            if fill == "state":
+                graph.update_state(thread, {"messages": _history(length)}, as_node="capture")
+                first = length // 2
+            else:
+                first = 0
+            for turn in range(first, max(first + 1, length // 2)):
+                graph.invoke(
+                    {"messages": [_said(turn)]},
+                    thread,
+                    context=_context(persona, channel, turn),
+                )
+            state = graph.get_state(thread)
+            bases[length] = state.config
+            result["lengths"][str(length)] = {"thread_messages": len(state.values["messages"])}
+            if show:
+                show(
+                    f"length {length}: prepared, thread holds "
+                    f"{len(state.values['messages'])} messages"
+                )
+
+        def timed_turn(length: int) -> Callable[[], object]:
+            counter = iter(range(10**9))
+
+            def run() -> object:
+                turn = length // 2 + next(counter)
+                # From the prepared checkpoint every time: the thread does not grow.
+                return graph.invoke(
+                    {"messages": [_said(turn)]},
+                    bases[length],
+                    context=_context(persona, f"channel-{length}", turn),
+                )
+
+            return run
+
+        rounds = Rounds.run(
+            {str(length): timed_turn(length) for length in lengths},
+            per_round=max(1, turns // ROUNDS),
+        )
+        for length in lengths:
+            samples = rounds.samples[str(length)]
+            result["lengths"][str(length)].update(
+                p50_ms=round(statistics.median(samples), 2),
+                p95_ms=round(percentile(samples, 0.95), 2),
+                samples=len(samples),
+            )
+        store.close()
+    if len(lengths) >= 2:
+        short, long = str(min(lengths)), str(max(lengths))
+        figures = result["lengths"]
+        result["ratio_p50"] = round(figures[long]["p50_ms"] / figures[short]["p50_ms"], 3)
+        result["ratio_p95"] = round(figures[long]["p95_ms"] / figures[short]["p95_ms"], 3)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the curve."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[10, 1000])
+    parser.add_argument("--turns", type=int, default=100, help="timed turns per length")
+    parser.add_argument("--baseline", action="store_true", help="trimming off (as before)")
+    parser.add_argument("--fill", choices=["turns", "state"], default=None)
+    args = parser.parse_args(argv)
+    fill = args.fill or ("state" if args.baseline else "turns")
+    result = measure_conversation_length(
+        args.lengths,
+        args.turns,
+        max_thread_messages=UNTRIMMED if args.baseline else None,
+        fill=fill,
+        show=print,
+    )
+    limit = result["max_thread_messages"]
+    print(f"thread limit: {'off' if limit == UNTRIMMED else limit} messages; fill: {fill}")
+    for length, figures in result["lengths"].items():
+        print(
+            f"  {int(length):>6,} messages (thread {figures['thread_messages']:>5}): "
+            f"p50 {figures['p50_ms']:8.2f} ms  p95 {figures['p95_ms']:8.2f} ms"
+            f"  ({figures['samples']} turns)"
+        )
+    if "ratio_p50" in result:
+        lo, hi = min(args.lengths), max(args.lengths)
+        print(
+            f"ratio {hi:,}/{lo:,}: p50 {result['ratio_p50']:.3f}, p95 {result['ratio_p95']:.3f}"
+            " (target <= 1.2)"
+        )
+
+
+if __name__ == "__main__":
+    main()

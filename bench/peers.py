@@ -33,15 +33,17 @@ LangGraph threads are per channel; it does not read other channels' short-term m
 ``mem0`` — Mem0 OSS 2.2.1, pgvector on the same database (its defaults: ``vector`` column,
 HNSW index), the same embeddings through its ``langchain`` embedder, telemetry off, no LLM
 call (memories loaded as ``add(infer=False)`` stores them, written directly in bulk).
-Per turn: ``Memory.search`` (top_k 10) with ``filters={"agent_id": server_id}`` and with
+Per turn: ``Memory.search`` (top_k 10, threshold 0 so that all 10 hits come back as for the
+other peers) with ``filters={"agent_id": server_id}`` and with
 ``filters={"user_id": ...}`` for each participant (mem0 runs a vector and a keyword query
 for each; without spaCy it neither lemmatizes nor extracts entities), rendered and counted;
 ``Memory.update(memory_id, text=...)`` (reads the row, updates vector and payload, writes
 its SQLite history); then the same ``PostgresSaver`` graph as the LangMem peer.
 
-``raw_sql_floor`` — hand-written SQL over one psycopg connection (autocommit off, pipeline
-mode) on a kioku-like ``memories`` table (halfvec, same rows) in its own schema, HNSW index
-only when a scope exceeds 10,000 rows. Per turn, one pipelined read transaction: the newest
+``raw_sql_floor`` — hand-written SQL over one psycopg connection (pipeline mode, each
+transaction an explicit BEGIN ... COMMIT sent with its statements) on a kioku-like
+``memories`` table (halfvec, same rows) in its own schema, HNSW index only when a scope
+exceeds 10,000 rows. Per turn, one pipelined read transaction: the newest
 50 of the server's memories, the newest 50 of each participant's (one LATERAL query), a
 vector ORDER BY (exact, or HNSW with iterative scan at scale) in the server scope (limit 10),
 this channel's short-term entry and the 4 newest other-channel entries; rendered and
@@ -70,6 +72,7 @@ from typing import Any
 import psycopg
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -206,7 +209,7 @@ class Prompt:
 
 
 def libpq(url: str, schema: str | None = None, extension_schema: str = "public") -> str:
-    """libpq conninfo of SQLAlchemy ``url``, optionally with ``schema`` first on the path."""
+    """The libpq conninfo of SQLAlchemy ``url``, optionally with ``schema`` first on the path."""
     uri = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     if schema is None:
         return make_conninfo(uri)
@@ -239,10 +242,10 @@ def memory_key(kind: str, owner: str, n: int) -> str:
 def stm_graph(saver: PostgresSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
     """One node that appends the reply and keeps the thread to the last 20 messages."""
 
-    def reply(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    def reply(state: MessagesState) -> dict[str, list[AnyMessage | RemoveMessage]]:
         messages = state["messages"]
         excess = len(messages) + 1 - KEEP_MESSAGES
-        removed: list[AnyMessage] = [
+        removed: list[AnyMessage | RemoveMessage] = [
             RemoveMessage(id=m.id) for m in messages[: max(0, excess)] if m.id is not None
         ]
         return {"messages": [*removed, AIMessage(REPLY)]}
@@ -322,8 +325,8 @@ def store_turn(
         reads.append(GetOp(("stm", data.server_id), "current"))
         reads.append(GetOp(("stm_user", data.speaker), "current"))
         reads.append(SearchOp(("stm", data.server_id), limit=OTHER_CHANNELS_READ + 1))
-        results = store.batch(reads)
-        searches: list[list[Any]] = results[: 1 + len(people)]
+        results: list[Any] = store.batch(reads)
+        searches: list[list[Item]] = results[: 1 + len(people)]
         channel, own, others = results[1 + len(people) :]
         sections = [("Server memories", [h.value["text"] for h in searches[0]])]
         sections += [
@@ -404,16 +407,14 @@ def build_langmem(peers: Peers, data: PeerData, conn: str, ext: str, load: bool)
     search_person = create_search_memory_tool(("memories", "{langgraph_user_id}"), store=store)
     manage = create_manage_memory_tool(("memories", "{langgraph_user_id}"), store=store)
     prompt, people = Prompt(), list(data.personal)
-    thread = {"configurable": {"thread_id": f"langmem:{data.server_id}:current"}}
+    thread: RunnableConfig = {"configurable": {"thread_id": f"langmem:{data.server_id}:current"}}
 
     def turn(i: int) -> None:
         question = data.questions[i % len(data.questions)]
         found = [json.loads(search_server.invoke({"query": question, "limit": 10}))]
         for user in people:
             config = {"configurable": {"langgraph_user_id": user}}
-            found.append(
-                json.loads(search_person.invoke({"query": question, "limit": 10}, config))
-            )
+            found.append(json.loads(search_person.invoke({"query": question, "limit": 10}, config)))
         sections = [("Server memories", [m["value"]["content"] for m in found[0]])]
         sections += [
             (f"About {u}", [m["value"]["content"] for m in hits])
@@ -430,7 +431,7 @@ def build_langmem(peers: Peers, data: PeerData, conn: str, ext: str, load: bool)
             {"configurable": {"langgraph_user_id": data.speaker}},
         )
         assert str(result).startswith("updated memory"), result
-        graph.invoke({"messages": [HumanMessage(question, name=data.speaker)]}, thread)  # type: ignore[arg-type]
+        graph.invoke({"messages": [HumanMessage(question, name=data.speaker)]}, thread)
 
     peers.turns["langmem"] = turn
 
@@ -509,13 +510,18 @@ def build_mem0(peers: Peers, data: PeerData, conn: str, ext: str, load: bool) ->
     memory = open_mem0(peers.resources, libpq(conn), embeddings, data.dim)
     graph = stm_graph(open_stm(peers.resources, conn, ext))
     prompt, people = Prompt(), list(data.personal)
-    thread = {"configurable": {"thread_id": f"mem0:{data.server_id}:current"}}
+    thread: RunnableConfig = {"configurable": {"thread_id": f"mem0:{data.server_id}:current"}}
 
     def turn(i: int) -> None:
         question = data.questions[i % len(data.questions)]
-        found = [memory.search(question, top_k=10, filters={"agent_id": data.server_id})]
+        # threshold 0: all 10 hits per scope, as the other peers render (mem0's default
+        # 0.1 drops hashing vectors' low similarities, which real embeddings would pass).
+        found = [
+            memory.search(question, top_k=10, threshold=0.0, filters={"agent_id": data.server_id})
+        ]
         found += [
-            memory.search(question, top_k=10, filters={"user_id": user}) for user in people
+            memory.search(question, top_k=10, threshold=0.0, filters={"user_id": user})
+            for user in people
         ]
         sections = [("Server memories", [m["memory"] for m in found[0]["results"]])]
         sections += [
@@ -527,7 +533,7 @@ def build_mem0(peers: Peers, data: PeerData, conn: str, ext: str, load: bool) ->
         memory.update(
             memory_key("personal", data.speaker, i % UPDATABLE), text=update_text(data.speaker, i)
         )
-        graph.invoke({"messages": [HumanMessage(question, name=data.speaker)]}, thread)  # type: ignore[arg-type]
+        graph.invoke({"messages": [HumanMessage(question, name=data.speaker)]}, thread)
 
     peers.turns["mem0"] = turn
 
@@ -594,7 +600,9 @@ RAW_HISTORY = """
 INSERT INTO memory_history (memory_id, old_content, new_content)
 SELECT id, content, %s FROM memories WHERE id = %s
 """
-RAW_UPDATE = "UPDATE memories SET content = %s, embedding = %s::halfvec, updated_at = now() WHERE id = %s"
+RAW_UPDATE = """
+UPDATE memories SET content = %s, embedding = %s::halfvec, updated_at = now() WHERE id = %s
+"""
 RAW_STM_UPSERT = """
 INSERT INTO stm AS s (kind, owner, channel, messages) VALUES (%s, %s, %s, %s::jsonb)
 ON CONFLICT (kind, owner, channel) DO UPDATE SET
@@ -608,14 +616,14 @@ ON CONFLICT (kind, owner, channel) DO UPDATE SET
 
 
 def vector_text(vector: Sequence[float]) -> str:
-    """pgvector's text form of ``vector``."""
+    """The pgvector text form of ``vector``."""
     return "[" + ",".join(f"{x:.6g}" for x in vector) + "]"
 
 
 def load_raw(data: PeerData, ext: str) -> None:
     """Create the floor's tables in its schema and load the same rows."""
     with psycopg.connect(libpq(data.url, SCHEMAS["raw_sql_floor"], ext)) as conn:
-        conn.execute(RAW_SCHEMA_SQL.format(dim=int(data.dim)))  # type: ignore[arg-type]
+        conn.execute(RAW_SCHEMA_SQL.format(dim=int(data.dim)).encode())
         at = datetime.now(UTC) - timedelta(days=1)
         rows: list[tuple[str, str | None, str | None, str]] = [
             ("server", data.server_id, None, t) for t in data.server_texts
@@ -663,18 +671,20 @@ def build_raw(peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool)
     """Hand-written SQL: one pipelined read transaction and one pipelined write transaction."""
     if load:
         load_raw(data, ext)
+    # Transactions are explicit BEGIN ... COMMIT inside each pipeline: psycopg's implicit
+    # transactions (autocommit off) cost two extra round trips per pipeline.
     conn = peers.resources.enter_context(
-        psycopg.connect(libpq(conn_url, SCHEMAS["raw_sql_floor"], ext))
+        psycopg.connect(libpq(conn_url, SCHEMAS["raw_sql_floor"], ext), autocommit=True)
     )
     conn.execute("SET hnsw.iterative_scan = relaxed_order")  # once per connection
     updatable = [
         int(r[0])
         for r in conn.execute(
-            "SELECT id FROM memories WHERE scope = 'personal' AND user_id = %s ORDER BY id LIMIT %s",
+            "SELECT id FROM memories WHERE scope = 'personal' AND user_id = %s"
+            " ORDER BY id LIMIT %s",
             (data.speaker, UPDATABLE),
         )
     ]
-    conn.commit()
     embeddings = precomputed(data)
     questions = {q: vector_text(embeddings.embed_query(q)) for q in data.questions}
     updates = {
@@ -686,14 +696,13 @@ def build_raw(peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool)
     def turn(i: int) -> None:
         question = data.questions[i % len(data.questions)]
         with conn.pipeline():
+            conn.execute("BEGIN")
             server = conn.execute(RAW_SERVER, (data.server_id, WINDOW))
             personal = conn.execute(RAW_PERSONAL, (people, WINDOW))
             relevant = conn.execute(RAW_RELEVANT, (data.server_id, questions[question]))
             channel = conn.execute(RAW_CHANNEL, (data.server_id, "current"))
-            others = conn.execute(
-                RAW_OTHERS, (data.server_id, "current", OTHER_CHANNELS_READ)
-            )
-            conn.commit()
+            others = conn.execute(RAW_OTHERS, (data.server_id, "current", OTHER_CHANNELS_READ))
+            conn.execute("COMMIT")
         server_rows = [r[0] for r in server.fetchall()]
         relevant_rows = [r[0] for r in relevant.fetchall()]
         by_user: dict[str, list[str]] = {u: [] for u in people}
@@ -712,11 +721,12 @@ def build_raw(peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool)
         memory_id = updatable[i % len(updatable)]
         new = json.dumps([stm_message("user", question), stm_message("assistant", REPLY)])
         with conn.pipeline():
+            conn.execute("BEGIN")
             conn.execute(RAW_HISTORY, (content, memory_id))
             conn.execute(RAW_UPDATE, (content, updates[content], memory_id))
             conn.execute(RAW_STM_UPSERT, ("server", data.server_id, "current", new, KEEP_MESSAGES))
             conn.execute(RAW_STM_UPSERT, ("user", data.speaker, "current", new, KEEP_MESSAGES))
-            conn.commit()
+            conn.execute("COMMIT")
 
     peers.turns["raw_sql_floor"] = turn
 
@@ -791,6 +801,11 @@ def count_round_trips(peers: Peers, reset: Callable[[], int], turns: int = 3) ->
     return counts
 
 
+def numbered(turn: Callable[[int], None], step: Iterator[int]) -> Callable[[], object]:
+    """``turn`` called with the next number of ``step`` (shared, so peers ask alike)."""
+    return lambda: turn(next(step))
+
+
 def measure(
     data: PeerData, which: Sequence[str] = PEERS, turns: int = 100, *, round_trips: bool = True
 ) -> dict[str, Any]:
@@ -806,9 +821,7 @@ def measure(
     try:
         report["skipped"] = dict(peers.skipped)
         step = iter(range(10**9))
-        contenders: dict[str, Callable[[], object]] = {
-            name: (lambda turn=turn: turn(next(step))) for name, turn in peers.turns.items()
-        }
+        contenders = {name: numbered(turn, step) for name, turn in peers.turns.items()}
         rounds = Rounds.run(contenders, per_round=max(1, turns // 5))
         for name in peers.turns:
             report["peers"][name] = {
@@ -852,7 +865,7 @@ def synthetic_data(url: str, server_memories: int, personal: int = 100) -> PeerD
         embeddings=Lookup(vectors, hashing),
         server_id="bench-server",
         server_texts=server,
-        personal={u: rest[k::len(participants)] for k, u in enumerate(participants)},
+        personal={u: rest[k :: len(participants)] for k, u in enumerate(participants)},
         questions=questions,
         speaker=participants[0],
     )

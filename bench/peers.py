@@ -38,7 +38,10 @@ other peers) with ``filters={"agent_id": server_id}`` and with
 ``filters={"user_id": ...}`` for each participant (mem0 runs a vector and a keyword query
 for each; without spaCy it neither lemmatizes nor extracts entities), rendered and counted;
 ``Memory.update(memory_id, text=...)`` (reads the row, updates vector and payload, writes
-its SQLite history); then the same ``PostgresSaver`` graph as the LangMem peer.
+its SQLite history); then the same ``PostgresSaver`` graph as the LangMem peer. mem0's
+vector query filters its jsonb payload after the HNSW scan (no iterative scan), so once the
+planner uses the index (e.g. 100,000 server memories) small scopes come back empty: the
+turn renders fewer memories (``Peers.found``).
 
 ``raw_sql_floor`` — hand-written SQL over one psycopg connection (pipeline mode, each
 transaction an explicit BEGIN ... COMMIT sent with its statements) on a kioku-like

@@ -39,6 +39,8 @@ class RoundTripProxy:
         )
         self._lock = threading.Lock()
         self.count = 0
+        self.log: list[bytes] | None = None
+        """Set to a list to keep the first bytes of every round trip (debugging)."""
         threading.Thread(target=self._accept, daemon=True).start()
 
     def reset(self) -> int:
@@ -78,6 +80,8 @@ class RoundTripProxy:
                     if source is client and not awaiting_reply:
                         with self._lock:
                             self.count += 1
+                            if self.log is not None:
+                                self.log.append(data[:120])
                         awaiting_reply = True
                     elif source is server:
                         awaiting_reply = False

@@ -113,7 +113,7 @@ class ContextBuilder:
         now: datetime | None = None,
     ) -> BuiltContext:
         """Render every stage for ``context`` in SPEC order, followed by ``dialogue``."""
-        with self.store.sessions() as session:
+        with self.store.reads() as session:
             return self._build(
                 session,
                 context,

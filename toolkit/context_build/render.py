@@ -53,6 +53,10 @@ class Names:
 
     bot: str
     by_id: Mapping[str, str] = field(default_factory=dict)
+    _lines: dict[tuple[str, str], str] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Texts rendered during this build (a stage may render its memories twice)."""
 
     @staticmethod
     def of(context: TurnContext) -> Names:
@@ -63,11 +67,15 @@ class Names:
 
     def text(self, content: str, *, user_name: str) -> str:
         """Stored text with tokens and mentions rendered, as one line of data."""
-        return as_data(
-            convert_mentions(
-                content, user_name=user_name, bot_name=self.bot, names_by_id=self.by_id
+        key = (content, user_name)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = as_data(
+                convert_mentions(
+                    content, user_name=user_name, bot_name=self.bot, names_by_id=self.by_id
+                )
             )
-        )
+        return line
 
 
 def _item(role: Role, text: str, tag: str, counter: TokenCounter) -> ContextItem:
@@ -92,7 +100,8 @@ def _choose(
     if priority is not None:
         present = set(ids)
         ranked = [i for i in dict.fromkeys(priority) if i in present]
-        order = ranked + [i for i in ids if i not in set(ranked)]
+        first = set(ranked)
+        order = ranked + [i for i in ids if i not in first]
     kept = _keep_newest([costs[i] for i in order], budget)
     return set(order[:kept])
 

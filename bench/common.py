@@ -6,11 +6,14 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from toolkit import KiokuSettings, KiokuStore, load_settings
 from toolkit.db.embedded import EmbeddedPostgres
@@ -78,3 +81,26 @@ def timed_ms(run: Callable[[], object], repeat: int, warmup: int = 10) -> tuple[
         run()
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples), percentile(samples, 0.95)
+
+
+def libpq(url: str, schema: str | None = None, extension_schema: str = "public") -> str:
+    """The libpq conninfo of SQLAlchemy ``url``, optionally with ``schema`` first on the path."""
+    uri = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    if schema is None:
+        return make_conninfo(uri)
+    path = ",".join(dict.fromkeys([schema, extension_schema, "public"]))
+    return make_conninfo(uri, options=f"-csearch_path={path}")
+
+
+def prepare_database(url: str, schemas: Sequence[str]) -> str:
+    """Create the vector extension (if missing) and ``schemas``; the extension's schema."""
+    with psycopg.connect(libpq(url), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        row = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+            " WHERE e.extname = 'vector'"
+        ).fetchone()
+        for schema in schemas:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    assert row is not None
+    return str(row[0])

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", action="store_true", help="trimming off (as before)")
     parser.add_argument("--fill", choices=["turns", "state"], default=None)
     args = parser.parse_args(argv)
-    fill = args.fill or ("state" if args.baseline else "turns")
+    fill: Literal["turns", "state"] = args.fill or ("state" if args.baseline else "turns")
     result = measure_conversation_length(
         args.lengths,
         args.turns,

@@ -82,9 +82,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import GetOp, Item, Op, PutOp, SearchOp
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import PostgresIndexConfig
-from psycopg.conninfo import make_conninfo
-from sqlalchemy.engine import make_url
 
+from bench.common import libpq, prepare_database
 from bench.search import Rounds
 
 PEERS = ("postgres_store_flat", "postgres_store_hnsw", "langmem", "mem0", "raw_sql_floor")
@@ -209,29 +208,6 @@ class Prompt:
             lines.extend(f"- {item}" for item in items)
         prompt = "\n".join(lines)
         return prompt, sum(self.count(line) for line in lines)
-
-
-def libpq(url: str, schema: str | None = None, extension_schema: str = "public") -> str:
-    """The libpq conninfo of SQLAlchemy ``url``, optionally with ``schema`` first on the path."""
-    uri = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    if schema is None:
-        return make_conninfo(uri)
-    path = ",".join(dict.fromkeys([schema, extension_schema, "public"]))
-    return make_conninfo(uri, options=f"-csearch_path={path}")
-
-
-def prepare_database(url: str, schemas: Sequence[str]) -> str:
-    """Create the vector extension (if missing) and ``schemas``; the extension's schema."""
-    with psycopg.connect(libpq(url), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        row = conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-            " WHERE e.extname = 'vector'"
-        ).fetchone()
-        for schema in schemas:
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    assert row is not None
-    return str(row[0])
 
 
 def memory_key(kind: str, owner: str, n: int) -> str:

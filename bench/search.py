@@ -24,6 +24,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,15 @@ from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, select, text
 
-from bench.common import bench_data, bench_database, open_store, percentile
+from bench.common import (
+    bench_data,
+    bench_database,
+    libpq,
+    open_store,
+    percentile,
+    prepare_database,
+)
 from toolkit import KiokuStore, Participant, Persona, TurnContext
-from toolkit.db.engine import libpq_url
 from toolkit.db.models import Memory, Server
 from toolkit.db.vectors import HNSW_INDEX
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
@@ -205,15 +212,38 @@ def run_scale(
         store.close()
         store = open_store(url, lookup, max_server_memories=10**9)  # builds the HNSW index
         load_s = time.perf_counter() - t0
-        with PostgresStore.from_conn_string(
-            libpq_url(store.engine),
-            index={"dims": DIM, "embed": lookup.embeddings, "fields": ["text"]},
-        ) as peer:
-            peer.setup()
+        ext = prepare_database(url, ["search_flat", "search_hnsw"])
+        with ExitStack() as stack:
+            peers = {}
+            for kind in ("flat", "hnsw"):
+                peer = stack.enter_context(
+                    PostgresStore.from_conn_string(
+                        libpq(url, f"search_{kind}", ext),
+                        index={
+                            "dims": DIM,
+                            "embed": lookup.embeddings,
+                            "fields": ["text"],
+                            "ann_index_config": {"kind": kind, "vector_type": "halfvec"},
+                            "distance_type": "cosine",
+                        },
+                    )
+                )
+                peer.setup()
+                peers[kind] = peer
             t1 = time.perf_counter()
-            load_peer(peer, corpus)
+            for peer in peers.values():
+                load_peer(peer, corpus)
             peer_load_s = time.perf_counter() - t1
-            result = measure(store, peer, corpus, questions, vectors, writes, writes_per_round)
+            result = measure(
+                store,
+                peers["flat"],
+                peers["hnsw"],
+                corpus,
+                questions,
+                vectors,
+                writes,
+                writes_per_round,
+            )
         store.close()
     result["load_seconds"] = {"kioku": round(load_s, 1), "postgres_store": round(peer_load_s, 1)}
     report[str(scale)] = result
@@ -223,14 +253,21 @@ def run_scale(
 
 def measure(
     store: KiokuStore,
-    peer: PostgresStore,
+    flat: PostgresStore,
+    hnsw_peer: PostgresStore,
     corpus: list[str],
     questions: list[str],
     vectors: dict[str, list[float]],
     writes: list[str],
     writes_per_round: int,
 ) -> dict[str, Any]:
-    """Recall, search latency and write throughput of kioku and the peer."""
+    """Recall, search latency and write throughput of kioku and the peers, like for like.
+
+    kioku's exact vector search (within a scope, halfvec) beside PostgresStore with a flat
+    (no) index on halfvec; kioku's vector search forced through its HNSW index beside
+    PostgresStore's HNSW on halfvec; kioku's hybrid search on its own. Writes: kioku
+    without its HNSW index beside the flat peer's puts, with it beside the HNSW peer's.
+    """
     rng = random.Random(len(corpus))
     probes = [(f"s{rng.randrange(SERVERS)}", q) for q in questions]
     with store.sessions() as session:
@@ -240,7 +277,12 @@ def measure(
         }
     key_of = {ids[content]: str(i) for i, content in enumerate(corpus)}
 
-    recalls: dict[str, list[float]] = {"kioku": [], "kioku_hnsw": [], "postgres_store": []}
+    recalls: dict[str, list[float]] = {
+        "kioku": [],
+        "kioku_hnsw": [],
+        "postgres_store_flat": [],
+        "postgres_store_hnsw": [],
+    }
     peer_short = 0
     for server, question in probes:
         scope, qv = Visibility(server, LINEAGE), vectors[question]
@@ -257,11 +299,12 @@ def measure(
             hnsw = vector_candidates(
                 session, scope, qv, memory_type=None, limit=10, exact_max_rows=0
             )
-        items = peer.search(("server", server), query=question, limit=10)
-        peer_short += len(items) < 10
         recalls["kioku"].append(recall(found, truth))
         recalls["kioku_hnsw"].append(recall(hnsw, truth))
-        recalls["postgres_store"].append(recall([i.key for i in items], [key_of[t] for t in truth]))
+        for name, peer in (("postgres_store_flat", flat), ("postgres_store_hnsw", hnsw_peer)):
+            items = peer.search(("server", server), query=question, limit=10)
+            peer_short += name.endswith("hnsw") and len(items) < 10
+            recalls[name].append(recall([i.key for i in items], [key_of[t] for t in truth]))
 
     cycle = iter(probes * 1000)
 
@@ -278,6 +321,13 @@ def measure(
                 aids=store.search_aids,
             )
 
+    def kioku_exact_vector() -> None:
+        server, question = next(cycle)
+        with store.sessions() as session:
+            vector_candidates(
+                session, Visibility(server, LINEAGE), vectors[question], memory_type=None, limit=10
+            )
+
     def kioku_hnsw_vector() -> None:
         server, question = next(cycle)
         with store.sessions() as session:
@@ -286,41 +336,51 @@ def measure(
                 Visibility(server, LINEAGE),
                 vectors[question],
                 memory_type=None,
-                limit=20,
+                limit=10,
                 exact_max_rows=0,
             )
 
-    def peer_search() -> None:
-        server, question = next(cycle)
-        peer.search(("server", server), query=question, limit=10)
+    def peer_search(peer: PostgresStore) -> Callable[[], object]:
+        def run() -> None:
+            server, question = next(cycle)
+            peer.search(("server", server), query=question, limit=10)
+
+        return run
 
     searches = Rounds.run(
-        {"kioku": kioku_search, "kioku_hnsw_vector": kioku_hnsw_vector, "peer": peer_search},
+        {
+            "kioku_hybrid": kioku_search,
+            "kioku_exact_vector": kioku_exact_vector,
+            "postgres_store_flat": peer_search(flat),
+            "kioku_hnsw_vector": kioku_hnsw_vector,
+            "postgres_store_hnsw": peer_search(hnsw_peer),
+        },
         per_round=len(probes) // 2,
     )
-    kioku_writes, peer_writes = write_rounds(store, peer, writes, writes_per_round)
+    kioku_writes, peer_writes = write_rounds(store, flat, hnsw_peer, writes, writes_per_round)
     return {
         "search_ms": {
-            "kioku_hybrid_p50": searches.p50("kioku"),
-            "kioku_hybrid_p95": searches.p95("kioku"),
-            "kioku_hnsw_vector_only_p50": searches.p50("kioku_hnsw_vector"),
-            "kioku_hnsw_vector_only_p95": searches.p95("kioku_hnsw_vector"),
-            "postgres_store_p50": searches.p50("peer"),
-            "postgres_store_p95": searches.p95("peer"),
+            f"{name}_{q}": getattr(searches, q)(name)
+            for name in searches.samples
+            for q in ("p50", "p95")
         },
         "recall_at_10": {
             **{name: statistics.mean(values) for name, values in recalls.items()},
             "postgres_store_short_results": peer_short,
             "queries": len(probes),
         },
-        "writes_per_second": {**kioku_writes, "postgres_store_put": peer_writes},
+        "writes_per_second": {**kioku_writes, **peer_writes},
     }
 
 
 def write_rounds(
-    store: KiokuStore, peer: PostgresStore, writes: list[str], per_round: int
-) -> tuple[dict[str, float], float]:
-    """Tool-path writes with the HNSW index, then without it; PostgresStore puts between."""
+    store: KiokuStore,
+    flat: PostgresStore,
+    hnsw_peer: PostgresStore,
+    writes: list[str],
+    per_round: int,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Tool-path writes with and without kioku's HNSW index, beside the matching peer."""
     persona = Persona(1, "Kioku", LINEAGE)
     user = Participant("bench-user", "Bench")
     with store.accounts() as accounts:
@@ -351,42 +411,48 @@ def write_rounds(
 
         return write
 
-    def peer_put() -> None:
-        key = next(peer_keys)
-        peer.put(("writes",), f"w{key}", {"text": writes[key % len(writes)]})
+    def peer_put(peer: PostgresStore) -> Callable[[], object]:
+        def put() -> None:
+            key = next(peer_keys)
+            peer.put(("writes",), f"w{key}", {"text": writes[key % len(writes)]})
 
-    with_index = Rounds.run({"kioku": kioku_write("w-hnsw"), "peer": peer_put}, per_round)
+        return put
+
+    with_index = Rounds.run(
+        {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
+    )
     with store.engine.begin() as connection:
         connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 10k give you
-    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put}, per_round)
-    peer_rate = statistics.mean([with_index.per_second("peer"), without_index.per_second("peer")])
+    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),
         "kioku_tool_path_without_hnsw": without_index.per_second("kioku"),
-    }, peer_rate
+    }, {
+        "postgres_store_hnsw_put": with_index.per_second("peer"),
+        "postgres_store_flat_put": without_index.per_second("peer"),
+    }
 
 
 def print_scale(scale: int, queries: int, r: dict[str, Any]) -> None:
     """One block of figures for ``scale``."""
     s, rc, w = r["search_ms"], r["recall_at_10"], r["writes_per_second"]
     print(f"\n{scale:,} memories, {SERVERS} scopes of 5%, {queries} queries")
+    for name in (
+        "kioku_exact_vector",
+        "postgres_store_flat",
+        "kioku_hnsw_vector",
+        "postgres_store_hnsw",
+        "kioku_hybrid",
+    ):
+        print(f"  search p50/p95 ms  {name:<22} {s[name + '_p50']:.2f}/{s[name + '_p95']:.2f}")
     print(
-        f"  search p50/p95 ms   kioku hybrid {s['kioku_hybrid_p50']:.2f}/"
-        f"{s['kioku_hybrid_p95']:.2f}   kioku HNSW vector-only "
-        f"{s['kioku_hnsw_vector_only_p50']:.2f}/{s['kioku_hnsw_vector_only_p95']:.2f}   "
-        f"PostgresStore {s['postgres_store_p50']:.2f}/{s['postgres_store_p95']:.2f}"
+        "  recall@10 vs exact "
+        + "   ".join(f"{k} {v:.3f}" for k, v in rc.items() if isinstance(v, float))
     )
     print(
-        f"  recall@10 vs exact  kioku {rc['kioku']:.3f}   kioku via HNSW {rc['kioku_hnsw']:.3f}   "
-        f"PostgresStore {rc['postgres_store']:.3f} "
-        f"({rc['postgres_store_short_results']} of {queries} queries returned < 10)"
-    )
-    peer = w["postgres_store_put"]
-    print(
-        f"  writes/s            kioku {w['kioku_tool_path_without_hnsw']:.0f} "
-        f"({w['kioku_tool_path_without_hnsw'] / peer:.2f}x), with HNSW index "
-        f"{w['kioku_tool_path_with_hnsw']:.0f} ({w['kioku_tool_path_with_hnsw'] / peer:.2f}x)"
-        f"   PostgresStore put {peer:.0f}"
+        f"  writes/s  kioku (no HNSW) {w['kioku_tool_path_without_hnsw']:.0f} vs flat peer "
+        f"{w['postgres_store_flat_put']:.0f};  kioku (HNSW) {w['kioku_tool_path_with_hnsw']:.0f}"
+        f" vs HNSW peer {w['postgres_store_hnsw_put']:.0f}"
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,11 +29,13 @@ from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, text
 
 from bench.common import bench_database, open_store
+from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbered
+from bench.roundtrips import RoundTripProxy
 from bench.search import DIM, Lookup, Rounds, sentences
 from toolkit import KiokuStore, Participant, TurnContext
 from toolkit.context_build import loader
 from toolkit.context_build.build import ContextBuilder
-from toolkit.db.engine import libpq_url
+from toolkit.db.engine import libpq_url, make_engine
 from toolkit.db.models import Memory
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
 from toolkit.intent import IntentGate
@@ -63,6 +65,8 @@ class Scenario:
     updatable: list[int]
     """Memory ids the tool call of each turn updates in turn."""
     resources: ExitStack
+    server_texts: list[str]
+    personal_texts: dict[str, list[str]]
 
     def close(self) -> None:
         """Close the peer's connection and the store."""
@@ -190,36 +194,42 @@ def build_scenario(
             stm.write_summary(turn, summary)
             entry["summary"] = summary
         peer.put(("stm", SERVER), channel, entry, index=False)
-    return Scenario(store, stm, peer, context, updatable, resources)
+    personal_by_user = {
+        p.user_id: [t for i, t in enumerate(personal_texts) if i % len(PARTICIPANTS) == k]
+        for k, p in enumerate(PARTICIPANTS)
+    }
+    return Scenario(store, stm, peer, context, updatable, resources, server_texts, personal_by_user)
 
 
-def turn_contenders(scenario: Scenario, vectors: dict[str, list[float]]) -> dict[str, Any]:
-    """One kioku turn and one PostgresStore turn, each a callable."""
-    store, stm, peer, context = scenario.store, scenario.stm, scenario.peer, scenario.context
+def kioku_turn(
+    store: KiokuStore,
+    stm: ShortTermMemory,
+    context: TurnContext,
+    updatable: list[int],
+    vectors: dict[str, list[float]],
+) -> Callable[[int], None]:
+    """Kioku's turn ``i``: intent gate, context build, one update through the tool, capture."""
     gate, builder = IntentGate(), ContextBuilder(store, stm)
     hashing = HashingEmbeddings(DIM)
     rng = random.Random(5)
-    step = iter(range(10**9))
-    for q in QUESTIONS:
-        vectors.setdefault(q, hashing.embed_query(q))
+    contents = [f"{{user}} asked about topic {rng.randrange(10**6)}" for _ in range(1000)]
+    for sentence in [*QUESTIONS, *contents]:
+        vectors.setdefault(sentence, hashing.embed_query(sentence))  # embedding is not timed
 
-    def kioku_turn() -> None:
-        i = next(step)
+    def turn(i: int) -> None:
         question = QUESTIONS[i % len(QUESTIONS)]
         dialogue = [HumanMessage(question, name=context.user.display_name)]
         intent = gate.detect(question)
         built = builder.build(context, dialogue, ltm_intent=intent)
         assert not built.failed_stages, built.failed_stages
-        content = f"{{user}} asked about topic {rng.randrange(10**6)}"
-        vectors.setdefault(content, hashing.embed_query(content))
         with store.sessions() as session:
             result = update_long_term_memory(
                 session,
                 store,
                 context,
                 {
-                    "memory_id": scenario.updatable[i % len(scenario.updatable)],
-                    "memory_content": content,
+                    "memory_id": updatable[i % len(updatable)],
+                    "memory_content": contents[i % len(contents)],
                     "target_user": context.user.display_name,
                 },
             )
@@ -233,24 +243,46 @@ def turn_contenders(scenario: Scenario, vectors: dict[str, list[float]]) -> dict
             ],
         )
 
-    def peer_turn() -> None:
-        i = next(step)
-        question = QUESTIONS[i % len(QUESTIONS)]
-        peer.search(("memories", SERVER), query=question, limit=10)
-        for p in PARTICIPANTS:
-            peer.search(("memories", p.user_id), query=question, limit=10)
-        current = peer.get(("stm", SERVER), "current")
-        peer.search(("stm", SERVER), limit=4)  # the newest entries (other channels)
-        content = f"User 0 asked about topic {rng.randrange(10**6)}"
-        vectors.setdefault(content, hashing.embed_query(content))
-        peer.put(("memories", PARTICIPANTS[0].user_id), f"p{i % 20}", {"text": content})
-        messages = (current.value["messages"] if current else [])[-8:] + [
-            {"role": "user", "text": question},
-            {"role": "assistant", "text": "Here is what I remember."},
-        ]
-        peer.put(("stm", SERVER), "current", {"messages": messages}, index=False)
+    return turn
 
-    return {"kioku": kioku_turn, "peer": peer_turn}
+
+def kioku_round_trips(
+    url: str, scenario: Scenario, vectors: dict[str, list[float]], warmup: int = 3
+) -> int:
+    """Round trips of one kioku turn (after ``warmup`` turns), counted by a proxy."""
+    proxy = RoundTripProxy(url)
+    lookup = EmbedderSpec(Lookup(vectors, HashingEmbeddings(DIM)), f"hashing-{DIM}", DIM)
+    store = KiokuStore(
+        make_engine(proxy.url),
+        settings=scenario.store.settings.model_copy(update={"database_url": proxy.url}),
+        embedder=lookup,
+    )
+    try:
+        stm = ShortTermMemory(store, store.checkpointer())
+        turn = kioku_turn(store, stm, scenario.context, scenario.updatable, vectors)
+        for i in range(warmup):
+            turn(i)
+        store.access.flush()
+        proxy.reset()
+        turn(warmup)
+        return proxy.reset()
+    finally:
+        store.close()
+        proxy.close()
+
+
+def peer_data(url: str, scenario: Scenario, vectors: dict[str, list[float]]) -> PeerData:
+    """The scenario's memories and questions, for :mod:`bench.peers`."""
+    return PeerData(
+        url=url,
+        dim=DIM,
+        embeddings=Lookup(vectors, HashingEmbeddings(DIM)),
+        server_id=SERVER,
+        server_texts=scenario.server_texts,
+        personal=scenario.personal_texts,
+        questions=QUESTIONS,
+        speaker=PARTICIPANTS[0].user_id,
+    )
 
 
 def stm_contenders(scenario: Scenario) -> dict[str, Callable[[], object]]:
@@ -268,21 +300,59 @@ def stm_contenders(scenario: Scenario) -> dict[str, Callable[[], object]]:
     return {"kioku": kioku_lookup, "peer": peer_lookup}
 
 
-def measure_turns(server_memories: int, turns: int, channels: int = 50) -> dict[str, Any]:
-    """Per-turn overhead p50/p95 for kioku and PostgresStore, one database, one run."""
+def measure_turns(
+    server_memories: int,
+    turns: int,
+    channels: int = 50,
+    which: Sequence[str] = PEERS,
+) -> dict[str, Any]:
+    """Per-turn p50/p95 and round trips of kioku and each peer, one database, one run.
+
+    kioku and the peers alternate in rounds (:class:`bench.search.Rounds`); round trips
+    are counted afterwards through a proxy, one turn each after warm-up.
+    """
     vectors: dict[str, list[float]] = {}
     with bench_database(f"kioku_bench_turn_{server_memories}") as url:
         scenario = build_scenario(url, server_memories, channels, vectors)
+        data = peer_data(url, scenario, vectors)
+        peers = build_peers(data, which=which)
         try:
-            rounds = Rounds.run(turn_contenders(scenario, vectors), per_round=max(1, turns // 5))
+            step = iter(range(10**9))
+            ours = kioku_turn(
+                scenario.store, scenario.stm, scenario.context, scenario.updatable, vectors
+            )
+            contenders = {"kioku": numbered(ours, step)}
+            contenders |= {name: numbered(turn, step) for name, turn in peers.turns.items()}
+            rounds = Rounds.run(contenders, per_round=max(1, turns // 5))
+            skipped = dict(peers.skipped)
+            found = dict(peers.found)
+        finally:
+            peers.close()
+        try:
+            trips = {"kioku": kioku_round_trips(url, scenario, vectors)}
+            proxy = RoundTripProxy(url)
+            counted = build_peers(
+                data, which=list(rounds.samples)[1:], connect_url=proxy.url, load=False
+            )
+            try:
+                trips |= count_round_trips(counted, proxy.reset)
+            finally:
+                counted.close()
+                proxy.close()
         finally:
             scenario.close()
     return {
         "server_memories": server_memories,
-        "kioku_p50_ms": rounds.p50("kioku"),
-        "kioku_p95_ms": rounds.p95("kioku"),
-        "postgres_store_p50_ms": rounds.p50("peer"),
-        "postgres_store_p95_ms": rounds.p95("peer"),
+        "contenders": {
+            name: {
+                "p50_ms": rounds.p50(name),
+                "p95_ms": rounds.p95(name),
+                "round_trips": trips.get(name),
+                "found": found.get(name),
+            }
+            for name in rounds.samples
+        },
+        "skipped": skipped,
     }
 
 
@@ -304,19 +374,30 @@ def measure_stm_lookup(channels: int, lookups: int) -> dict[str, Any]:
     }
 
 
+def turn_table(result: dict[str, Any]) -> str:
+    """The per-turn figures of one :func:`measure_turns` run as aligned text."""
+    lines = [
+        f"{result['server_memories']:,} server memories, 5 x {PERSONAL_PER_USER} personal",
+        f"{'contender':<22}{'p50 ms':>9}{'p95 ms':>9}{'round trips':>13}{'found':>7}",
+    ]
+    for name, r in result["contenders"].items():
+        lines.append(
+            f"{name:<22}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}"
+            f"{r['round_trips']!s:>13}{r['found']!s:>7}"
+        )
+    lines += [f"{name:<22}skipped: {why}" for name, why in result["skipped"].items()]
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Print the per-turn figures for each server size."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--server-memories", type=int, nargs="+", default=[100, 100_000])
+    parser.add_argument("--server-memories", type=int, nargs="+", default=[100, 10_000])
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--which", nargs="+", default=list(PEERS), choices=PEERS)
     args = parser.parse_args()
     for size in args.server_memories:
-        r = measure_turns(size, args.turns)
-        print(
-            f"{size:>7,} server memories: kioku p50/p95 {r['kioku_p50_ms']:.2f}/"
-            f"{r['kioku_p95_ms']:.2f} ms   PostgresStore {r['postgres_store_p50_ms']:.2f}/"
-            f"{r['postgres_store_p95_ms']:.2f} ms"
-        )
+        print(turn_table(measure_turns(size, args.turns, which=args.which)))
     s = measure_stm_lookup(1000, args.turns)
     print(
         f"STM lookup at 1,000 channels: kioku p50/p95 {s['kioku_p50_ms']:.2f}/"

@@ -22,6 +22,7 @@ import os
 import platform
 import resource
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -479,7 +480,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 200)
     info = machine()
     started = time.perf_counter()
     load_before = os.getloadavg()[0]

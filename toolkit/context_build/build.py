@@ -36,6 +36,7 @@ from toolkit.context_build.render import (
 from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
 from toolkit.memory.repository import MemoryRecord
 from toolkit.reach import reach_of
+from toolkit.search.engine import SearchHit
 from toolkit.search.query import Visibility
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import utc_now
@@ -77,12 +78,23 @@ def wanted(total: int, rendered: Rendered) -> int:
     return min(total, MEMORY_WINDOW, shown + shown // 4 + 5)
 
 
-def with_found(
-    loaded: Sequence[MemoryRecord], priority: Sequence[int], session: Session
-) -> list[MemoryRecord]:
+def with_found(loaded: Sequence[MemoryRecord], found: Sequence[SearchHit]) -> list[MemoryRecord]:
     """``loaded`` plus the retrieved memories it lacks, newest first."""
     have = {m.id for m in loaded}
-    extra = loader.load_records(session, [i for i in priority if i not in have])
+    extra = [
+        MemoryRecord(
+            hit.id,
+            hit.scope,
+            hit.server_id,
+            hit.user_id,
+            hit.persona_lineage_id,
+            hit.content,
+            hit.created_at,
+            hit.updated_at or hit.created_at,
+        )
+        for hit in found
+        if hit.id not in have
+    ]
     return sorted([*loaded, *extra], key=lambda m: (m.created_at, m.id), reverse=True)
 
 
@@ -180,7 +192,7 @@ class ContextBuilder:
                 loaded.append(loader.load_memories(session, self.store, reach))
             return loaded[0]
 
-        def ranked(visibility: Visibility, count: int) -> list[int]:
+        def ranked(visibility: Visibility, count: int) -> list[SearchHit]:
             return loader.rank_by_relevance(session, self.store, visibility, query, count)
 
         def server_stage() -> Rendered:
@@ -197,8 +209,9 @@ class ContextBuilder:
                 return rendered
             retrieval.append("server_memories")
             scope = Visibility(reach.server_key, reach.lineage_id)
-            priority = ranked(scope, wanted(window.total, rendered))
-            shown = with_found(window.records, priority, session)
+            found = ranked(scope, wanted(window.total, rendered))
+            priority = [hit.id for hit in found]
+            shown = with_found(window.records, found)
             return server_memories_stage(
                 shown,
                 context,
@@ -222,9 +235,10 @@ class ContextBuilder:
             scope = Visibility(
                 reach.server_key, reach.lineage_id, tuple(windows), include_server=False
             )
-            priority = ranked(scope, wanted(total, rendered))
+            hits = ranked(scope, wanted(total, rendered))
+            priority = [hit.id for hit in hits]
             every = [m for user_records in records.values() for m in user_records]
-            found = with_found(every, priority, session)
+            found = with_found(every, hits)
             by_user = {user: [m for m in found if m.user_id == user] for user in records}
             return personal_memories_stage(
                 participants,

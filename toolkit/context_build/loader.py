@@ -5,7 +5,6 @@ Functions take the build's session (one unit of work per build) where they query
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
@@ -13,10 +12,9 @@ from sqlalchemy.orm import Session
 from toolkit.accounts import AccountRepository, ServerSettings
 from toolkit.context import TurnContext
 from toolkit.context_build.select import select_other_channels
-from toolkit.db.models import User
-from toolkit.memory.repository import MemoryRecord, MemoryRepository, PersonalScope, ServerScope
+from toolkit.memory.repository import PersonalScope, ServerScope
 from toolkit.reach import Reach, invisible_people, may_remember_message
-from toolkit.search.engine import hybrid_search
+from toolkit.search.engine import SearchHit, hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import StmEntry, StmKey, utc_now
 from toolkit.stm.registry import StmRegistry
@@ -51,11 +49,6 @@ def load_memories(session: Session, store: KiokuStore, reach: Reach) -> LoadedMe
     )
 
 
-def load_records(session: Session, ids: Sequence[int]) -> list[MemoryRecord]:
-    """Memories found by retrieval that the loaded windows do not hold."""
-    return MemoryRepository(session).by_ids(ids)
-
-
 def load_other_channel_entries(
     session: Session,
     store: KiokuStore,
@@ -68,9 +61,7 @@ def load_other_channel_entries(
     Messages of FULL-privacy people — the turn's, and anyone kioku's directory knows as
     FULL now — are left out (:func:`toolkit.reach.may_remember_message`).
     """
-    user = session.get(User, context.user.user_id)
-    cross_server = bool(user is not None and user.cross_server_stm)
-    candidates = stm.candidates(context, cross_server=cross_server, session=session)
+    candidates = stm.candidates(context, session=session)  # the opt-in read with them
     if not candidates:
         return []
     settings_by_server = {context.server_id or "": settings}
@@ -126,8 +117,8 @@ def rank_by_relevance(
     visibility: Visibility,
     query: str,
     count: int,
-) -> list[int]:
-    """Ids of the memories ``visibility`` covers, most relevant to ``query`` first."""
+) -> list[SearchHit]:
+    """The memories ``visibility`` covers, most relevant to ``query`` first."""
     if not query.strip():
         return []
     try:
@@ -144,4 +135,4 @@ def rank_by_relevance(
         candidates=count,
         aids=store.search_aids,
     )
-    return [hit.id for hit in hits]
+    return hits

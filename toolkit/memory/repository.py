@@ -197,15 +197,6 @@ class MemoryRepository:
         total = int(rows[0].total) if rows else 0
         return [MemoryRecord(*cast(tuple[Any, ...], row)[:-1]) for row in rows], total
 
-    def by_ids(self, ids: Sequence[int]) -> list[MemoryRecord]:
-        """The active memories among ``ids`` (in no particular order)."""
-        if not ids:
-            return []
-        rows = self.session.execute(
-            select(*_RECORD_COLUMNS).where(Memory.id.in_(list(ids)), Memory.status == "active")
-        )
-        return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
-
     def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
         """Active memories in ``scope``, newest first (only the columns a record needs)."""
         rows = self.session.execute(

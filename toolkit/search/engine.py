@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,10 +44,13 @@ class SearchHit:
     score: float
     vector_rank: int | None
     text_rank: int | None
+    persona_lineage_id: int = field(default=0, repr=False)
+    updated_at: datetime | None = field(default=None, repr=False)
 
     def to_artifact(self) -> dict[str, Any]:
         """JSON-friendly record for the tool artifact."""
         record = asdict(self)
+        del record["persona_lineage_id"], record["updated_at"]
         record["created_at"] = self.created_at.isoformat()
         return record
 
@@ -246,6 +249,8 @@ def hybrid_search(
                 score=score,
                 vector_rank=vector_rank.get(memory_id),
                 text_rank=text_rank.get(memory_id),
+                persona_lineage_id=row.persona_lineage_id,
+                updated_at=row.updated_at,
             )
         )
     return hits

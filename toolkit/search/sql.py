@@ -29,6 +29,8 @@ DETAIL_COLUMNS = (
     "importance",
     "decay_rate",
     "created_at",
+    "persona_lineage_id",
+    "updated_at",
 )
 """Columns every candidate row carries, besides ``score`` and ``source``."""
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import ColumnElement, and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import StmThread
@@ -56,7 +56,7 @@ class StmRegistry:
 
     def recent(
         self,
-        owners: Sequence[tuple[ScopeKind, str]],
+        owners: Sequence[tuple[ScopeKind, str, ColumnElement[bool] | None]],
         lineage_id: int,
         *,
         exclude_channel: str,
@@ -66,6 +66,8 @@ class StmRegistry:
         limit: int,
     ) -> list[StmCandidate]:
         """Unexpired entries of ``owners``, newest first, other than ``exclude_channel``.
+
+        ``owners``: (kind, owner id, a further condition on the owner's rows or ``None``).
 
         Served by the ``(kind, owner_id, lineage_id, last_updated DESC)`` index.
         """
@@ -85,7 +87,16 @@ class StmRegistry:
                 StmThread.last_updated,
             )
             .where(
-                or_(*(and_(StmThread.kind == k, StmThread.owner_id == o) for k, o in owners)),
+                or_(
+                    *(
+                        and_(
+                            StmThread.kind == k,
+                            StmThread.owner_id == o,
+                            *([] if c is None else [c]),
+                        )
+                        for k, o, c in owners
+                    )
+                ),
                 StmThread.lineage_id == lineage_id,
                 StmThread.channel_id != exclude_channel,
                 StmThread.last_updated >= now - max(ttl, summary_ttl),

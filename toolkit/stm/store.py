@@ -20,13 +20,16 @@ from typing import Any, cast
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
+from sqlalchemy import ColumnElement, exists, literal, or_
 from sqlalchemy.orm import Session
 
 from toolkit.context import PrivacyLevel, TurnContext
+from toolkit.db.models import StmThread, User
 from toolkit.reach import invisible_people, may_remember_message
 from toolkit.stm.checkpoints import postgres_writes, put_entry, read_entry
 from toolkit.stm.model import (
     Clock,
+    ScopeKind,
     StmCandidate,
     StmEntry,
     StmKey,
@@ -391,36 +394,48 @@ class ShortTermMemory:
             self._summarised_turns.pop(turn_id, None)
 
     def candidates(
-        self, context: TurnContext, *, cross_server: bool, session: Session | None = None
+        self,
+        context: TurnContext,
+        *,
+        cross_server: bool | None = None,
+        session: Session | None = None,
     ) -> list[StmCandidate]:
         """Other-channel entries this turn might recall, newest first, before privacy filtering.
 
-        Uses ``session`` when given (the caller's unit of work), else a session of its own.
+        The user's own entries of other servers' channels (and, in a DM, of any server's)
+        only with the user's cross-server opt-in: ``cross_server``, or when ``None`` the
+        ``users`` row's flag, read in the same statement. Uses ``session`` when given (the
+        caller's unit of work), else a session of its own.
         """
-        lineage = context.persona.lineage_id
-        owners: list[tuple[Any, str]] = []
-        if context.server_id is None or cross_server:
-            owners.append(("user", context.user.user_id))
+        opted_in: ColumnElement[bool] = (
+            exists().where(User.id == context.user.user_id, User.cross_server_stm)
+            if cross_server is None
+            else literal(cross_server)
+        )
+        in_dm = context.server_id is None
+        user_rows = or_(opted_in, StmThread.server_id.is_(None)) if in_dm else opted_in
+        owners: list[tuple[ScopeKind, str, ColumnElement[bool] | None]] = [
+            ("user", context.user.user_id, user_rows)
+        ]
         if context.server_id is not None:
-            owners.append(("server", context.server_id))
+            owners.append(("server", context.server_id, None))
         with ExitStack() as stack:
             if session is None:
                 session = stack.enter_context(self.store.sessions())
             rows = StmRegistry(session).recent(
                 owners,
-                lineage,
+                context.persona.lineage_id,
                 exclude_channel=context.channel_id,
                 now=self.clock(),
                 ttl=self.policy.ttl,
                 summary_ttl=self.policy.summary_ttl,
                 limit=CANDIDATE_LIMIT,
             )
-        if context.server_id is None:
-            # In a DM: other DMs; the user's server conversations only with the opt-in.
-            return [row for row in rows if cross_server or row.server_id is None]
         # The user's own entries of this server's channels duplicate the server's entries.
         return [
-            row for row in rows if row.key.kind == "server" or row.server_id != context.server_id
+            row
+            for row in rows
+            if in_dm or row.key.kind == "server" or row.server_id != context.server_id
         ]
 
     def forget(

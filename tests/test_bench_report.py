@@ -16,6 +16,8 @@ def test_every_figure_has_a_row_with_the_peer_beside_it() -> None:
     assert any("per-turn" in f for f in figures) and any("search p95" in f for f in figures)
     assert any("STM other-channel" in f for f in figures)
     assert all(row.ratio for row in lines if row.peer)
+    assert all(row.verdict in ("met", "MISSED") for row in lines if row.target)
+    assert any("round trips" in f for f in figures) and any("startup" in f for f in figures)
 
 
 def test_the_generated_block_is_replaced_not_appended(tmp_path: Path) -> None:
@@ -28,3 +30,4 @@ def test_the_generated_block_is_replaced_not_appended(tmp_path: Path) -> None:
     assert text.count(START) == 1 and text.count(END) == 1
     assert "hand-written intro" in text and "## LoCoMo" in text
     assert "python -m bench --quick" in text and SAMPLE["machine"]["commit"] in text
+    assert "Load average" in text and "raw_sql_floor" in text

@@ -33,7 +33,7 @@ from toolkit.context_build.render import (
     server_memories_stage,
     visible_participants,
 )
-from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
+from toolkit.context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
 from toolkit.memory.repository import MemoryRecord
 from toolkit.reach import reach_of
 from toolkit.search.engine import SearchHit
@@ -180,7 +180,7 @@ class ContextBuilder:
             is None
         )
         participants = visible_participants(context)
-        counter, budgets = self.counter, self.budgets
+        counter, budgets = MemoCounter(self.counter), self.budgets
         query = latest_user_text(dialogue)
         retrieval: list[str] = []
 

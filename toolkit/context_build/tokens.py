@@ -102,3 +102,23 @@ class TiktokenCounter:
                         evicted, _ = self._counts.popitem(last=False)
                         self._chars -= len(evicted)
         return count
+
+
+class MemoCounter:
+    """A counter remembering every count it gave, for one build (then dropped).
+
+    A build counts each memory line more than once (a block is ranked, then rendered);
+    this keeps those repeats off the shared counter's lock and LRU bookkeeping.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        """Count through ``counter`` the first time a text is seen."""
+        self._counter = counter
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        count = self._counts.get(text)
+        if count is None:
+            count = self._counts[text] = self._counter(text)
+        return count

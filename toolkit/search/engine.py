@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
@@ -16,6 +16,7 @@ from toolkit.search.query import Visibility, or_tsquery, query_words
 from toolkit.search.scoring import FusionWeights, fuse, relevance
 from toolkit.search.sizes import ScopeSizes
 from toolkit.search.sql import (
+    DETAIL_COLUMNS,
     SearchShape,
     VectorPlan,
     candidates_sql,
@@ -92,6 +93,28 @@ def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
     return or_tsquery(query, words)
 
 
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One candidate row (``DETAIL_COLUMNS``, then ``score`` and ``source``)."""
+
+    id: int
+    scope: str
+    server_id: str | None
+    user_id: str | None
+    memory_type: str
+    content: str
+    importance: float
+    decay_rate: float
+    created_at: datetime
+    persona_lineage_id: int
+    updated_at: datetime
+    score: float
+    source: str
+
+
+assert tuple(f.name for f in fields(_Candidate)) == (*DETAIL_COLUMNS, "score", "source")
+
+
 def _candidates(
     session: Session,
     visibility: Visibility,
@@ -103,7 +126,7 @@ def _candidates(
     min_importance: float | None = None,
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
-) -> dict[str, list[Row[Any]]]:
+) -> dict[str, list[_Candidate]]:
     """Vector and text candidates in one statement: rows per source, best first."""
     plan = (
         _vector_plan(session, visibility, exact_max_rows=exact_max_rows, sizes=sizes)
@@ -125,9 +148,10 @@ def _candidates(
         terms=terms,
         pool=pool,
     )
-    found: dict[str, list[Row[Any]]] = {"vector": [], "text": []}
+    found: dict[str, list[_Candidate]] = {"vector": [], "text": []}
     for row in session.execute(text(candidates_sql(shape)), params):
-        found[row.source].append(row)
+        candidate = _Candidate(*row)
+        found[candidate.source].append(candidate)
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
     found["text"].sort(key=lambda row: (-row.score, row.id))

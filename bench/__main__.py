@@ -423,7 +423,10 @@ def markdown(plan: Plan, quick: bool, info: dict[str, str], r: dict[str, Any]) -
     lines += [
         "Conversation length (`python -m bench.curves`): full graph turns (scripted model) in "
         f"a conversation of N messages, the thread kept to {conv['max_thread_messages']} "
-        "messages:",
+        "messages and its older checkpoints pruned after the conversation was prepared, as "
+        "the README asks of applications (`python -m bench.curves --no-prune` keeps them: "
+        "LangGraph's `PostgresSaver` then reads a thread with hundreds of turns of history "
+        "more slowly):",
         "",
         "| messages | p50 ms | p95 ms |",
         "|---:|---:|---:|",

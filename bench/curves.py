@@ -13,10 +13,16 @@ How a conversation is prepared:
 - ``state``: the messages are written into the thread at once, then one turn is run
   (it stamps them, and trims them unless trimming is off) — quick, for ``--baseline``.
 
+After preparing, each thread's older checkpoints are pruned (``keep_latest``), as the
+README asks of applications; ``--no-prune`` keeps them, and then ``PostgresSaver`` reads
+the thread that ran hundreds of turns more slowly (about 1.3–1.5x here), whatever its
+length now.
+
 ``--baseline`` turns trimming off (the thread keeps every message), which is how the
 graph behaved before: the 1,000-message thread is then much slower than the 10-message one.
 
 Run: .venv/bin/python -m bench.curves [--lengths 10 1000] [--turns 100] [--baseline]
+[--no-prune]
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ def measure_conversation_length(
     *,
     max_thread_messages: int | None = None,
     fill: Literal["turns", "state"] = "turns",
+    prune: bool = True,
     show: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Turn p50/p95 on conversations of ``lengths`` messages (``turns`` timed turns each).
@@ -85,7 +92,7 @@ def measure_conversation_length(
     ``UNTRIMMED``: off).
     """
     hashing = HashingEmbeddings(384)
-    result: dict[str, Any] = {"lengths": {}, "turns": turns, "fill": fill}
+    result: dict[str, Any] = {"lengths": {}, "turns": turns, "fill": fill, "pruned": prune}
     with bench_database("kioku_bench_curves") as url:
         store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
         with store.accounts() as accounts:
@@ -120,6 +127,10 @@ def measure_conversation_length(
                     thread,
                     context=_context(persona, channel, turn),
                 )
+            if prune:
+                # What the README asks of an application: older checkpoints pruned now
+                # and then (they hold the messages trimming removed).
+                store.checkpointer().prune([f"conversation-{length}"], strategy="keep_latest")
             state = graph.get_state(thread)
             bases[length] = state.config
             result["lengths"][str(length)] = {"thread_messages": len(state.values["messages"])}
@@ -170,6 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=100, help="timed turns per length")
     parser.add_argument("--baseline", action="store_true", help="trimming off (as before)")
     parser.add_argument("--fill", choices=["turns", "state"], default=None)
+    parser.add_argument(
+        "--no-prune", action="store_true", help="keep every checkpoint of the prepared threads"
+    )
     args = parser.parse_args(argv)
     fill: Literal["turns", "state"] = args.fill or ("state" if args.baseline else "turns")
     result = measure_conversation_length(
@@ -177,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         args.turns,
         max_thread_messages=UNTRIMMED if args.baseline else None,
         fill=fill,
+        prune=not args.no_prune,
         show=print,
     )
     limit = result["max_thread_messages"]

@@ -10,8 +10,9 @@ LangGraph, SQLAlchemy and friends load on the first use of a name that needs the
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from toolkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from toolkit.accounts import ServerSettings
@@ -92,15 +93,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """Import a public name's module on first use and cache the name here."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -96,8 +96,10 @@ class KiokuStore:
         """The embedder every write path uses (``KIOKU_EMBEDDINGS``)."""
         self.embedded = embedded
         self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
+        self.autocommit_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        """The engine's pool, each statement committed on its own (no BEGIN sent)."""
         self.reads: sessionmaker[Session] = sessionmaker(
-            engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+            self.autocommit_engine, expire_on_commit=False
         )
         """Sessions for reads only: each statement on its own, no BEGIN or ROLLBACK sent."""
         self.directory = directory

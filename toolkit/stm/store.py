@@ -254,9 +254,8 @@ class ShortTermMemory:
         if not entries:
             return []
         expected = [versions[key.thread_id] for key in keys]
-        autocommit = self.store.engine.execution_options(isolation_level="AUTOCOMMIT")
         try:
-            with autocommit.connect() as connection:
+            with self.store.autocommit_engine.connect() as connection:
                 driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
                 # One implicit transaction: an error undoes the statements before it.
                 with _pipelined(driver) as cursor:

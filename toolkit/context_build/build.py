@@ -27,10 +27,15 @@ from toolkit.context_build.render import (
     ContextBudgets,
     Names,
     Rendered,
+    merge_lines,
     other_channels_stage,
+    personal_memories_omitted,
     personal_memories_stage,
+    personal_memory_lines,
     same_channel_stage,
+    server_memories_omitted,
     server_memories_stage,
+    server_memory_lines,
     visible_participants,
 )
 from toolkit.context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
@@ -72,16 +77,16 @@ def insert_tail_directive(
     return messages
 
 
-def wanted(total: int, rendered: Rendered) -> int:
+def wanted(total: int, omitted: int) -> int:
     """How many memories to rank: a few more than the block showed, at most the window."""
-    shown = max(0, total - rendered.omitted)
+    shown = max(0, total - omitted)
     return min(total, MEMORY_WINDOW, shown + shown // 4 + 5)
 
 
-def with_found(loaded: Sequence[MemoryRecord], found: Sequence[SearchHit]) -> list[MemoryRecord]:
-    """``loaded`` plus the retrieved memories it lacks, newest first."""
+def missing_from(loaded: Sequence[MemoryRecord], found: Sequence[SearchHit]) -> list[MemoryRecord]:
+    """The retrieved memories that ``loaded`` lacks, as records."""
     have = {m.id for m in loaded}
-    extra = [
+    return [
         MemoryRecord(
             hit.id,
             hit.scope,
@@ -95,7 +100,6 @@ def with_found(loaded: Sequence[MemoryRecord], found: Sequence[SearchHit]) -> li
         for hit in found
         if hit.id not in have
     ]
-    return sorted([*loaded, *extra], key=lambda m: (m.created_at, m.id), reverse=True)
 
 
 @dataclass
@@ -196,57 +200,54 @@ class ContextBuilder:
             return loader.rank_by_relevance(session, self.store, visibility, query, count)
 
         def server_stage() -> Rendered:
-            window = memories().server
-            rendered = server_memories_stage(
-                window.records,
-                context,
-                names,
-                counter,
-                budgets.server_memories,
-                total=window.total,
+            window, budget = memories().server, budgets.server_memories
+            lines = server_memory_lines(window.records, names, counter)
+            omitted = server_memories_omitted(
+                lines, context, names, counter, budget, total=window.total
             )
-            if not rendered.omitted or not query:
-                return rendered
+            if not omitted or not query:
+                return server_memories_stage(
+                    lines, context, names, counter, budget, total=window.total
+                )
             retrieval.append("server_memories")
             scope = Visibility(reach.server_key, reach.lineage_id)
-            found = ranked(scope, wanted(window.total, rendered))
-            priority = [hit.id for hit in found]
-            shown = with_found(window.records, found)
+            found = ranked(scope, wanted(window.total, omitted))
+            extra = server_memory_lines(missing_from(window.records, found), names, counter)
             return server_memories_stage(
-                shown,
+                merge_lines(lines, extra),
                 context,
                 names,
                 counter,
-                budgets.server_memories,
-                priority=priority,
+                budget,
+                priority=[hit.id for hit in found],
                 total=window.total,
             )
 
         def personal_stage() -> Rendered:
-            windows = memories().personal
+            windows, budget = memories().personal, budgets.personal_memories
             records = {user: window.records for user, window in windows.items()}
             total = sum(window.total for window in windows.values())
-            rendered = personal_memories_stage(
-                participants, records, names, counter, budgets.personal_memories, total=total
-            )
-            if not rendered.omitted or not query:
-                return rendered
+            lines = personal_memory_lines(participants, records, names, counter)
+            omitted = personal_memories_omitted(participants, lines, counter, budget, total=total)
+            if not omitted or not query:
+                return personal_memories_stage(participants, lines, counter, budget, total=total)
             retrieval.append("personal_memories")
             scope = Visibility(
                 reach.server_key, reach.lineage_id, tuple(windows), include_server=False
             )
-            hits = ranked(scope, wanted(total, rendered))
-            priority = [hit.id for hit in hits]
+            hits = ranked(scope, wanted(total, omitted))
             every = [m for user_records in records.values() for m in user_records]
-            found = with_found(every, hits)
-            by_user = {user: [m for m in found if m.user_id == user] for user in records}
+            extra_by_user: dict[str, list[MemoryRecord]] = {}
+            for m in missing_from(every, hits):
+                if m.user_id in records:
+                    extra_by_user.setdefault(m.user_id, []).append(m)
+            extra = personal_memory_lines(participants, extra_by_user, names, counter)
             return personal_memories_stage(
                 participants,
-                by_user,
-                names,
+                merge_lines(lines, extra),
                 counter,
-                budgets.personal_memories,
-                priority=priority,
+                budget,
+                priority=[hit.id for hit in hits],
                 total=total,
             )
 

@@ -92,16 +92,14 @@ def _keep_newest(costs: Sequence[int], budget: int) -> int:
     return len(costs)
 
 
-def _choose(
-    ids: Sequence[int], costs: Mapping[int, int], budget: int, priority: Sequence[int] | None
-) -> set[int]:
-    """Ids that fit in ``budget``, taken in ``priority`` order (else ``ids`` order)."""
-    order = list(ids)
+def _choose(lines: Sequence[MemoryLine], budget: int, priority: Sequence[int] | None) -> set[int]:
+    """Ids of ``lines`` that fit in ``budget``, taken in ``priority`` order (else newest first)."""
+    order = [line.memory.id for line in lines]
+    costs = {line.memory.id: line.cost for line in lines}
     if priority is not None:
-        present = set(ids)
-        ranked = [i for i in dict.fromkeys(priority) if i in present]
+        ranked = [i for i in dict.fromkeys(priority) if i in costs]
         first = set(ranked)
-        order = ranked + [i for i in ids if i not in first]
+        order = ranked + [i for i in order if i not in first]
     kept = _keep_newest([costs[i] for i in order], budget)
     return set(order[:kept])
 
@@ -117,8 +115,95 @@ def _left_out(count: int, one: str, many: str, *, searchable: bool = False) -> s
     return f"({count} older {what} not shown)"
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryLine:
+    """One memory as a block shows it: ``ID:N text`` and what it costs in tokens."""
+
+    memory: MemoryRecord
+    owner: str
+    """The person it is about (personal memories); ``""`` for server memories."""
+    text: str
+    cost: int
+    """Tokens of ``text`` and its separator."""
+
+
+def _newest_first(lines: Sequence[MemoryLine]) -> list[MemoryLine]:
+    return sorted(lines, key=lambda line: (line.memory.created_at, line.memory.id), reverse=True)
+
+
+def merge_lines(lines: Sequence[MemoryLine], more: Sequence[MemoryLine]) -> list[MemoryLine]:
+    """``lines`` and ``more`` (memories it lacks), newest first."""
+    return _newest_first([*lines, *more]) if more else list(lines)
+
+
+def server_memory_lines(
+    memories: Sequence[MemoryRecord], names: Names, counter: TokenCounter
+) -> list[MemoryLine]:
+    """Server memories as lines, newest first: rendered once per build, ranked as needed."""
+    lines = []
+    for m in memories:
+        text = f"ID:{m.id} {names.text(m.content, user_name='User')}"
+        lines.append(MemoryLine(m, "", text, counter(text) + 1))
+    return _newest_first(lines)
+
+
+def personal_memory_lines(
+    participants: Sequence[Participant],
+    memories_by_user: Mapping[str, Sequence[MemoryRecord]],
+    names: Names,
+    counter: TokenCounter,
+) -> list[MemoryLine]:
+    """Personal memories of the shown ``participants`` as lines, newest first.
+
+    ``memories_by_user`` holds the people :mod:`toolkit.reach` shows.
+    """
+    lines = []
+    for person in participants:
+        for m in memories_by_user.get(person.user_id, ()):
+            text = f"ID:{m.id} {names.text(m.content, user_name=person.display_name)}"
+            lines.append(MemoryLine(m, person.user_id, text, counter(text) + 2))
+    return _newest_first(lines)
+
+
+def _server_header(context: TurnContext, names: Names) -> str:
+    return (
+        server_memories_header(names.bot, context.server_name, is_dm=context.is_dm)
+        + "\n"
+        + DATA_NOTICE
+    )
+
+
+def _server_room(context: TurnContext, names: Names, counter: TokenCounter, budget: int) -> int:
+    return budget - counter(_server_header(context, names)) - NOTE_RESERVE
+
+
+def _personal_room(participants: Sequence[Participant], counter: TokenCounter, budget: int) -> int:
+    fixed = sum(counter(p.display_name) + 8 for p in participants) + NOTE_RESERVE
+    return budget - fixed - counter(DATA_NOTICE)
+
+
+def _omitted(lines: Sequence[MemoryLine], kept: set[int], total: int | None) -> int:
+    return max(total or 0, len(lines)) - len(kept)
+
+
+def server_memories_omitted(
+    lines: Sequence[MemoryLine],
+    context: TurnContext,
+    names: Names,
+    counter: TokenCounter,
+    budget: int,
+    *,
+    total: int | None = None,
+) -> int:
+    """How many memories :func:`server_memories_stage` leaves out, without rendering it."""
+    if not lines:
+        return 0
+    kept = _choose(lines, _server_room(context, names, counter, budget), None)
+    return _omitted(lines, kept, total)
+
+
 def server_memories_stage(
-    memories: Sequence[MemoryRecord],
+    lines: Sequence[MemoryLine],
     context: TurnContext,
     names: Names,
     counter: TokenCounter,
@@ -129,27 +214,20 @@ def server_memories_stage(
 ) -> Rendered:
     """``## {bot}'s Memories about …`` then ``ID:N content`` lines, newest first.
 
-    ``total`` counts the scope's memories when ``memories`` holds only some of them.
+    ``lines`` come from :func:`server_memory_lines`; ``total`` counts the scope's memories
+    when they are only some of them.
 
     Over budget, the oldest are left out; with ``priority`` (ids, most relevant first) the
     least relevant are, and the note points to the search tool.
     """
-    if not memories:
+    if not lines:
         return Rendered()
-    header = (
-        server_memories_header(names.bot, context.server_name, is_dm=context.is_dm)
-        + "\n"
-        + DATA_NOTICE
-    )
-    lines = {m.id: f"ID:{m.id} {names.text(m.content, user_name='User')}" for m in memories}
-    kept = _choose(
-        [m.id for m in memories],
-        {i: counter(line) + 1 for i, line in lines.items()},
-        budget - counter(header) - NOTE_RESERVE,
-        priority,
-    )
-    shown = [header, *(lines[m.id] for m in memories if m.id in kept)]
-    omitted = max(total or 0, len(memories)) - len(kept)
+    kept = _choose(lines, _server_room(context, names, counter, budget), priority)
+    shown = [
+        _server_header(context, names),
+        *(line.text for line in lines if line.memory.id in kept),
+    ]
+    omitted = _omitted(lines, kept, total)
     if omitted:
         shown.append(_left_out(omitted, "memory", "memories", searchable=priority is not None))
     return Rendered((_item("system", "\n".join(shown), SERVER_MEMORIES, counter),), omitted)
@@ -164,10 +242,24 @@ def visible_participants(context: TurnContext) -> list[Participant]:
     ]
 
 
+def personal_memories_omitted(
+    participants: Sequence[Participant],
+    lines: Sequence[MemoryLine],
+    counter: TokenCounter,
+    budget: int,
+    *,
+    total: int | None = None,
+) -> int:
+    """How many memories :func:`personal_memories_stage` leaves out, without rendering it."""
+    if not participants:
+        return 0
+    kept = _choose(lines, _personal_room(participants, counter, budget), None)
+    return _omitted(lines, kept, total)
+
+
 def personal_memories_stage(
     participants: Sequence[Participant],
-    memories_by_user: Mapping[str, Sequence[MemoryRecord]],
-    names: Names,
+    lines: Sequence[MemoryLine],
     counter: TokenCounter,
     budget: int,
     *,
@@ -176,50 +268,37 @@ def personal_memories_stage(
 ) -> Rendered:
     """Each participant, with ``- Memories: ID:12 …; ID:9 …`` for those it has memories of.
 
-    ``memories_by_user`` holds the people :mod:`toolkit.reach` shows.
-
-    ``total`` counts their memories when ``memories_by_user`` holds only some of them.
+    ``lines`` come from :func:`personal_memory_lines`; ``total`` counts the shown people's
+    memories when they are only some of them.
 
     Over budget, the oldest memories are left out, or the least relevant with ``priority``.
     """
     if not participants:
         return Rendered()
-    rendered: dict[str, list[tuple[MemoryRecord, str]]] = {}
-    for person in participants:
-        if person.user_id in memories_by_user:  # the people the turn's reach shows
-            rendered[person.user_id] = [
-                (m, f"ID:{m.id} {names.text(m.content, user_name=person.display_name)}")
-                for m in memories_by_user.get(person.user_id, ())
-            ]
-    every = sorted(
-        (pair for pairs in rendered.values() for pair in pairs),
-        key=lambda pair: (pair[0].created_at, pair[0].id),
-        reverse=True,
-    )
-    fixed = sum(counter(p.display_name) + 8 for p in participants) + NOTE_RESERVE
-    fixed += counter(DATA_NOTICE)
-    kept_ids = _choose(
-        [m.id for m, _ in every], {m.id: counter(t) + 2 for m, t in every}, budget - fixed, priority
-    )
-    lines = ["## Participants", DATA_NOTICE]
+    kept = _choose(lines, _personal_room(participants, counter, budget), priority)
+    by_owner: dict[str, list[str]] = {}
+    for line in lines:
+        if line.memory.id in kept:
+            by_owner.setdefault(line.owner, []).append(line.text)
+    texts = ["## Participants", DATA_NOTICE]
     for person in participants:
         aliases = (
             f" (also known as {', '.join(as_data(a) for a in person.aliases)})"
             if person.aliases
             else ""
         )
-        lines.append(f"{as_data(person.display_name)}{aliases}")
-        shown = [text for m, text in rendered.get(person.user_id, ()) if m.id in kept_ids]
+        texts.append(f"{as_data(person.display_name)}{aliases}")
+        shown = by_owner.get(person.user_id)
         if shown:
-            lines.append("- Memories: " + "; ".join(shown))
-    omitted = max(total or 0, len(every)) - len(kept_ids)
+            texts.append("- Memories: " + "; ".join(shown))
+    omitted = _omitted(lines, kept, total)
     if omitted:
-        lines.append(
+        texts.append(
             _left_out(
                 omitted, "personal memory", "personal memories", searchable=priority is not None
             )
         )
-    return Rendered((_item("user", "\n".join(lines), PERSONAL_MEMORIES, counter),), omitted)
+    return Rendered((_item("user", "\n".join(texts), PERSONAL_MEMORIES, counter),), omitted)
 
 
 def relative_time(then: datetime, now: datetime) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import or_, select, text
 from sqlalchemy.dialects.postgresql import insert
@@ -14,8 +15,10 @@ from toolkit.db.models import PersonaRow, Server, ServerMember, User
 from toolkit.memory.resolution import DirectoryMember
 from toolkit.memory.text import name_key, normalise_name
 
-_SETTINGS = text("SELECT * FROM kioku_server_settings(:key, :is_dm)")
-"""The one definition of a server's settings and their defaults (migration 0006)."""
+SETTINGS_SOURCE = "kioku_server_settings(:key, :is_dm)"
+"""The one definition of a server's settings and their defaults (migration 0006): a row
+source other reads select from."""
+_SETTINGS = text(f"SELECT * FROM {SETTINGS_SOURCE}")
 _LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
@@ -48,6 +51,23 @@ class ServerSettings:
         }
 
 
+def settings_params(key: str, is_dm: bool) -> dict[str, object]:
+    """Bind parameters of :data:`SETTINGS_SOURCE`."""
+    return {"key": key, "is_dm": is_dm}
+
+
+def settings_from_row(row: Any) -> ServerSettings:
+    """A row of :data:`SETTINGS_SOURCE` as settings."""
+    return ServerSettings(
+        self_teaching_enabled=row.self_teaching_enabled,
+        personal_memories_enabled=row.personal_memories_enabled,
+        private_channel_ids=frozenset(row.private_channel_ids),
+        stm_privacy_bypass=row.stm_privacy_bypass,
+        max_server_memories=row.max_server_memories,
+        max_personal_memories=row.max_personal_memories,
+    )
+
+
 class AccountRepository:
     """Reads and writes servers, users, members and personas in the caller's session."""
 
@@ -64,15 +84,7 @@ class AccountRepository:
         return self._settings(server_key(server_id), is_dm=False)
 
     def _settings(self, key: str, *, is_dm: bool) -> ServerSettings:
-        row = self.session.execute(_SETTINGS, {"key": key, "is_dm": is_dm}).one()
-        return ServerSettings(
-            self_teaching_enabled=row.self_teaching_enabled,
-            personal_memories_enabled=row.personal_memories_enabled,
-            private_channel_ids=frozenset(row.private_channel_ids),
-            stm_privacy_bypass=row.stm_privacy_bypass,
-            max_server_memories=row.max_server_memories,
-            max_personal_memories=row.max_personal_memories,
-        )
+        return settings_from_row(self.session.execute(_SETTINGS, settings_params(key, is_dm)).one())
 
     def upsert_server(self, server_id: str, name: str | None = None, **settings: object) -> None:
         """Create or update a server and any of its settings (column names as keywords)."""

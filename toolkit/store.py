@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -43,6 +43,7 @@ from toolkit.memory.repository import (
     MemoryRepository,
     PersonalScope,
     ServerScope,
+    VersionKey,
 )
 from toolkit.search.access import AccessRecorder
 from toolkit.search.aids import SearchAids
@@ -271,16 +272,24 @@ class KiokuStore:
             return self.memory_windows(session, [scope])[scope]
 
     def memory_windows(
-        self, session: Session, scopes: Sequence[CacheKey]
+        self,
+        session: Session,
+        scopes: Sequence[CacheKey],
+        versions: Mapping[VersionKey, int] | None = None,
     ) -> dict[CacheKey, MemoryWindow]:
         """:meth:`memory_window` of several scopes, checked for staleness in one query.
 
         A cached window is reused only while the scope's version in the database is the
-        one it was loaded at, so writes of every process are seen at once.
+        one it was loaded at, so writes of every process are seen at once. ``versions``
+        (read in this session, e.g. with the turn's settings) spares that query.
         """
         memories = MemoryRepository(session)
         keys = {scope: scope.version_keys() for scope in scopes}
-        current = memories.versions([k for ks in keys.values() for k in ks])
+        current = (
+            versions
+            if versions is not None
+            else memories.versions([k for ks in keys.values() for k in ks])
+        )
         windows: dict[CacheKey, MemoryWindow] = {}
         for scope in scopes:
             # Versions are read before the window, so a write in between only costs a reload.

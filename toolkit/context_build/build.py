@@ -165,14 +165,15 @@ class ContextBuilder:
                 session.rollback()  # the next stage starts from a clean transaction
                 return Rendered()
 
-        settings_box: list[ServerSettings] = [ServerSettings()]
+        state_box: list[loader.TurnState] = []
 
         def settings_stage() -> Rendered:
-            settings_box[0] = loader.load_settings(session, context)
+            state_box.append(loader.load_turn_state(session, context))
             return Rendered()
 
         guarded("settings", settings_stage)
-        settings = settings_box[0]
+        state = state_box[0] if state_box else None  # the stages read their own on failure
+        settings = state.settings if state is not None else ServerSettings()
         stm_available = (
             stm_tool_refusal(
                 context,
@@ -193,7 +194,7 @@ class ContextBuilder:
 
         def memories() -> loader.LoadedMemories:
             if not loaded:  # once per build, for both stages
-                loaded.append(loader.load_memories(session, self.store, reach))
+                loaded.append(loader.load_memories(session, self.store, reach, state))
             return loaded[0]
 
         def ranked(visibility: Visibility, count: int) -> list[SearchHit]:
@@ -274,7 +275,7 @@ class ContextBuilder:
                 (
                     "stm_same_channel",
                     lambda: same_channel_stage(
-                        loader.load_same_channel_entry(session, stm, context),
+                        loader.load_same_channel_entry(session, stm, context, state),
                         names,
                         counter,
                         budgets.stm_same_channel,

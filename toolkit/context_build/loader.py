@@ -6,18 +6,33 @@ Functions take the build's session (one unit of work per build) where they query
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from toolkit.accounts import AccountRepository, ServerSettings
+from toolkit.accounts import (
+    SETTINGS_SOURCE,
+    AccountRepository,
+    ServerSettings,
+    settings_from_row,
+    settings_params,
+)
 from toolkit.context import TurnContext
 from toolkit.context_build.select import select_other_channels
-from toolkit.memory.repository import PersonalScope, ServerScope
-from toolkit.reach import Reach, invisible_people, may_remember_message
+from toolkit.memory.repository import (
+    VERSIONS_SQL,
+    PersonalScope,
+    ServerScope,
+    VersionKey,
+    version_params,
+    versions_of,
+)
+from toolkit.reach import Reach, invisible_people, may_remember_message, reach_of
 from toolkit.search.engine import SearchHit, hybrid_search
 from toolkit.search.query import Visibility
 from toolkit.stm.model import StmEntry, StmKey, utc_now
-from toolkit.stm.registry import StmRegistry
+from toolkit.stm.registry import THREAD_VERSION_SQL, StmRegistry
 from toolkit.stm.store import ShortTermMemory
 from toolkit.store import KiokuStore, MemoryWindow
 
@@ -28,6 +43,44 @@ def load_settings(session: Session, context: TurnContext) -> ServerSettings:
 
 
 @dataclass(frozen=True)
+class TurnState:
+    """What a build checks first, read in one round trip."""
+
+    settings: ServerSettings
+    versions: dict[VersionKey, int]
+    """Versions of every memory scope the turn could show (personal memories enabled or not)."""
+    channel_version: datetime | None
+    """``last_updated`` of this channel's short-term memory (``None``: none yet)."""
+
+
+_TURN_STATE = text(
+    f"SELECT s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version "
+    f"FROM {SETTINGS_SOURCE} AS s"
+)
+
+
+def load_turn_state(session: Session, context: TurnContext) -> TurnState:
+    """The turn's settings, the versions of its memory scopes and of its channel's entry."""
+    server, personal = _scopes(reach_of(context, personal_memories_enabled=True))
+    scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
+    keys = [k for scope in scopes for k in scope.version_keys()]
+    row = session.execute(
+        _TURN_STATE,
+        {
+            **settings_params(context.memory_server_key, context.is_dm),
+            **version_params(keys),
+            "thread": same_channel_key(context).thread_id,
+        },
+    ).one()
+    return TurnState(settings_from_row(row), versions_of(keys, row.versions), row.channel_version)
+
+
+def _scopes(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:
+    server = ServerScope(reach.server_key, reach.lineage_id)
+    return server, {user: PersonalScope(user, reach.lineage_id) for user in reach.visible_owners}
+
+
+@dataclass(frozen=True)
 class LoadedMemories:
     """The memory windows a build renders: the server's and each shown person's."""
 
@@ -35,15 +88,18 @@ class LoadedMemories:
     personal: dict[str, MemoryWindow]
 
 
-def load_memories(session: Session, store: KiokuStore, reach: Reach) -> LoadedMemories:
+def load_memories(
+    session: Session, store: KiokuStore, reach: Reach, state: TurnState | None = None
+) -> LoadedMemories:
     """The server's memories and those of the people the turn shows (:mod:`toolkit.reach`).
 
     The newest of each scope, and totals: cached, checked against the database's scope
-    versions in one query.
+    versions (``state``'s, else read in one query).
     """
-    server = ServerScope(reach.server_key, reach.lineage_id)
-    personal = {user: PersonalScope(user, reach.lineage_id) for user in reach.visible_owners}
-    windows = store.memory_windows(session, [server, *personal.values()])
+    server, personal = _scopes(reach)
+    windows = store.memory_windows(
+        session, [server, *personal.values()], state.versions if state is not None else None
+    )
     return LoadedMemories(
         windows[server], {user: windows[scope] for user, scope in personal.items()}
     )
@@ -98,11 +154,13 @@ def same_channel_key(context: TurnContext) -> StmKey:
 
 
 def load_same_channel_entry(
-    session: Session, stm: ShortTermMemory, context: TurnContext
+    session: Session, stm: ShortTermMemory, context: TurnContext, state: TurnState | None = None
 ) -> StmEntry | None:
-    """This channel's unexpired entry, if any."""
+    """This channel's unexpired entry, if any (its version from ``state``, else read)."""
     key = same_channel_key(context)
-    version = StmRegistry(session).version(key.thread_id)
+    version = (
+        state.channel_version if state is not None else StmRegistry(session).version(key.thread_id)
+    )
     if version is None:
         return None
     entry = stm.load_version(key, version)

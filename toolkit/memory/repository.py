@@ -169,12 +169,31 @@ _UPDATE_MEMORY = text(
 )
 """New content and embedding; its history row (a trigger) names the actor (migration 0006)."""
 
-_VERSIONS = text(
-    "SELECT c.scope, c.owner_id, c.persona_lineage_id, c.version "
-    "FROM unnest(CAST(:s AS text[]), CAST(:o AS text[]), CAST(:l AS bigint[])) "
-    "AS k(scope, owner_id, lineage) JOIN memory_counts AS c "
-    "ON (c.scope, c.owner_id, c.persona_lineage_id) = (k.scope, k.owner_id, k.lineage)"
+VERSIONS_SQL = (
+    "ARRAY(SELECT c.version FROM unnest(CAST(:s AS text[]), CAST(:o AS text[]), "
+    "CAST(:l AS bigint[])) WITH ORDINALITY AS k(scope, owner_id, lineage, n) "
+    "LEFT JOIN memory_counts AS c "
+    "ON (c.scope, c.owner_id, c.persona_lineage_id) = (k.scope, k.owner_id, k.lineage) "
+    "ORDER BY k.n)"
 )
+"""The versions of the ``(scope, owner, lineage)`` keys bound as ``:s``, ``:o``, ``:l``, in
+their order (``NULL`` for a key without a row): an expression other reads embed."""
+
+VersionKey = tuple[str, str, int]
+
+
+def version_params(keys: Sequence[VersionKey]) -> dict[str, list[Any]]:
+    """Bind parameters of :data:`VERSIONS_SQL` for ``keys``."""
+    return {
+        "s": [k[0] for k in keys],
+        "o": [k[1] for k in keys],
+        "l": [k[2] for k in keys],
+    }
+
+
+def versions_of(keys: Sequence[VersionKey], found: Sequence[int | None]) -> dict[VersionKey, int]:
+    """:data:`VERSIONS_SQL`'s answer as a map (keys without a row left out)."""
+    return {key: version for key, version in zip(keys, found, strict=True) if version is not None}
 
 
 class MemoryRepository:
@@ -307,9 +326,8 @@ class MemoryRepository:
         """The current version of each ``(scope, owner, lineage)`` that has one."""
         if not keys:
             return {}
-        scopes, owners, lineages = (list(column) for column in zip(*keys, strict=True))
-        rows = self.session.execute(_VERSIONS, {"s": scopes, "o": owners, "l": lineages})
-        return {(scope, owner, lineage): version for scope, owner, lineage, version in rows}
+        found = self.session.execute(text(f"SELECT {VERSIONS_SQL}"), version_params(keys))
+        return versions_of(keys, found.scalar_one())
 
     def history(self, memory_id: int) -> Sequence[MemoryHistory]:
         """Every change to ``memory_id``, oldest first."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select
+from sqlalchemy import ColumnElement, and_, delete, or_, select, text
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import StmThread
@@ -41,6 +41,10 @@ def record_params(entries: Sequence[StmEntry]) -> dict[str, list[Any]]:
         "has_summary": [bool(e.summary) for e in entries],
         "last_updated": [e.last_updated for e in entries],
     }
+
+
+THREAD_VERSION_SQL = "SELECT last_updated FROM stm_threads WHERE thread_id = :thread"
+"""``last_updated`` of the thread bound as ``:thread``: a subquery other reads embed."""
 
 
 class StmRegistry:
@@ -117,9 +121,10 @@ class StmRegistry:
 
     def version(self, thread_id: str) -> datetime | None:
         """``last_updated`` of one thread (``None`` when unknown)."""
-        return self.session.scalar(
-            select(StmThread.last_updated).where(StmThread.thread_id == thread_id)
+        version: datetime | None = self.session.scalar(
+            text(THREAD_VERSION_SQL), {"thread": thread_id}
         )
+        return version
 
     def versions(self, thread_ids: Sequence[str]) -> dict[str, datetime]:
         """``last_updated`` of each known thread among ``thread_ids``, in one query."""

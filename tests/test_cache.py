@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from tests.helpers import make_world, run_tool
 from toolkit import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
-from toolkit.memory.repository import PersonalScope, ServerScope
+from toolkit.memory.repository import MemoryRepository, PersonalScope, ServerScope
 
 
 def test_reads_see_writes_immediately(store: KiokuStore) -> None:
@@ -47,3 +51,74 @@ def test_failed_write_keeps_cache(store: KiokuStore) -> None:
         world.context(),
     )
     assert server in store.cache
+
+
+def _reloads(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Scopes whose window is read from the database from now on."""
+    loaded: list[object] = []
+    window = MemoryRepository.window
+
+    def counting(self: MemoryRepository, scope: ServerScope | PersonalScope, limit: int) -> Any:
+        loaded.append(scope)
+        return window(self, scope, limit)
+
+    monkeypatch.setattr(MemoryRepository, "window", counting)
+    return loaded
+
+
+def test_own_update_is_applied_to_the_cached_window(
+    store: KiokuStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update this process committed changes its cached window in place: no reload."""
+    world = make_world(store)
+    server = ServerScope("srv-a", world.persona.lineage_id)
+    create = create_long_term_memory_tool(store)
+    ids = [
+        run_tool(
+            create, {"memory_content": t, "memory_scope": "server_wide"}, world.context()
+        ).result["memory_id"]
+        for t in ("a", "b")
+    ]
+    before = store.memories(server)
+    loaded = _reloads(store, monkeypatch)
+    run_tool(
+        update_long_term_memory_tool(store),
+        {"memory_id": ids[0], "memory_content": "a2"},
+        world.context(),
+    )
+    after = store.memories(server)
+    assert loaded == []
+    assert [m.content for m in after] == ["b", "a2"]
+    assert [m.created_at for m in after] == [m.created_at for m in before]
+    with store.sessions() as session:  # the same as a reload reads
+        assert MemoryRepository(session).window(server, 200)[0] == after
+
+
+def test_a_write_in_between_still_reloads(
+    store: KiokuStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change another process committed before ours makes the patched window a reload."""
+    world = make_world(store)
+    server = ServerScope("srv-a", world.persona.lineage_id)
+    create = create_long_term_memory_tool(store)
+    first = run_tool(
+        create, {"memory_content": "a", "memory_scope": "server_wide"}, world.context()
+    ).result["memory_id"]
+    store.memories(server)
+    other = KiokuStore(store.engine, settings=store.settings, embedder=store.embedder)
+    try:  # another process: its own cache, the same database
+        run_tool(
+            create_long_term_memory_tool(other),
+            {"memory_content": "b", "memory_scope": "server_wide"},
+            world.context(),
+        )
+    finally:
+        other.close()
+    run_tool(
+        update_long_term_memory_tool(store),
+        {"memory_id": first, "memory_content": "a2"},
+        world.context(),
+    )
+    loaded = _reloads(store, monkeypatch)
+    assert sorted(m.content for m in store.memories(server)) == ["a2", "b"]
+    assert loaded == [server]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from toolkit.embeddings import EmbedderSpec, embedder_from_settings
 from toolkit.memory.cache import ScopeCache
 from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
 from toolkit.memory.repository import (
+    ContentChange,
     MemoryRecord,
     MemoryRepository,
     PersonalScope,
@@ -337,6 +338,41 @@ class KiokuStore:
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
         """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""
         return self.memory_window(scope).records
+
+    def applied_update(self, scope: CacheKey, change: ContentChange) -> None:
+        """After ``change`` committed: apply it to ``scope``'s cached window, or drop it.
+
+        The window is kept (at the version the change made) only when it was cached at
+        the version the change replaced, so it equals what a reload would read.
+        """
+        keys = scope.version_keys()
+        if (
+            change.key not in keys
+            or change.version_before is None
+            or change.version_after is None
+            or change.changed_at is None
+        ):
+            self.invalidate(scope)
+            return
+        at, before, after = keys.index(change.key), change.version_before, change.version_after
+        changed_at = change.changed_at
+
+        def revise(version: Hashable, window: MemoryWindow) -> tuple[Hashable, MemoryWindow] | None:
+            if not isinstance(version, tuple) or version[at] != before:
+                return None
+            records = [
+                replace(r, content=change.content, updated_at=changed_at)
+                if r.id == change.memory_id
+                else r
+                for r in window.records
+            ]
+            return (*version[:at], after, *version[at + 1 :]), MemoryWindow(records, window.total)
+
+        if isinstance(scope, PersonalScope):
+            for key in self.cache.cached_keys():  # other lineages see it through the globals
+                if isinstance(key, PersonalScope) and key.user_id == scope.user_id and key != scope:
+                    self.cache.invalidate(key)
+        self.cache.revise(scope, revise)
 
     def invalidate(self, scope: CacheKey) -> None:
         """Drop cached memories of ``scope`` (called after a committed write)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -43,6 +43,21 @@ class ScopeCache(Generic[K, V]):
             self._values.move_to_end(key)
             while len(self._values) > self._max_entries:
                 self._values.popitem(last=False)
+
+    def revise(self, key: K, revision: Callable[[Hashable, V], tuple[Hashable, V] | None]) -> None:
+        """Replace ``key``'s entry by ``revision(version, value)``; drop it on ``None``.
+
+        Atomic with respect to the other methods, so two revisions never interleave.
+        """
+        with self._lock:
+            found = self._values.get(key)
+            if found is None:
+                return
+            revised = revision(*found)
+            if revised is None:
+                del self._values[key]
+            else:
+                self._values[key] = revised
 
     def invalidate(self, key: K) -> None:
         """Drop ``key`` so the next read loads fresh data."""

@@ -187,8 +187,11 @@ def confirm_outcome(
 
 def commit_or_confirm(
     call: FlowCall, statuses: FlowStatuses, applied: Callable[[Session], bool]
-) -> None:
-    """Commit the unit of work; if the reply to COMMIT is lost, check it with ``applied``."""
+) -> bool:
+    """Commit the unit of work; if the reply to COMMIT is lost, check it with ``applied``.
+
+    Returns whether the commit was answered (``False``: confirmed by the check instead).
+    """
     try:
         call.session.commit()
     except SQLAlchemyError as exc:
@@ -196,6 +199,8 @@ def commit_or_confirm(
             raise
         logger.warning("kioku: the reply to a commit was lost (%s); checking", exc)
         confirm_outcome(call, statuses, lambda session: True if applied(session) else None)
+        return False
+    return True
 
 
 def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, ServerSettings]:

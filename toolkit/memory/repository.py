@@ -165,9 +165,25 @@ statement compilation and SQLAlchemy's parameter processing."""
 
 
 _UPDATE_MEMORY = text(
-    "SELECT kioku_update_memory(:id, :content, CAST(:embedding AS halfvec), :actor, :persona)"
+    "SELECT * FROM kioku_update_memory_versioned("
+    ":id, :content, CAST(:embedding AS halfvec), :actor, :persona)"
 )
-"""New content and embedding; its history row (a trigger) names the actor (migration 0006)."""
+"""New content and embedding; its history row (a trigger) names the actor (migrations 0006,
+0009); answers with the scope version it replaced and the one it made."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContentChange:
+    """A committed-to-be content update and the scope version it moved from and to."""
+
+    memory_id: int
+    content: str
+    changed_at: datetime | None
+    key: tuple[str, str, int] | None
+    """The ``memory_counts`` key of the memory's scope."""
+    version_before: int | None
+    version_after: int | None
+
 
 VERSIONS_SQL = (
     "ARRAY(SELECT c.version FROM unnest(CAST(:s AS text[]), CAST(:o AS text[]), "
@@ -302,9 +318,9 @@ class MemoryRepository:
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
-    ) -> None:
+    ) -> ContentChange:
         """Replace the content and its embedding (``created_at`` kept); a trigger logs it."""
-        self.session.execute(
+        row = self.session.execute(
             _UPDATE_MEMORY,
             {
                 "id": memory_id,
@@ -313,6 +329,10 @@ class MemoryRepository:
                 "actor": actor,
                 "persona": persona_id,
             },
+        ).one()
+        key = (row.scope_kind, row.scope_owner, row.scope_lineage) if row.scope_kind else None
+        return ContentChange(
+            memory_id, new, row.changed_at, key, row.version_before, row.version_after
         )
 
     def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:

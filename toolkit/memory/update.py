@@ -22,6 +22,7 @@ from toolkit.memory.flow import (
 from toolkit.memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_for
 from toolkit.memory.repository import (
     GLOBAL_LINEAGE,
+    ContentChange,
     MemoryRecord,
     MemoryRepository,
     PersonalScope,
@@ -69,14 +70,16 @@ def _update(call: FlowCall) -> ToolResult:
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
     embedding = embed_or_queue(call.store, content) if content else None  # before the row lock
-    old = _change(call, context, reach, args.memory_id, scope, content, embedding)
+    old, change = _change(call, context, reach, args.memory_id, scope, content, embedding)
 
     def applied(session: Session) -> bool:
         now = MemoryRepository(session).settled_content(args.memory_id)
         return now is None if deleting else now == content
 
-    commit_or_confirm(call, STATUSES, applied)
-    call.store.invalidate(scope)
+    if commit_or_confirm(call, STATUSES, applied) and change is not None:
+        call.store.applied_update(scope, change)
+    else:
+        call.store.invalidate(scope)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"
     owner_name = owner.display_name if owner is not None else "User"
@@ -160,24 +163,20 @@ def _change(
     scope: ServerScope | PersonalScope,
     content: str,
     embedding: list[float] | None,
-) -> MemoryRecord:
-    """Update or delete the row inside ``scope``; returns the row as it was."""
+) -> tuple[MemoryRecord, ContentChange | None]:
+    """Update or delete the row inside ``scope``: the row as it was, and the update made."""
     actor, persona_id = context.user.user_id, context.persona.persona_id
     memories = MemoryRepository(call.session)
     old = memories.find_for_update(memory_id, scope)
     if old is None:
         raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
-    if content:
-        memories.update_content(
-            memory_id,
-            content,
-            actor=actor,
-            persona_id=persona_id,
-            embedding=embedding,
-        )
-    else:
+    if not content:
         memories.delete(memory_id, actor=actor, persona_id=persona_id)
-    return old
+        return old, None
+    change = memories.update_content(
+        memory_id, content, actor=actor, persona_id=persona_id, embedding=embedding
+    )
+    return old, change
 
 
 def not_found_reason(memory_id: int) -> str:

@@ -149,7 +149,7 @@ def _candidates(
         pool=pool,
     )
     found: dict[str, list[_Candidate]] = {"vector": [], "text": []}
-    for row in session.execute(text(candidates_sql(shape)), params):
+    for row in session.execute(text(candidates_sql(shape)), params).all():
         candidate = _Candidate(*row)
         found[candidate.source].append(candidate)
     # Vector scores are distances (smaller is better); text scores are ranks.

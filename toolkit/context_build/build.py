@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from sqlalchemy.orm import Session
@@ -116,6 +117,23 @@ class ContextBuilder:
     counter: TokenCounter = field(default_factory=TiktokenCounter)
     budgets: ContextBudgets = field(default_factory=ContextBudgets)
     no_stm_providers: frozenset[str] = NO_STM_PROVIDERS
+    _names: dict[tuple[str, tuple[tuple[str, str], ...]], Names] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """The names of recent builds, reused (with their rendered lines) while they match."""
+
+    MAX_NAMES: ClassVar[int] = 256
+
+    def _names_for(self, context: TurnContext) -> Names:
+        names = Names.of(context)
+        key = names.key()
+        known = self._names.get(key)
+        if known is not None:
+            return known
+        if len(self._names) >= self.MAX_NAMES:
+            self._names.clear()
+        self._names[key] = names
+        return names
 
     def build(
         self,
@@ -153,7 +171,7 @@ class ContextBuilder:
         private_recent: bool,
         now: datetime,
     ) -> BuiltContext:
-        names = Names.of(context)
+        names = self._names_for(context)
         failed: list[str] = []
 
         def guarded(stage: str, run: Callable[[], Rendered]) -> Rendered:

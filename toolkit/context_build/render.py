@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import ClassVar
 
 from toolkit.context import Participant, PrivacyLevel, TurnContext
 from toolkit.context_build.items import (
@@ -56,7 +57,18 @@ class Names:
     _lines: dict[tuple[str, str], str] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    """Texts rendered during this build (a stage may render its memories twice)."""
+    """Texts rendered with these names (a stage may render its memories twice)."""
+    _memory_lines: dict[tuple[int, str, str], tuple[str, int]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """``ID:N`` lines and their token counts, kept while these names are reused."""
+
+    MAX_CACHED: ClassVar[int] = 20_000
+    """Cached texts per :class:`Names` (all are dropped when it is exceeded)."""
+
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """What rendering depends on: equal keys render every text alike."""
+        return self.bot, tuple(sorted(self.by_id.items()))
 
     @staticmethod
     def of(context: TurnContext) -> Names:
@@ -70,12 +82,27 @@ class Names:
         key = (content, user_name)
         line = self._lines.get(key)
         if line is None:
+            if len(self._lines) >= self.MAX_CACHED:
+                self._lines.clear()
             line = self._lines[key] = as_data(
                 convert_mentions(
                     content, user_name=user_name, bot_name=self.bot, names_by_id=self.by_id
                 )
             )
         return line
+
+    def memory_line(
+        self, memory: MemoryRecord, user_name: str, counter: TokenCounter
+    ) -> tuple[str, int]:
+        """``ID:N text`` of ``memory`` and its tokens (``counter`` must not vary)."""
+        key = (memory.id, memory.content, user_name)
+        found = self._memory_lines.get(key)
+        if found is None:
+            if len(self._memory_lines) >= self.MAX_CACHED:
+                self._memory_lines.clear()
+            text = f"ID:{memory.id} {self.text(memory.content, user_name=user_name)}"
+            found = self._memory_lines[key] = (text, counter(text))
+        return found
 
 
 def _item(role: Role, text: str, tag: str, counter: TokenCounter) -> ContextItem:
@@ -142,8 +169,8 @@ def server_memory_lines(
     """Server memories as lines, newest first: rendered once per build, ranked as needed."""
     lines = []
     for m in memories:
-        text = f"ID:{m.id} {names.text(m.content, user_name='User')}"
-        lines.append(MemoryLine(m, "", text, counter(text) + 1))
+        text, tokens = names.memory_line(m, "User", counter)
+        lines.append(MemoryLine(m, "", text, tokens + 1))
     return _newest_first(lines)
 
 
@@ -160,8 +187,8 @@ def personal_memory_lines(
     lines = []
     for person in participants:
         for m in memories_by_user.get(person.user_id, ()):
-            text = f"ID:{m.id} {names.text(m.content, user_name=person.display_name)}"
-            lines.append(MemoryLine(m, person.user_id, text, counter(text) + 2))
+            text, tokens = names.memory_line(m, person.display_name, counter)
+            lines.append(MemoryLine(m, person.user_id, text, tokens + 2))
     return _newest_first(lines)
 
 

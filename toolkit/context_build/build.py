@@ -42,7 +42,7 @@ from toolkit.context_build.render import (
 from toolkit.context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
 from toolkit.memory.repository import MemoryRecord
 from toolkit.reach import reach_of
-from toolkit.search.engine import SearchHit
+from toolkit.search.engine import CandidateRow
 from toolkit.search.query import Visibility
 from toolkit.stm.availability import stm_tool_refusal
 from toolkit.stm.model import utc_now
@@ -84,7 +84,9 @@ def wanted(total: int, omitted: int) -> int:
     return min(total, MEMORY_WINDOW, shown + shown // 4 + 5)
 
 
-def missing_from(loaded: Sequence[MemoryRecord], found: Sequence[SearchHit]) -> list[MemoryRecord]:
+def missing_from(
+    loaded: Sequence[MemoryRecord], found: Sequence[CandidateRow]
+) -> list[MemoryRecord]:
     """The retrieved memories that ``loaded`` lacks, as records."""
     have = {m.id for m in loaded}
     return [
@@ -96,7 +98,7 @@ def missing_from(loaded: Sequence[MemoryRecord], found: Sequence[SearchHit]) -> 
             hit.persona_lineage_id,
             hit.content,
             hit.created_at,
-            hit.updated_at or hit.created_at,
+            hit.updated_at,
         )
         for hit in found
         if hit.id not in have
@@ -215,7 +217,7 @@ class ContextBuilder:
                 loaded.append(loader.load_memories(session, self.store, reach, state))
             return loaded[0]
 
-        def ranked(visibility: Visibility, count: int) -> list[SearchHit]:
+        def ranked(visibility: Visibility, count: int) -> list[CandidateRow]:
             return loader.rank_by_relevance(session, self.store, visibility, query, count)
 
         def server_stage() -> Rendered:

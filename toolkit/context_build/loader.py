@@ -29,7 +29,7 @@ from toolkit.memory.repository import (
     versions_of,
 )
 from toolkit.reach import Reach, invisible_people, may_remember_message, reach_of
-from toolkit.search.engine import SearchHit, hybrid_search
+from toolkit.search.engine import CandidateRow, rank_candidates
 from toolkit.search.query import Visibility
 from toolkit.stm.model import StmEntry, StmKey, utc_now
 from toolkit.stm.registry import THREAD_VERSION_SQL, StmRegistry
@@ -175,7 +175,7 @@ def rank_by_relevance(
     visibility: Visibility,
     query: str,
     count: int,
-) -> list[SearchHit]:
+) -> list[CandidateRow]:
     """The memories ``visibility`` covers, most relevant to ``query`` first."""
     if not query.strip():
         return []
@@ -183,7 +183,7 @@ def rank_by_relevance(
         vector = store.embedder.embeddings.embed_query(query)
     except Exception:
         vector = None  # rank by text and relevance alone
-    hits = hybrid_search(
+    ranking = rank_candidates(
         session,
         visibility,
         query,
@@ -193,4 +193,4 @@ def rank_by_relevance(
         candidates=count,
         aids=store.search_aids,
     )
-    return hits
+    return ranking.best(count)

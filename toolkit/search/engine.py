@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -45,13 +45,10 @@ class SearchHit:
     score: float
     vector_rank: int | None
     text_rank: int | None
-    persona_lineage_id: int = field(default=0, repr=False)
-    updated_at: datetime | None = field(default=None, repr=False)
 
     def to_artifact(self) -> dict[str, Any]:
         """JSON-friendly record for the tool artifact."""
         record = asdict(self)
-        del record["persona_lineage_id"], record["updated_at"]
         record["created_at"] = self.created_at.isoformat()
         return record
 
@@ -93,9 +90,11 @@ def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
     return or_tsquery(query, words)
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    """One candidate row (``DETAIL_COLUMNS``, then ``score`` and ``source``)."""
+class CandidateRow(NamedTuple):
+    """One candidate memory as the search statement returns it.
+
+    ``DETAIL_COLUMNS``, then ``score`` (a distance or a text rank) and ``source``.
+    """
 
     id: int
     scope: str
@@ -112,7 +111,7 @@ class _Candidate:
     source: str
 
 
-assert tuple(f.name for f in fields(_Candidate)) == (*DETAIL_COLUMNS, "score", "source")
+assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source")
 
 
 def _candidates(
@@ -126,7 +125,7 @@ def _candidates(
     min_importance: float | None = None,
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
-) -> dict[str, list[_Candidate]]:
+) -> dict[str, list[CandidateRow]]:
     """Vector and text candidates in one statement: rows per source, best first."""
     plan = (
         _vector_plan(session, visibility, exact_max_rows=exact_max_rows, sizes=sizes)
@@ -148,9 +147,9 @@ def _candidates(
         terms=terms,
         pool=pool,
     )
-    found: dict[str, list[_Candidate]] = {"vector": [], "text": []}
+    found: dict[str, list[CandidateRow]] = {"vector": [], "text": []}
     for row in session.execute(text(candidates_sql(shape)), params).all():
-        candidate = _Candidate(*row)
+        candidate = CandidateRow._make(row)
         found[candidate.source].append(candidate)
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
@@ -202,6 +201,76 @@ def text_candidates(
     return [row.id for row in found["text"]]
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates fused into one order, with what each ranking said of them."""
+
+    fused: list[tuple[int, float]]
+    """``(memory id, fused score)``, best first."""
+    rows: dict[int, CandidateRow]
+    relevance: dict[int, float]
+    vector_rank: dict[int, int]
+    text_rank: dict[int, int]
+
+    def best(self, limit: int) -> list[CandidateRow]:
+        """The ``limit`` best candidates, best first."""
+        return [self.rows[memory_id] for memory_id, _ in self.fused[:limit]]
+
+
+def rank_candidates(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
+    *,
+    now: datetime,
+    memory_type: str | None = None,
+    min_importance: float | None = None,
+    limit: int = 5,
+    candidates: int | None = None,
+    weights: FusionWeights | None = None,
+    aids: SearchAids | None = None,
+) -> Ranking:
+    """The hybrid ranking :func:`hybrid_search` reports (same arguments), as rows."""
+    weights = weights or FusionWeights()
+    # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
+    # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
+    pool = max(candidates or 2 * limit, limit, 20)
+    shares = aids.term_shares.get(session) if aids is not None else None
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=query_vector,
+        terms=_text_terms(query, shares),
+        memory_type=memory_type,
+        min_importance=min_importance,
+        pool=pool,
+        sizes=aids.sizes if aids is not None else None,
+    )
+    vector_rows, text_rows = found["vector"], found["text"]
+    rows = {row.id: row for row in (*vector_rows, *text_rows)}
+    by_vector = [row.id for row in vector_rows]
+    by_text = [row.id for row in text_rows]
+    scores = {
+        memory_id: relevance(
+            row.importance, row.decay_rate, (now - row.created_at).total_seconds() / 86400
+        )
+        for memory_id, row in rows.items()
+    }
+    by_relevance = sorted(rows, key=lambda memory_id: (-scores[memory_id], memory_id))
+    fused = fuse(
+        {"vector": by_vector, "text": by_text, "relevance": by_relevance},
+        {"vector": weights.vector, "text": weights.text, "relevance": weights.relevance},
+    )
+    return Ranking(
+        fused,
+        rows,
+        scores,
+        {memory_id: rank for rank, memory_id in enumerate(by_vector, start=1)},
+        {memory_id: rank for rank, memory_id in enumerate(by_text, start=1)},
+    )
+
+
 def hybrid_search(
     session: Session,
     visibility: Visibility,
@@ -222,59 +291,34 @@ def hybrid_search(
     ``search_aids``) remembers scope sizes and word statistics between searches:
     without them every search counts its scope and searches by every word.
     """
-    weights = weights or FusionWeights()
-    # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
-    # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
-    pool = max(candidates or 2 * limit, limit, 20)
-    shares = aids.term_shares.get(session) if aids is not None else None
-    found = _candidates(
+    ranking = rank_candidates(
         session,
         visibility,
-        query_vector=query_vector,
-        terms=_text_terms(query, shares),
+        query,
+        query_vector,
+        now=now,
         memory_type=memory_type,
         min_importance=min_importance,
-        pool=pool,
-        sizes=aids.sizes if aids is not None else None,
+        limit=limit,
+        candidates=candidates,
+        weights=weights,
+        aids=aids,
     )
-    vector_rows, text_rows = found["vector"], found["text"]
-    rows = {row.id: row for row in (*vector_rows, *text_rows)}
-    if not rows:
-        return []
-    by_vector = [row.id for row in vector_rows]
-    by_text = [row.id for row in text_rows]
-    scores = {
-        memory_id: relevance(
-            row.importance, row.decay_rate, (now - row.created_at).total_seconds() / 86400
+    return [
+        SearchHit(
+            id=memory_id,
+            scope=row.scope,
+            server_id=row.server_id,
+            user_id=row.user_id,
+            memory_type=row.memory_type,
+            content=row.content,
+            importance=row.importance,
+            relevance=ranking.relevance[memory_id],
+            created_at=row.created_at,
+            score=score,
+            vector_rank=ranking.vector_rank.get(memory_id),
+            text_rank=ranking.text_rank.get(memory_id),
         )
-        for memory_id, row in rows.items()
-    }
-    by_relevance = sorted(rows, key=lambda memory_id: (-scores[memory_id], memory_id))
-    fused = fuse(
-        {"vector": by_vector, "text": by_text, "relevance": by_relevance},
-        {"vector": weights.vector, "text": weights.text, "relevance": weights.relevance},
-    )
-    vector_rank = {memory_id: rank for rank, memory_id in enumerate(by_vector, start=1)}
-    text_rank = {memory_id: rank for rank, memory_id in enumerate(by_text, start=1)}
-    hits = []
-    for memory_id, score in fused[:limit]:
-        row = rows[memory_id]
-        hits.append(
-            SearchHit(
-                id=memory_id,
-                scope=row.scope,
-                server_id=row.server_id,
-                user_id=row.user_id,
-                memory_type=row.memory_type,
-                content=row.content,
-                importance=row.importance,
-                relevance=scores[memory_id],
-                created_at=row.created_at,
-                score=score,
-                vector_rank=vector_rank.get(memory_id),
-                text_rank=text_rank.get(memory_id),
-                persona_lineage_id=row.persona_lineage_id,
-                updated_at=row.updated_at,
-            )
-        )
-    return hits
+        for memory_id, score in ranking.fused[:limit]
+        for row in (ranking.rows[memory_id],)
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from toolkit.context import Participant, PrivacyLevel, TurnContext
 from toolkit.context_build.items import (
@@ -142,8 +142,7 @@ def _left_out(count: int, one: str, many: str, *, searchable: bool = False) -> s
     return f"({count} older {what} not shown)"
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryLine:
+class MemoryLine(NamedTuple):
     """One memory as a block shows it: ``ID:N text`` and what it costs in tokens."""
 
     memory: MemoryRecord

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select, text
+from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
 from toolkit.db.models import StmThread
@@ -47,6 +47,22 @@ THREAD_VERSION_SQL = "SELECT last_updated FROM stm_threads WHERE thread_id = :th
 """``last_updated`` of the thread bound as ``:thread``: a subquery other reads embed."""
 
 
+_RECENT = text(
+    "SELECT kind, owner_id, channel_id, server_id, parent_channel_id, last_updated "
+    "FROM stm_threads WHERE ("
+    "(kind = 'user' AND owner_id = :user_id AND ("
+    "COALESCE(CAST(:cross_server AS boolean), EXISTS ("
+    "SELECT 1 FROM users WHERE id = :user_id AND cross_server_stm)) "
+    "OR (CAST(:server_id AS text) IS NULL AND server_id IS NULL))) "
+    "OR (kind = 'server' AND owner_id = :server_id)) "
+    "AND lineage_id = :lineage_id AND channel_id <> :exclude_channel "
+    "AND last_updated >= LEAST(:ttl_cutoff, :summary_cutoff) "
+    "AND last_updated >= CASE WHEN has_summary THEN :summary_cutoff ELSE :ttl_cutoff END "
+    "ORDER BY last_updated DESC LIMIT :limit"
+)
+"""Recallable threads of a turn (see :meth:`StmRegistry.recent`)."""
+
+
 class StmRegistry:
     """Reads and writes the registry in the caller's session (the caller commits)."""
 
@@ -60,63 +76,46 @@ class StmRegistry:
 
     def recent(
         self,
-        owners: Sequence[tuple[ScopeKind, str, ColumnElement[bool] | None]],
-        lineage_id: int,
         *,
+        user_id: str,
+        server_id: str | None,
+        cross_server: bool | None,
+        lineage_id: int,
         exclude_channel: str,
         now: datetime,
         ttl: timedelta,
         summary_ttl: timedelta,
         limit: int,
     ) -> list[StmCandidate]:
-        """Unexpired entries of ``owners``, newest first, other than ``exclude_channel``.
+        """Unexpired entries of ``lineage_id`` other than ``exclude_channel``, newest first.
 
-        ``owners``: (kind, owner id, a further condition on the owner's rows or ``None``).
-
-        Served by the ``(kind, owner_id, lineage_id, last_updated DESC)`` index.
+        The server's entries (``server_id``), and the user's own: those of other servers
+        only with the cross-server opt-in (``cross_server``, or when ``None`` the ``users``
+        row's flag, read in the same statement); in a DM (``server_id`` is ``None``) also
+        their DM entries. Served by the ``(kind, owner_id, lineage_id, last_updated DESC)``
+        index.
         """
-        if not owners:
-            return []
-        fresh = or_(
-            and_(StmThread.has_summary, StmThread.last_updated >= now - summary_ttl),
-            and_(~StmThread.has_summary, StmThread.last_updated >= now - ttl),
-        )
         rows = self.session.execute(
-            select(
-                StmThread.kind,
-                StmThread.owner_id,
-                StmThread.channel_id,
-                StmThread.server_id,
-                StmThread.parent_channel_id,
-                StmThread.last_updated,
-            )
-            .where(
-                or_(
-                    *(
-                        and_(
-                            StmThread.kind == k,
-                            StmThread.owner_id == o,
-                            *([] if c is None else [c]),
-                        )
-                        for k, o, c in owners
-                    )
-                ),
-                StmThread.lineage_id == lineage_id,
-                StmThread.channel_id != exclude_channel,
-                StmThread.last_updated >= now - max(ttl, summary_ttl),
-                fresh,
-            )
-            .order_by(StmThread.last_updated.desc())
-            .limit(limit)
+            _RECENT,
+            {
+                "user_id": user_id,
+                "server_id": server_id,
+                "cross_server": cross_server,
+                "lineage_id": lineage_id,
+                "exclude_channel": exclude_channel,
+                "ttl_cutoff": now - ttl,
+                "summary_cutoff": now - summary_ttl,
+                "limit": limit,
+            },
         ).all()
         return [
             StmCandidate(
                 StmKey(cast(ScopeKind, kind), owner, channel, lineage_id),
-                server_id,
+                row_server_id,
                 parent,
                 updated,
             )
-            for kind, owner, channel, server_id, parent, updated in rows
+            for kind, owner, channel, row_server_id, parent, updated in rows
         ]
 
     def version(self, thread_id: str) -> datetime | None:

@@ -20,16 +20,13 @@ from typing import Any, cast
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
-from sqlalchemy import ColumnElement, exists, literal, or_
 from sqlalchemy.orm import Session
 
 from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.db.models import StmThread, User
 from toolkit.reach import invisible_people, may_remember_message
 from toolkit.stm.checkpoints import postgres_writes, put_entry, read_entry
 from toolkit.stm.model import (
     Clock,
-    ScopeKind,
     StmCandidate,
     StmEntry,
     StmKey,
@@ -406,24 +403,15 @@ class ShortTermMemory:
         ``users`` row's flag, read in the same statement. Uses ``session`` when given (the
         caller's unit of work), else a session of its own.
         """
-        opted_in: ColumnElement[bool] = (
-            exists().where(User.id == context.user.user_id, User.cross_server_stm)
-            if cross_server is None
-            else literal(cross_server)
-        )
         in_dm = context.server_id is None
-        user_rows = or_(opted_in, StmThread.server_id.is_(None)) if in_dm else opted_in
-        owners: list[tuple[ScopeKind, str, ColumnElement[bool] | None]] = [
-            ("user", context.user.user_id, user_rows)
-        ]
-        if context.server_id is not None:
-            owners.append(("server", context.server_id, None))
         with ExitStack() as stack:
             if session is None:
                 session = stack.enter_context(self.store.sessions())
             rows = StmRegistry(session).recent(
-                owners,
-                context.persona.lineage_id,
+                user_id=context.user.user_id,
+                server_id=context.server_id,
+                cross_server=cross_server,
+                lineage_id=context.persona.lineage_id,
                 exclude_channel=context.channel_id,
                 now=self.clock(),
                 ttl=self.policy.ttl,

@@ -290,12 +290,12 @@ class MemoryRepository:
         ``FOR NO KEY UPDATE``: writers of the row wait, the access-count flush (which only
         references the row) does not.
         """
-        row = self.session.scalars(
-            select(Memory)
+        row = self.session.execute(
+            select(*_RECORD_COLUMNS)
             .where(Memory.id == memory_id, Memory.status == "active", *self._scope_filter(scope))
             .with_for_update(key_share=True)
         ).first()
-        return _record(row) if row is not None else None
+        return MemoryRecord(*cast(tuple[Any, ...], row)) if row is not None else None
 
     def settled_content(self, memory_id: int) -> str | None:
         """The active memory's content once no transaction is changing it (``None``: gone)."""

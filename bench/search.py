@@ -57,6 +57,9 @@ LINEAGE = 10_000
 DIM = 384
 ROUNDS = 5
 
+ALWAYS_EXACT = 10**12
+"""``exact_max_rows`` that keeps every scope on the exact scan (kioku's exact contender)."""
+
 
 class Lookup(Embeddings):
     """Precomputed vectors: keeps embedding cost out of write and search timings."""
@@ -295,7 +298,9 @@ def measure(
                     .limit(10)
                 )
             )
-            found = vector_candidates(session, scope, qv, memory_type=None, limit=10)
+            found = vector_candidates(
+                session, scope, qv, memory_type=None, limit=10, exact_max_rows=ALWAYS_EXACT
+            )
             hnsw = vector_candidates(
                 session, scope, qv, memory_type=None, limit=10, exact_max_rows=0
             )
@@ -325,7 +330,12 @@ def measure(
         server, question = next(cycle)
         with store.sessions() as session:
             vector_candidates(
-                session, Visibility(server, LINEAGE), vectors[question], memory_type=None, limit=10
+                session,
+                Visibility(server, LINEAGE),
+                vectors[question],
+                memory_type=None,
+                limit=10,
+                exact_max_rows=ALWAYS_EXACT,
             )
 
     def kioku_hnsw_vector() -> None:
@@ -422,7 +432,7 @@ def write_rounds(
         {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
     )
     with store.engine.begin() as connection:
-        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 10k give you
+        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 2k give you
     without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),

@@ -19,6 +19,7 @@ from toolkit.memory.resolution import (
     match_participants,
 )
 from toolkit.memory.text import normalise_name, sanitise_content
+from toolkit.search.planning import choose_vector_plan
 
 
 @pytest.mark.parametrize(
@@ -120,3 +121,17 @@ def test_render_blocks() -> None:
     assert render_personal_memories(memories, owner_name="Alice", bot_name="Kioku") == (
         "- Memories: ID:9 Kioku likes Alice; ID:3 old"
     )
+
+
+def test_vector_plan_exact_for_small_rare_or_unknown_scopes() -> None:
+    assert choose_vector_plan(2_000, 1_000_000, 200, exact_max_rows=2_000) == "exact"
+    assert choose_vector_plan(10_000, None, 200, exact_max_rows=2_000) == "exact"
+    # 1% of ten million rows: the filtered index scan would give up before filling the pool
+    assert choose_vector_plan(50_000, 10_000_000, 200, exact_max_rows=2_000) == "exact"
+    assert choose_vector_plan(10_000, 10_000_000, 200, exact_max_rows=2_000) == "exact"
+
+
+def test_vector_plan_index_for_large_common_scopes() -> None:
+    assert choose_vector_plan(10_000, 10_500, 200, exact_max_rows=2_000) == "hnsw"
+    assert choose_vector_plan(100_000, 1_000_000, 200, exact_max_rows=2_000) == "hnsw"
+    assert choose_vector_plan(5, 5, 200, exact_max_rows=0) == "hnsw"  # 0: always the index

@@ -10,10 +10,11 @@ from sqlalchemy import Connection, text
 from toolkit.errors import ConfigurationError
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
-EXACT_SEARCH_MAX_ROWS = 10_000
-"""Scopes up to this many memories are searched exactly, from the covering scope indexes;
-larger ones through the HNSW index, when there is one. Up to this size exact search is
-as fast (measured in bench/RESULTS.md), loses nothing, and costs writes nothing."""
+EXACT_SEARCH_MAX_ROWS = 2_000
+"""Scopes up to this many memories are always searched exactly, from the covering scope
+indexes; larger ones through the HNSW index when it visits far fewer rows than an exact
+scan reads (``toolkit.search.planning``). Limits at or below it build no HNSW index, so
+writes do not pay for one."""
 MODEL_KEY = "embedding_model"
 DIMENSION_KEY = "embedding_dimension"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -12,13 +12,13 @@ from sqlalchemy.orm import Session
 
 from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
 from toolkit.search.aids import SearchAids
+from toolkit.search.planning import VectorPlan, choose_vector_plan
 from toolkit.search.query import Visibility, or_tsquery, query_words
 from toolkit.search.scoring import FusionWeights, fuse, relevance
 from toolkit.search.sizes import ScopeSizes
 from toolkit.search.sql import (
     DETAIL_COLUMNS,
     SearchShape,
-    VectorPlan,
     candidates_sql,
     scope_size_sql,
     search_params,
@@ -60,27 +60,54 @@ _HNSW_SETTINGS = text(
 """Transaction-local: keep walking the graph until enough rows pass the scope filter."""
 
 
-def _vector_plan(
-    session: Session, visibility: Visibility, *, exact_max_rows: int, sizes: ScopeSizes | None
-) -> VectorPlan:
-    """Exact search for small scopes; HNSW (its settings applied) for large ones.
+SIZE_COUNT_CAP = 100_000
+"""Scope sizes are counted up to this many rows (beyond it the index is always cheaper)."""
+_TABLE_ROWS = text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass")
+_TABLE_KEY = "memories table"
+"""The key under which ``ScopeSizes`` keeps the table's estimated row count."""
 
-    ``sizes`` spares most searches the count that makes this choice.
-    """
-    size = sizes.get(visibility) if sizes is not None else None
+
+def _counted(sizes: ScopeSizes | None, key: Hashable, count: Callable[[], int]) -> int:
+    size = sizes.get(key) if sizes is not None else None
     if size is None:
-        shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
-        size = int(
-            session.execute(
-                text(scope_size_sql(shape)), search_params(visibility, cap=exact_max_rows + 1)
-            ).scalar_one()
-        )
+        size = count()
         if sizes is not None:
-            sizes.put(visibility, size)
-    if size <= exact_max_rows:
-        return "exact"
-    session.execute(_HNSW_SETTINGS)
-    return "hnsw"
+            sizes.put(key, size)
+    return size
+
+
+def _vector_plan(
+    session: Session,
+    visibility: Visibility,
+    *,
+    pool: int,
+    exact_max_rows: int,
+    sizes: ScopeSizes | None,
+) -> VectorPlan:
+    """Exact search or HNSW (its settings applied), by :func:`choose_vector_plan`.
+
+    ``sizes`` spares most searches the counts that make this choice.
+    """
+    shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
+    size = _counted(
+        sizes,
+        visibility,
+        lambda: int(
+            session.execute(
+                text(scope_size_sql(shape)), search_params(visibility, cap=SIZE_COUNT_CAP)
+            ).scalar_one()
+        ),
+    )
+    table: int | None = None
+    if 0 < exact_max_rows < size:
+        estimate = _counted(
+            sizes, _TABLE_KEY, lambda: int(session.execute(_TABLE_ROWS).scalar_one())
+        )
+        table = estimate if estimate >= 0 else None  # never analysed: unknown
+    plan = choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows)
+    if plan == "hnsw":
+        session.execute(_HNSW_SETTINGS)
+    return plan
 
 
 def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
@@ -128,7 +155,7 @@ def _candidates(
 ) -> dict[str, list[CandidateRow]]:
     """Vector and text candidates in one statement: rows per source, best first."""
     plan = (
-        _vector_plan(session, visibility, exact_max_rows=exact_max_rows, sizes=sizes)
+        _vector_plan(session, visibility, pool=pool, exact_max_rows=exact_max_rows, sizes=sizes)
         if query_vector is not None
         else None
     )

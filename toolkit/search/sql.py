@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from toolkit.db.vectors import halfvec_text
+from toolkit.search.planning import VectorPlan
 from toolkit.search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
-
-VectorPlan = Literal["exact", "hnsw"]
 
 DETAIL_COLUMNS = (
     "id",

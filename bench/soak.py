@@ -34,6 +34,7 @@ from sqlalchemy import text
 from bench.common import bench_database, open_store, percentile
 from graphs import build_graph
 from toolkit import Participant, TurnContext
+from toolkit.context_build.build import ContextBuilder
 from toolkit.context_build.tokens import TiktokenCounter
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
 from toolkit.memory.text import as_data
@@ -81,12 +82,13 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
         script = Script(fallback=echo)
         stm = ShortTermMemory(store, store.checkpointer())
         counter = TiktokenCounter()
+        builder = ContextBuilder(store, stm, counter=counter)
         graph = build_graph(
             ScriptedChatModel(script=script),
             store,
             checkpointer=store.checkpointer(),
             stm=stm,
-            counter=counter,
+            context_builder=builder,
         )
         samples: list[dict[str, Any]] = []
         latencies: list[float] = []
@@ -140,7 +142,9 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
                     len(graph.get_state(thread(c)).values.get("messages", []))
                     for c in range(CHANNELS)
                 )
-                samples.append(sample(store, turn + 1, latencies, longest, caches(counter, stm)))
+                samples.append(
+                    sample(store, turn + 1, latencies, longest, caches(counter, stm, builder))
+                )
                 every_latency += latencies
                 latencies = []
         store.close()
@@ -169,7 +173,9 @@ def thread(channel: int) -> RunnableConfig:
     return {"configurable": {"thread_id": f"conversation-channel-{channel}"}}
 
 
-def caches(counter: TiktokenCounter, stm: ShortTermMemory) -> dict[str, int]:
+def caches(
+    counter: TiktokenCounter, stm: ShortTermMemory, builder: ContextBuilder
+) -> dict[str, int]:
     """Entries held by each per-process cache a turn reaches (all bounded)."""
     store = stm.store
     return {
@@ -178,6 +184,7 @@ def caches(counter: TiktokenCounter, stm: ShortTermMemory) -> dict[str, int]:
         "stm_entries": len(stm._entries),
         "stm_summarised_turns": len(stm._summarised_turns),
         "memory_windows": len(store.cache),
+        "rendered_lines": builder.cached_lines(),
         "scope_sizes": len(store.search_aids.sizes),
         "as_data": as_data.cache_info().currsize,
         "candidates_sql": candidates_sql.cache_info().currsize,

@@ -310,6 +310,7 @@ def build_graph(
     counter: TokenCounter | None = None,
     no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
     max_thread_messages: int | None = None,
+    context_builder: ContextBuilder | None = None,
 ) -> CompiledStateGraph[TurnGraphState, TurnContext, TurnGraphState, TurnGraphState]:
     """Compile the per-turn memory graph.
 
@@ -330,6 +331,8 @@ def build_graph(
         max_thread_messages: messages a conversation thread keeps after each turn's
             capture (whole turns, the latest always); ``KIOKU_THREAD_MAX_MESSAGES``
             (``store.settings.thread_max_messages``) by default.
+        context_builder: the builder that renders each turn's context, instead of one made
+            from ``stm``, ``counter``, ``budgets`` and ``no_stm_providers``.
 
     Invoke it with ``context=TurnContext(...)`` and a ``thread_id`` per conversation.
     """
@@ -337,7 +340,7 @@ def build_graph(
         raise ValueError("max_thread_messages must be at least 1")
     stm = stm or ShortTermMemory(store, checkpointer or store.checkpointer())
     store.start_sweeper()  # a process that runs turns is long-lived: keep checkpoints bounded
-    builder = ContextBuilder(
+    builder = context_builder or ContextBuilder(
         store,
         stm,
         counter=counter or TiktokenCounter(),

@@ -124,7 +124,12 @@ class ContextBuilder:
     )
     """The names of recent builds, reused (with their rendered lines) while they match."""
 
-    MAX_NAMES: ClassVar[int] = 256
+    MAX_NAMES: ClassVar[int] = 32
+    """Participant sets whose names (and rendered lines) are kept; all are dropped beyond."""
+
+    def cached_lines(self) -> int:
+        """Rendered texts and memory lines kept for later builds (bounded)."""
+        return sum(names.cached_texts() for names in list(self._names.values()))
 
     def _names_for(self, context: TurnContext) -> Names:
         names = Names.of(context)

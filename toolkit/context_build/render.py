@@ -63,8 +63,13 @@ class Names:
     )
     """``ID:N`` lines and their token counts, kept while these names are reused."""
 
-    MAX_CACHED: ClassVar[int] = 20_000
-    """Cached texts per :class:`Names` (all are dropped when it is exceeded)."""
+    MAX_CACHED: ClassVar[int] = 4096
+    """Cached texts and lines per :class:`Names`, each (all dropped when it is exceeded):
+    the windows of a server and a few people."""
+
+    def cached_texts(self) -> int:
+        """Texts and memory lines kept."""
+        return len(self._lines) + len(self._memory_lines)
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What rendering depends on: equal keys render every text alike."""

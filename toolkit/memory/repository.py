@@ -15,6 +15,7 @@ from toolkit.context import GLOBAL_LINEAGE
 from toolkit.db.models import Memory, MemoryHistory
 from toolkit.db.vectors import halfvec_text
 from toolkit.search.query import Visibility
+from toolkit.search.sql import search_params
 
 __all__ = ["GLOBAL_LINEAGE", "MemoryRepository", "PersonalScope", "ServerScope"]
 
@@ -164,12 +165,16 @@ _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"]
 statement compilation and SQLAlchemy's parameter processing."""
 
 
-_UPDATE_MEMORY = text(
-    "SELECT * FROM kioku_update_memory_versioned("
-    ":id, :content, CAST(:embedding AS halfvec), :actor, :persona)"
+_UPDATE_IN_SCOPE = (
+    "WITH target AS MATERIALIZED (SELECT {columns} FROM memories "
+    "WHERE id = :id AND status = 'active' AND ({owners}) FOR NO KEY UPDATE) "
+    "SELECT target.*, changed.* FROM target CROSS JOIN LATERAL "
+    "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
+    ":actor, :persona) AS changed"
 )
-"""New content and embedding; its history row (a trigger) names the actor (migrations 0006,
-0009); answers with the scope version it replaced and the one it made."""
+"""Lock the memory if it lies in the scope, and update it: new content and embedding, its
+history row (a trigger) naming the actor (migrations 0006, 0009); answers with the row as
+it was and the scope version the update replaced and made. No row: not in the scope."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,28 +315,41 @@ class MemoryRepository:
         row = self.session.get(Memory, memory_id)
         return _record(row) if row is not None else None
 
-    def update_content(
+    def update_in_scope(
         self,
         memory_id: int,
+        scope: ServerScope | PersonalScope,
         new: str,
         *,
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
-    ) -> ContentChange:
-        """Replace the content and its embedding (``created_at`` kept); a trigger logs it."""
+    ) -> tuple[MemoryRecord, ContentChange] | None:
+        """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
+
+        One statement locks the row (as :meth:`find_for_update`) and updates it
+        (``created_at`` kept; a trigger logs it). Returns the row as it was and the change,
+        or ``None`` when the memory is not in ``scope``.
+        """
+        visibility = scope.visibility()
+        owners = " OR ".join(f"({sql})" for sql in visibility.owners_sql())
+        columns = ", ".join(column.key for column in _RECORD_COLUMNS)
         row = self.session.execute(
-            _UPDATE_MEMORY,
+            text(_UPDATE_IN_SCOPE.format(columns=columns, owners=owners)),
             {
+                **search_params(visibility),
                 "id": memory_id,
                 "content": new,
                 "embedding": halfvec_text(embedding) if embedding is not None else None,
                 "actor": actor,
                 "persona": persona_id,
             },
-        ).one()
+        ).first()
+        if row is None:
+            return None
+        old = MemoryRecord(*cast(tuple[Any, ...], row)[: len(_RECORD_COLUMNS)])
         key = (row.scope_kind, row.scope_owner, row.scope_lineage) if row.scope_kind else None
-        return ContentChange(
+        return old, ContentChange(
             memory_id, new, row.changed_at, key, row.version_before, row.version_after
         )
 

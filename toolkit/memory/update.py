@@ -167,16 +167,18 @@ def _change(
     """Update or delete the row inside ``scope``: the row as it was, and the update made."""
     actor, persona_id = context.user.user_id, context.persona.persona_id
     memories = MemoryRepository(call.session)
+    if content:
+        updated = memories.update_in_scope(
+            memory_id, scope, content, actor=actor, persona_id=persona_id, embedding=embedding
+        )
+        if updated is None:
+            raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
+        return updated
     old = memories.find_for_update(memory_id, scope)
     if old is None:
         raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
-    if not content:
-        memories.delete(memory_id, actor=actor, persona_id=persona_id)
-        return old, None
-    change = memories.update_content(
-        memory_id, content, actor=actor, persona_id=persona_id, embedding=embedding
-    )
-    return old, change
+    memories.delete(memory_id, actor=actor, persona_id=persona_id)
+    return old, None
 
 
 def not_found_reason(memory_id: int) -> str:

@@ -144,9 +144,7 @@ def test_connection_killed_during_an_update(store: KiokuStore, world: World, adm
     created = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
     memory_id = created.result["memory_id"]
     update = update_long_term_memory_tool(store)
-    with kill_connection_when(
-        store, admin, lambda sql: "kioku_update_memory_versioned" in sql
-    ):
+    with kill_connection_when(store, admin, lambda sql: "kioku_update_memory_versioned" in sql):
         outcome = run_tool(
             update,
             {"memory_id": memory_id, **CHANGE},

@@ -7,13 +7,15 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import insert, select, text
+from sqlalchemy import create_engine, insert, select, text
+from sqlalchemy.orm import Session
 
 from toolkit import KiokuStore
+from toolkit.db.engine import normalise_url
 from toolkit.db.models import Memory, Server, User
 from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
 from toolkit.memory.repository import GLOBAL_LINEAGE
-from toolkit.search.engine import vector_candidates
+from toolkit.search.engine import _apply_hnsw_settings, vector_candidates
 from toolkit.search.query import Visibility
 from toolkit.search.sql import SearchShape, candidates_sql, search_params
 
@@ -96,3 +98,28 @@ def test_exact_search_reads_the_covering_indexes(corpus: KiokuStore) -> None:
         )
     assert "Index Only Scan using ix_memories_server_embeddings" in plan, plan
     assert "Index Only Scan using ix_memories_personal_embeddings" in plan, plan
+
+
+def _hnsw_settings(session: Session) -> tuple[str, str]:
+    row = session.execute(
+        text("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
+    ).one()
+    return row[0], row[1]
+
+
+def test_hnsw_settings_hold_for_searches_outside_a_transaction(
+    store: KiokuStore, database_url: str
+) -> None:
+    """An index search run without a transaction (the context build's reads) still walks
+    the graph iteratively: kioku's connections carry the settings, others get them once."""
+    with store.reads() as session:  # kioku's engine: set when the connection was made
+        assert _hnsw_settings(session) == ("relaxed_order", "100")
+    foreign = create_engine(normalise_url(database_url)).execution_options(
+        isolation_level="AUTOCOMMIT"
+    )
+    try:
+        with Session(foreign) as session:
+            _apply_hnsw_settings(session)
+            assert _hnsw_settings(session) == ("relaxed_order", "100")  # a later statement
+    finally:
+        foreign.dispose()

@@ -31,6 +31,7 @@ from toolkit.db.engine import (
     engine_options,
     libpq_url,
     make_engine,
+    mark_search_settings,
     ping_when_idle,
 )
 from toolkit.db.schema import SchemaChange, serialised_setup, upgrade_schema
@@ -249,7 +250,7 @@ class KiokuStore:
             self._async_engine = create_async_engine(
                 self.engine.url, **engine_options(self.settings.statement_timeout_ms)
             )
-            ping_when_idle(self._async_engine.sync_engine)
+            mark_search_settings(ping_when_idle(self._async_engine.sync_engine))
             self._async_sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
         async with self._async_sessions() as session:
             yield session

@@ -10,6 +10,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from toolkit.db.errors import describe
+from toolkit.db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
 from toolkit.errors import DatabaseUnavailableError
 
 MIN_PGVECTOR = (0, 8)
@@ -61,11 +62,29 @@ DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
 
 
 def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> dict[str, Any]:
-    """Pool settings plus a per-connection statement timeout (``0`` disables it)."""
+    """Pool settings plus per-connection settings.
+
+    The statement timeout (``0`` disables it) and kioku's HNSW search settings (pair the
+    engine with :func:`mark_search_settings`).
+    """
+    settings = {"statement_timeout": str(int(statement_timeout_ms)), **HNSW_SEARCH_SETTINGS}
     return {
         **ENGINE_OPTIONS,
-        "connect_args": {"options": f"-c statement_timeout={int(statement_timeout_ms)}"},
+        "connect_args": {"options": " ".join(f"-c {k}={v}" for k, v in settings.items())},
     }
+
+
+def mark_search_settings(engine: Engine) -> Engine:
+    """Mark each new connection of ``engine`` as carrying the HNSW search settings.
+
+    For engines made with :func:`engine_options`: searches then skip setting them.
+    """
+
+    def mark(dbapi_connection: Any, record: Any) -> None:
+        record.info[HNSW_SETTINGS_APPLIED] = True
+
+    event.listen(engine, "connect", mark)
+    return engine
 
 
 def ping_when_idle(engine: Engine, idle_seconds: float = PING_AFTER_IDLE_SECONDS) -> Engine:
@@ -111,7 +130,7 @@ def make_engine(
         "pool_size": pool_size,
         "max_overflow": pool_size,
     }
-    return ping_when_idle(create_engine(normalise_url(url), **options))
+    return mark_search_settings(ping_when_idle(create_engine(normalise_url(url), **options)))
 
 
 def check_pgvector(engine: Engine) -> None:

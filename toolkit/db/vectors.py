@@ -15,6 +15,12 @@ EXACT_SEARCH_MAX_ROWS = 2_000
 indexes; larger ones through the HNSW index when it visits far fewer rows than an exact
 scan reads (``toolkit.search.planning``). Limits at or below it build no HNSW index, so
 writes do not pay for one."""
+HNSW_SEARCH_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
+"""pgvector settings of kioku's HNSW searches: keep walking the graph until enough rows pass
+the scope filter (the candidate list bounds each step). Connections made by
+``toolkit.db.engine`` carry them from the start."""
+HNSW_SETTINGS_APPLIED = "kioku_hnsw_settings"
+"""Key of a pooled connection's ``info`` saying it carries :data:`HNSW_SEARCH_SETTINGS`."""
 MODEL_KEY = "embedding_model"
 DIMENSION_KEY = "embedding_dimension"
 

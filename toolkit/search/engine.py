@@ -10,7 +10,11 @@ from typing import Any, NamedTuple
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
+from toolkit.db.vectors import (
+    EXACT_SEARCH_MAX_ROWS,
+    HNSW_SEARCH_SETTINGS,
+    HNSW_SETTINGS_APPLIED,
+)
 from toolkit.search.aids import SearchAids
 from toolkit.search.planning import VectorPlan, choose_vector_plan
 from toolkit.search.query import Visibility, or_tsquery, query_words
@@ -24,9 +28,6 @@ from toolkit.search.sql import (
     search_params,
 )
 from toolkit.search.terms import distinctive_words
-
-EF_SEARCH = 100
-"""HNSW candidate list size; with iterative scans it bounds each scan step."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,30 @@ class SearchHit:
         return record
 
 
-_HNSW_SETTINGS = text(
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-    f"set_config('hnsw.ef_search', '{EF_SEARCH}', true)"
+_HNSW_LOCAL = text(
+    "SELECT "
+    + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in HNSW_SEARCH_SETTINGS.items())
 )
-"""Transaction-local: keep walking the graph until enough rows pass the scope filter."""
+_HNSW_SESSION = text(
+    "SELECT "
+    + ", ".join(f"set_config('{k}', '{v}', false)" for k, v in HNSW_SEARCH_SETTINGS.items())
+)
+
+
+def _apply_hnsw_settings(session: Session) -> None:
+    """Make sure the search's connection has :data:`HNSW_SEARCH_SETTINGS`.
+
+    Connections of kioku's engines carry them from the start. On others they are set for
+    the transaction, or, outside one (autocommit), for the connection, once.
+    """
+    connection = session.connection()
+    if connection.info.get(HNSW_SETTINGS_APPLIED):
+        return
+    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        connection.execute(_HNSW_SESSION)
+        connection.info[HNSW_SETTINGS_APPLIED] = True
+    else:
+        connection.execute(_HNSW_LOCAL)
 
 
 SIZE_COUNT_CAP = 100_000
@@ -106,7 +126,7 @@ def _vector_plan(
         table = estimate if estimate >= 0 else None  # never analysed: unknown
     plan = choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows)
     if plan == "hnsw":
-        session.execute(_HNSW_SETTINGS)
+        _apply_hnsw_settings(session)
     return plan
 
 

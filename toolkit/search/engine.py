@@ -81,7 +81,9 @@ def _apply_hnsw_settings(session: Session) -> None:
 
 
 SIZE_COUNT_CAP = 100_000
-"""Scope sizes are counted up to this many rows (beyond it the index is always cheaper)."""
+"""Scope sizes are counted up to this many rows (once a minute, see ``ScopeSizes``); a larger
+scope counts as this many, which errs toward the exact scan only in tables of over 10
+million memories."""
 _TABLE_ROWS = text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass")
 _TABLE_KEY = "memories table"
 """The key under which ``ScopeSizes`` keeps the table's estimated row count."""

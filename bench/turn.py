@@ -34,7 +34,8 @@ from bench.roundtrips import RoundTripProxy
 from bench.search import DIM, Lookup, Rounds, sentences
 from toolkit import KiokuStore, Participant, TurnContext
 from toolkit.context_build import loader
-from toolkit.context_build.build import ContextBuilder
+from toolkit.context_build.build import RENDERED_ID, ContextBuilder
+from toolkit.context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
 from toolkit.db.engine import libpq_url, make_engine
 from toolkit.db.models import Memory
 from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
@@ -246,6 +247,19 @@ def kioku_turn(
     return turn
 
 
+def kioku_rendered(scenario: Scenario) -> int:
+    """Memories kioku's context shows for the first question (server and personal blocks)."""
+    built = ContextBuilder(scenario.store, scenario.stm).build(
+        scenario.context,
+        [HumanMessage(QUESTIONS[0], name=scenario.context.user.display_name)],
+    )
+    return sum(
+        len(RENDERED_ID.findall(item.text))
+        for item in built.items
+        if item.tag in (SERVER_MEMORIES, PERSONAL_MEMORIES)
+    )
+
+
 def kioku_round_trips(
     url: str, scenario: Scenario, vectors: dict[str, list[float]], warmup: int = 3
 ) -> int:
@@ -326,6 +340,7 @@ def measure_turns(
             rounds = Rounds.run(contenders, per_round=max(1, turns // 5))
             skipped = dict(peers.skipped)
             found = dict(peers.found)
+            found["kioku"] = kioku_rendered(scenario)
         finally:
             peers.close()
         try:

@@ -51,7 +51,8 @@ from toolkit.store import MEMORY_WINDOW, KiokuStore
 
 logger = logging.getLogger(__name__)
 
-_RENDERED_ID = re.compile(r"\bID:(\d+) ")
+RENDERED_ID = re.compile(r"\bID:(\d+) ")
+"""A memory's id as the memory blocks show it."""
 
 
 def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
@@ -326,7 +327,7 @@ class ContextBuilder:
             int(memory_id)
             for item in items
             if item.tag in (SERVER_MEMORIES, PERSONAL_MEMORIES)
-            for memory_id in _RENDERED_ID.findall(item.text)
+            for memory_id in RENDERED_ID.findall(item.text)
         )
         tokens: dict[str, int] = {}
         for item in items:

@@ -271,7 +271,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
         Row("startup: import toolkit", up["import_s"], None, "s", "< 1 s", met=up["import_s"] < 1),
         Row("startup: kioku --help", up["help_s"], None, "s", "< 1 s", met=up["help_s"] < 1),
         Row(
-            "tool-path writes, no HNSW (limits <= 2k per scope)",
+            "tool-path writes, no HNSW (limits <= 10k per scope)",
             writes["kioku_tool_path_without_hnsw"],
             writes["postgres_store_flat_put"],
             "/s",

@@ -432,7 +432,7 @@ def write_rounds(
         {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
     )
     with store.engine.begin() as connection:
-        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 2k give you
+        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 10k give you
     without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),

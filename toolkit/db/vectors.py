@@ -10,14 +10,20 @@ from sqlalchemy import Connection, text
 from toolkit.errors import ConfigurationError
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
-EXACT_SEARCH_MAX_ROWS = 2_000
+EXACT_SEARCH_MAX_ROWS = 10_000
 """Scopes up to this many memories are always searched exactly, from the covering scope
-indexes; larger ones through the HNSW index when it visits far fewer rows than an exact
-scan reads (``toolkit.search.planning``). Limits at or below it build no HNSW index, so
-writes do not pay for one."""
-HNSW_SEARCH_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
+indexes (up to this size exact search is fast, loses nothing, and costs writes nothing);
+larger ones through the HNSW index when it visits far fewer rows than an exact scan reads
+(``toolkit.search.planning``). Limits at or below it build no HNSW index."""
+HNSW_SEARCH_SETTINGS = {
+    "hnsw.iterative_scan": "relaxed_order",
+    "hnsw.ef_search": "100",
+    "hnsw.max_scan_tuples": "100000",
+}
 """pgvector settings of kioku's HNSW searches: keep walking the graph until enough rows pass
-the scope filter (the candidate list bounds each step). Connections made by
+the scope filter (the candidate list bounds each step), for up to five times the visits the
+plan expects (``toolkit.search.planning.HNSW_MAX_VISITS``), so stale size estimates or
+filters on type and importance cost time before they cost results. Connections made by
 ``toolkit.db.engine`` carry them from the start."""
 HNSW_SETTINGS_APPLIED = "kioku_hnsw_settings"
 """Key of a pooled connection's ``info`` saying it carries :data:`HNSW_SEARCH_SETTINGS`."""

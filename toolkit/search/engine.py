@@ -73,7 +73,7 @@ def _apply_hnsw_settings(session: Session) -> None:
     connection = session.connection()
     if connection.info.get(HNSW_SETTINGS_APPLIED):
         return
-    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+    if getattr(connection.connection.driver_connection, "autocommit", False):
         connection.execute(_HNSW_SESSION)
         connection.info[HNSW_SETTINGS_APPLIED] = True
     else:

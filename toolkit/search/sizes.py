@@ -10,8 +10,10 @@ from collections.abc import Callable, Hashable
 class ScopeSizes:
     """Thread-safe map from a search scope to its size, each entry kept ``ttl_seconds``.
 
-    The size only chooses between exact and index search (both correct), so a
-    slightly stale count costs at most some speed, never a wrong answer.
+    The size only chooses between exact and index search (``toolkit.search.planning``),
+    which leaves room for stale counts: a stale one costs speed first; only one off by
+    more than the index scan's headroom (five times) can make an index search come back
+    with fewer candidates than asked for.
     """
 
     def __init__(

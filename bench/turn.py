@@ -33,6 +33,7 @@ from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbere
 from bench.roundtrips import RoundTripProxy
 from bench.search import DIM, Lookup, Rounds, sentences
 from toolkit import KiokuStore, Participant, TurnContext
+from toolkit.accounts import AccountRepository
 from toolkit.context_build import loader
 from toolkit.context_build.build import RENDERED_ID, ContextBuilder
 from toolkit.context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
@@ -305,7 +306,7 @@ def stm_contenders(scenario: Scenario) -> dict[str, Callable[[], object]]:
 
     def kioku_lookup() -> None:
         with store.sessions() as session:
-            settings = loader.load_settings(session, context)
+            settings = AccountRepository(session).settings_for(context)
             loader.load_other_channel_entries(session, store, stm, context, settings)
 
     def peer_lookup() -> None:

@@ -37,11 +37,6 @@ from toolkit.stm.store import ShortTermMemory
 from toolkit.store import KiokuStore, MemoryWindow
 
 
-def load_settings(session: Session, context: TurnContext) -> ServerSettings:
-    """Settings of the turn's server (or DM key)."""
-    return AccountRepository(session).settings_for(context)
-
-
 @dataclass(frozen=True)
 class TurnState:
     """What a build checks first, read in one round trip."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, ClassVar, Literal, cast
 
 from psycopg.types.json import Jsonb
@@ -177,6 +178,20 @@ history row (a trigger) naming the actor (migrations 0006, 0009); answers with t
 it was and the scope version the update replaced and made. No row: not in the scope."""
 
 
+@lru_cache(maxsize=8)
+def _update_in_scope_statement(owners: tuple[str, ...]) -> TextClause:
+    return text(
+        _UPDATE_IN_SCOPE.format(
+            columns=", ".join(column.key for column in _RECORD_COLUMNS),
+            owners=" OR ".join(f"({sql})" for sql in owners),
+        )
+    )
+
+
+VersionKey = tuple[str, str, int]
+"""A ``memory_counts`` key: ``(scope, owner, lineage)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ContentChange:
     """A committed-to-be content update and the scope version it moved from and to."""
@@ -184,7 +199,7 @@ class ContentChange:
     memory_id: int
     content: str
     changed_at: datetime | None
-    key: tuple[str, str, int] | None
+    key: VersionKey | None
     """The ``memory_counts`` key of the memory's scope."""
     version_before: int | None
     version_after: int | None
@@ -199,8 +214,6 @@ VERSIONS_SQL = (
 )
 """The versions of the ``(scope, owner, lineage)`` keys bound as ``:s``, ``:o``, ``:l``, in
 their order (``NULL`` for a key without a row): an expression other reads embed."""
-
-VersionKey = tuple[str, str, int]
 
 
 def version_params(keys: Sequence[VersionKey]) -> dict[str, list[Any]]:
@@ -332,10 +345,8 @@ class MemoryRepository:
         or ``None`` when the memory is not in ``scope``.
         """
         visibility = scope.visibility()
-        owners = " OR ".join(f"({sql})" for sql in visibility.owners_sql())
-        columns = ", ".join(column.key for column in _RECORD_COLUMNS)
         row = self.session.execute(
-            text(_UPDATE_IN_SCOPE.format(columns=columns, owners=owners)),
+            _update_in_scope_statement(tuple(visibility.owners_sql())),
             {
                 **search_params(visibility),
                 "id": memory_id,

@@ -30,12 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kioku.embeddings import HashingEmbeddings
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from bench import curves, isolation, search, soak, startup, turn
-from toolkit.embeddings import HashingEmbeddings
 
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- kioku-bench:start -->", "<!-- kioku-bench:end -->"
@@ -268,7 +268,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     )
     up = r["startup"]
     out += [
-        Row("startup: import toolkit", up["import_s"], None, "s", "< 1 s", met=up["import_s"] < 1),
+        Row("startup: import kioku", up["import_s"], None, "s", "< 1 s", met=up["import_s"] < 1),
         Row("startup: kioku --help", up["help_s"], None, "s", "< 1 s", met=up["help_s"] < 1),
         Row(
             "tool-path writes, no HNSW (limits <= 10k per scope)",

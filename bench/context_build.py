@@ -17,14 +17,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, load_settings
+from kioku.context_build.build import ContextBuilder
+from kioku.db.models import Memory
+from kioku.stm.model import StmMessage
+from kioku.stm.store import ShortTermMemory
 from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import text
-
-from toolkit import KiokuSettings, KiokuStore, Participant, TurnContext, load_settings
-from toolkit.context_build.build import ContextBuilder
-from toolkit.db.models import Memory
-from toolkit.stm.model import StmMessage
-from toolkit.stm.store import ShortTermMemory
 
 SERVER = "bench-server"
 RESET_TABLES = (

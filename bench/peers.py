@@ -196,7 +196,7 @@ class Prompt:
 
     def __init__(self) -> None:
         """Load the offline cl100k counter lazily."""
-        from toolkit.context_build.tokens import TiktokenCounter
+        from kioku.context_build.tokens import TiktokenCounter
 
         self.count = TiktokenCounter()
 
@@ -824,8 +824,9 @@ def measure(
 
 def synthetic_data(url: str, server_memories: int, personal: int = 100) -> PeerData:
     """Generated sentences, hashing vectors behind a lookup: bench/turn.py's scenario."""
+    from kioku.embeddings import HashingEmbeddings
+
     from bench.search import DIM, Lookup, sentences
-    from toolkit.embeddings import HashingEmbeddings
 
     participants = [f"user-{i}" for i in range(5)]
     texts = sentences(server_memories + personal * len(participants))

@@ -27,21 +27,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from kioku import Participant, TurnContext
+from kioku.context_build.build import ContextBuilder
+from kioku.context_build.tokens import TiktokenCounter
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku.graphs import build_graph
+from kioku.memory.text import as_data
+from kioku.search.sql import candidates_sql, scope_size_sql
+from kioku.stm.model import utc_now
+from kioku.stm.store import ShortTermMemory
+from kioku.testing import Script, ScriptedChatModel, call_tool, echo
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import text
 
 from bench.common import bench_database, open_store, percentile
-from graphs import build_graph
-from toolkit import Participant, TurnContext
-from toolkit.context_build.build import ContextBuilder
-from toolkit.context_build.tokens import TiktokenCounter
-from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
-from toolkit.memory.text import as_data
-from toolkit.search.sql import candidates_sql, scope_size_sql
-from toolkit.stm.model import utc_now
-from toolkit.stm.store import ShortTermMemory
-from toolkit.testing import Script, ScriptedChatModel, call_tool, echo
 
 CHANNELS = 100
 DRIFT_WINDOW = 1000

@@ -1,4 +1,4 @@
-"""Startup time: ``import toolkit`` and ``kioku --help``, each in fresh processes.
+"""Startup time: ``import kioku`` and ``kioku --help``, each in fresh processes.
 
 Run from a clone::
 
@@ -54,8 +54,8 @@ def _measure(name: str, command: list[str], repeats: int) -> dict[str, float]:
 def commands() -> dict[str, list[str]]:
     """What is timed: the import, the CLI's help, and the ``kioku`` script when installed."""
     timed = {
-        "import": [sys.executable, "-c", "import toolkit"],
-        "help": [sys.executable, "-m", "toolkit.cli", "--help"],
+        "import": [sys.executable, "-c", "import kioku"],
+        "help": [sys.executable, "-m", "kioku.cli", "--help"],
     }
     script = Path(sys.executable).with_name("kioku")
     if script.exists():

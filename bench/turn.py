@@ -23,6 +23,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from kioku import KiokuStore, Participant, TurnContext
+from kioku.accounts import AccountRepository
+from kioku.context_build import loader
+from kioku.context_build.build import RENDERED_ID, ContextBuilder
+from kioku.context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
+from kioku.db.engine import libpq_url, make_engine
+from kioku.db.models import Memory
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku.intent import IntentGate
+from kioku.memory.update import update_long_term_memory
+from kioku.stm.model import StmMessage, utc_now
+from kioku.stm.store import ShortTermMemory
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
@@ -32,18 +44,6 @@ from bench.common import bench_database, open_store
 from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbered
 from bench.roundtrips import RoundTripProxy
 from bench.search import DIM, Lookup, Rounds, sentences
-from toolkit import KiokuStore, Participant, TurnContext
-from toolkit.accounts import AccountRepository
-from toolkit.context_build import loader
-from toolkit.context_build.build import RENDERED_ID, ContextBuilder
-from toolkit.context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
-from toolkit.db.engine import libpq_url, make_engine
-from toolkit.db.models import Memory
-from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
-from toolkit.intent import IntentGate
-from toolkit.memory.update import update_long_term_memory
-from toolkit.stm.model import StmMessage, utc_now
-from toolkit.stm.store import ShortTermMemory
 
 SERVER = "bench-server"
 PERSONAL_PER_USER = 100

@@ -1,24 +1,24 @@
 """LangGraph graphs built on kioku: the per-turn memory graph.
 
 ``TurnGraphState`` and ``build_graph`` are resolved lazily (PEP 562), so importing a
-``graphs`` submodule does not load the whole graph (and LangGraph) up front.
+``kioku.graphs`` submodule does not load the whole graph (and LangGraph) up front.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolkit._lazy import lazy_exports
+from kioku._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from graphs.state import TurnGraphState
-    from graphs.turn import build_graph
+    from kioku.graphs.state import TurnGraphState
+    from kioku.graphs.turn import build_graph
 
 __all__ = ["TurnGraphState", "build_graph"]
 
 _LAZY: dict[str, str] = {
-    "TurnGraphState": "graphs.state",
-    "build_graph": "graphs.turn",
+    "TurnGraphState": "kioku.graphs.state",
+    "build_graph": "kioku.graphs.turn",
 }
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from kioku.state import TurnState
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
-
-from toolkit.state import TurnState
 
 
 class TurnGraphState(TurnState, total=False):

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kioku.graphs.turn import build_graph
+from kioku.models import openai_model_from_env
+from kioku.store import KiokuStore
+from kioku.testing import Script, ScriptedChatModel, echo
 from langgraph.graph.state import CompiledStateGraph
-
-from graphs.turn import build_graph
-from toolkit.models import openai_model_from_env
-from toolkit.store import KiokuStore
-from toolkit.testing import Script, ScriptedChatModel, echo
 
 
 def make_graph() -> CompiledStateGraph[Any, Any, Any, Any]:

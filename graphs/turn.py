@@ -12,6 +12,23 @@ from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
+from kioku.authorship import owner_of, stamp_reply, stamp_turn_input
+from kioku.context import NO_STM_PROVIDERS, TurnContext
+from kioku.context_build.build import ContextBuilder, insert_tail_directive
+from kioku.context_build.render import ContextBudgets
+from kioku.context_build.tokens import TiktokenCounter, TokenCounter
+from kioku.db.errors import describe
+from kioku.graphs.repair import with_answered_calls
+from kioku.graphs.state import TurnGraphState
+from kioku.graphs.trim import trim_removals
+from kioku.intent import IntentGate
+from kioku.stm.availability import stm_tool_refusal
+from kioku.stm.model import StmMessage
+from kioku.stm.store import ShortTermMemory
+from kioku.store import KiokuStore
+from kioku.tools.ltm import long_term_memory_tools
+from kioku.tools.search import search_long_term_memory_tool
+from kioku.tools.stm import StmStatus, update_short_term_memory_tool
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -28,24 +45,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import SQLAlchemyError
-
-from graphs.repair import with_answered_calls
-from graphs.state import TurnGraphState
-from graphs.trim import trim_removals
-from toolkit.authorship import owner_of, stamp_reply, stamp_turn_input
-from toolkit.context import NO_STM_PROVIDERS, TurnContext
-from toolkit.context_build.build import ContextBuilder, insert_tail_directive
-from toolkit.context_build.render import ContextBudgets
-from toolkit.context_build.tokens import TiktokenCounter, TokenCounter
-from toolkit.db.errors import describe
-from toolkit.intent import IntentGate
-from toolkit.stm.availability import stm_tool_refusal
-from toolkit.stm.model import StmMessage
-from toolkit.stm.store import ShortTermMemory
-from toolkit.store import KiokuStore
-from toolkit.tools.ltm import long_term_memory_tools
-from toolkit.tools.search import search_long_term_memory_tool
-from toolkit.tools.stm import StmStatus, update_short_term_memory_tool
 
 SENT_AT = "kioku_sent_at"
 """``additional_kwargs`` key holding when a message was sent (ISO 8601)."""
@@ -114,7 +113,7 @@ class TurnGraph:
         """Reset the per-turn flags; detect explicit long-term-memory intent.
 
         Also stamps this turn's new messages with their author (see
-        :mod:`toolkit.authorship`) and answers tool calls an interrupted earlier turn left
+        :mod:`kioku.authorship`) and answers tool calls an interrupted earlier turn left
         without results.
         """
         messages = state.get("messages", [])
@@ -220,7 +219,7 @@ class TurnGraph:
         """Passive capture of the recent dialogue into short-term memory, then trimming.
 
         Once captured, the thread keeps only its last ``max_thread_messages`` messages
-        (whole turns, the latest always; see :mod:`graphs.trim`), so checkpoints and the
+        (whole turns, the latest always; see :mod:`kioku.graphs.trim`), so checkpoints and the
         next turn's work stay the same size however long the conversation runs. When the
         capture fails nothing is trimmed: the next turn's capture still sees the messages.
         """

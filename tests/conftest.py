@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+from kioku import KiokuSettings, KiokuStore
+from kioku.db.embedded import EmbeddedPostgres
+from kioku.db.engine import make_engine
 from sqlalchemy import Engine, text
 
 from tests.helpers import SETTING_VARIABLES
-from toolkit import KiokuSettings, KiokuStore
-from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import make_engine
 
 # Property tests draw the same examples on every run (fixed seeds, no flaky CI).
 hypothesis_settings.register_profile("kioku", derandomize=True)
@@ -130,7 +130,7 @@ def kioku_cli(
     capsys: pytest.CaptureFixture[str],
 ) -> Callable[..., str]:
     """Runs the ``kioku`` command in this process on the test database; returns its stdout."""
-    from toolkit.cli import main
+    from kioku.cli import main
 
     monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
 

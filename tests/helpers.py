@@ -10,12 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
-from pydantic import AliasChoices
-from sqlalchemy import func, select
-
-from toolkit import (
+from kioku import (
     KiokuSettings,
     KiokuStore,
     MemoryNotice,
@@ -26,9 +21,13 @@ from toolkit import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from toolkit.db.models import Memory, MemoryHistory
-from toolkit.stm.model import StmKey, StmMessage
-from toolkit.tools.invoke import arun_tool_call, run_tool_call
+from kioku.db.models import Memory, MemoryHistory
+from kioku.stm.model import StmKey, StmMessage
+from kioku.tools.invoke import arun_tool_call, run_tool_call
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from pydantic import AliasChoices
+from sqlalchemy import func, select
 
 BOT_ID = "bot-1"
 SETTING_VARIABLES = frozenset(

@@ -11,13 +11,12 @@ import json
 import sys
 from typing import Any
 
+from kioku import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
+from kioku.context_build.build import ContextBuilder
+from kioku.tools.invoke import run_tool_call
+from kioku.tools.ltm import update_long_term_memory_tool
+from kioku.tools.search import search_long_term_memory
 from langchain_core.messages import HumanMessage
-
-from toolkit import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
-from toolkit.context_build.build import ContextBuilder
-from toolkit.tools.invoke import run_tool_call
-from toolkit.tools.ltm import update_long_term_memory_tool
-from toolkit.tools.search import search_long_term_memory
 
 
 def _context(request: dict[str, Any]) -> TurnContext:

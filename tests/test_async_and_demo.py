@@ -6,14 +6,14 @@ import asyncio
 import io
 import json
 
+from kioku import KiokuStore, TurnContext, long_term_memory_tools
+from kioku.demo import run_demo
 from langchain_core.messages import AIMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from rich.console import Console
 
 from tests.helpers import make_world
-from toolkit import KiokuStore, TurnContext, long_term_memory_tools
-from toolkit.demo import run_demo
 
 
 def test_tools_work_through_ainvoke(store: KiokuStore) -> None:

@@ -11,17 +11,17 @@ import json
 from typing import Any
 
 import pytest
+from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
+from kioku.memory.arguments import MAX_NAME_LENGTH, ArgumentError, check_text, reject_unknown
+from kioku.memory.text import echo, sanitise_content, unstorable
+from kioku.memory.typed import MAX_METADATA_DEPTH, MAX_METADATA_VALUES, check_json
+from kioku.stm.store import ShortTermMemory
+from kioku.tools.invoke import run_tool_call
+from kioku.tools.ltm import create_memory_tool
+from kioku.tools.search import search_long_term_memory_tool
+from kioku.tools.stm import update_short_term_memory_tool
 
 from tests.helpers import Clock, World, make_world, memory_row, table_counts
-from toolkit import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
-from toolkit.memory.arguments import MAX_NAME_LENGTH, ArgumentError, check_text, reject_unknown
-from toolkit.memory.text import echo, sanitise_content, unstorable
-from toolkit.memory.typed import MAX_METADATA_DEPTH, MAX_METADATA_VALUES, check_json
-from toolkit.stm.store import ShortTermMemory
-from toolkit.tools.invoke import run_tool_call
-from toolkit.tools.ltm import create_memory_tool
-from toolkit.tools.search import search_long_term_memory_tool
-from toolkit.tools.stm import update_short_term_memory_tool
 
 MB = 1_000_000
 SHORT = 1_000

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
+from kioku.memory.repository import MemoryRepository, PersonalScope, ServerScope
 
 from tests.helpers import make_world, run_tool
-from toolkit import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
-from toolkit.memory.repository import MemoryRepository, PersonalScope, ServerScope
 
 
 def test_reads_see_writes_immediately(store: KiokuStore) -> None:

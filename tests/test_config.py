@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from toolkit import ConfigurationError, load_settings
+from kioku import ConfigurationError, load_settings
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

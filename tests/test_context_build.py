@@ -7,18 +7,18 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
+from kioku.context_build import build as build_module
+from kioku.context_build import loader
+from kioku.context_build.build import ContextBuilder
+from kioku.context_build.render import ContextBudgets
+from kioku.context_build.tokens import TiktokenCounter
+from kioku.db.models import Memory
+from kioku.stm.store import ShortTermMemory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from syrupy.assertion import SnapshotAssertion
 
 from tests.helpers import T0, Clock, msgs
-from toolkit import KiokuStore, Participant, PrivacyLevel, TurnContext
-from toolkit.context_build import build as build_module
-from toolkit.context_build import loader
-from toolkit.context_build.build import ContextBuilder
-from toolkit.context_build.render import ContextBudgets
-from toolkit.context_build.tokens import TiktokenCounter
-from toolkit.db.models import Memory
-from toolkit.stm.store import ShortTermMemory
 
 ALICE = Participant("u-alice", "Alice", ("ali",))
 BOB = Participant("u-bob", "Bob")

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kioku import KiokuStore
+from kioku.memory.cache import ScopeCache
 
 from tests.helpers import World, create_memory, make_world, update_memory
-from toolkit import KiokuStore
-from toolkit.memory.cache import ScopeCache
 
 
 class Worker:
@@ -91,7 +91,7 @@ def test_writes_of_one_process_are_seen_by_the_next_read_of_another(
     )
     assert result["status"] == "memory_updated_successfully"
     window = store.memory_window(
-        __import__("toolkit.memory.repository", fromlist=["x"]).ServerScope("srv-a", lineage)
+        __import__("kioku.memory.repository", fromlist=["x"]).ServerScope("srv-a", lineage)
     )
     assert [m.content for m in window.records] == ["FRESH-FACT-EDITED-ELSEWHERE"]
 

@@ -9,19 +9,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.helpers import arun_tool, make_world, run_tool
-from toolkit import (
+from kioku import (
     KiokuSettings,
     KiokuStore,
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import make_engine
-from toolkit.stm.store import ShortTermMemory
-from toolkit.tools.invoke import run_tool_call
-from toolkit.tools.stm import update_short_term_memory_tool
+from kioku.db.embedded import EmbeddedPostgres
+from kioku.db.engine import make_engine
+from kioku.stm.store import ShortTermMemory
+from kioku.tools.invoke import run_tool_call
+from kioku.tools.stm import update_short_term_memory_tool
+
+from tests.helpers import arun_tool, make_world, run_tool
 
 
 @pytest.fixture

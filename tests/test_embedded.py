@@ -11,11 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from kioku import KiokuStore, load_settings
+from kioku.db.embedded import SOCKET_NAME, EmbeddedPostgres, shared_buffers_bytes
+from kioku.errors import ConfigurationError
 from sqlalchemy import text
-
-from toolkit import KiokuStore, load_settings
-from toolkit.db.embedded import SOCKET_NAME, EmbeddedPostgres, shared_buffers_bytes
-from toolkit.errors import ConfigurationError
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (CI runs as root)")
 NOBODY = 65534
@@ -42,7 +41,7 @@ def test_embedded_server_is_reused_and_stopped(
     with KiokuStore.open(load_settings()) as store:
         store.setup()
         with store.sessions() as session:
-            from toolkit.db.models import Server
+            from kioku.db.models import Server
 
             assert session.get(Server, "kept") is not None
     assert not (pgdata / "postmaster.pid").exists()

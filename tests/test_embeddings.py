@@ -6,19 +6,19 @@ import random
 import struct
 
 import pytest
-from langchain_core.embeddings import Embeddings
-from sqlalchemy import Engine, text
-
-from tests.helpers import make_world, memory_row, run_tool
-from toolkit import (
+from kioku import (
     ConfigurationError,
     KiokuSettings,
     KiokuStore,
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from toolkit.db.vectors import ensure_vector_schema, halfvec_text, stored_embedder
-from toolkit.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
+from kioku.db.vectors import ensure_vector_schema, halfvec_text, stored_embedder
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
+from langchain_core.embeddings import Embeddings
+from sqlalchemy import Engine, text
+
+from tests.helpers import make_world, memory_row, run_tool
 
 
 class BrokenEmbeddings(Embeddings):

@@ -11,19 +11,19 @@ import sys
 import time
 from typing import Any
 
+from kioku import KiokuSettings, KiokuStore, Participant
+from kioku.context_build.build import ContextBuilder
+from kioku.db.models import Memory, MemoryHistory, ServerMember, User
+from kioku.graphs import build_graph
+from kioku.mcp_server import KiokuMcp, McpScope
+from kioku.stm.store import ShortTermMemory
+from kioku.sweeper import sweep
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
+from kioku.tools.search import search_long_term_memory
 from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import func, select, text
 
-from graphs import build_graph
 from tests.helpers import World, create_memory, make_world, server_key, update_memory
-from toolkit import KiokuSettings, KiokuStore, Participant
-from toolkit.context_build.build import ContextBuilder
-from toolkit.db.models import Memory, MemoryHistory, ServerMember, User
-from toolkit.mcp_server import KiokuMcp, McpScope
-from toolkit.stm.store import ShortTermMemory
-from toolkit.sweeper import sweep
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
-from toolkit.tools.search import search_long_term_memory
 
 ALICE_WORDS = ["ALICE-LIKES-JASMINE", "ALICE-OLD-FACT", "ALICE-GLOBAL-FACT", "ALICE-CHAT-LINE"]
 REPLY_TO_ALICE = "REPLY-FOR-ALICE"
@@ -160,7 +160,7 @@ def test_async_twin_and_cli_erase(store: KiokuStore, database_url: str, tmp_path
 
     def kioku(*args: str) -> dict[str, Any]:
         done = subprocess.run(
-            [sys.executable, "-m", "toolkit.cli", *args],
+            [sys.executable, "-m", "kioku.cli", *args],
             env=env,
             capture_output=True,
             text=True,

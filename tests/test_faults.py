@@ -17,23 +17,23 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
-
-from graphs import build_graph
-from graphs.repair import INTERRUPTED
-from tests.helpers import World, make_world, run_tool, table_counts
-from toolkit import (
+from kioku import (
     KiokuSettings,
     KiokuStore,
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import make_engine, normalise_url, ping_when_idle
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
+from kioku.db.embedded import EmbeddedPostgres
+from kioku.db.engine import make_engine, normalise_url, ping_when_idle
+from kioku.graphs import build_graph
+from kioku.graphs.repair import INTERRUPTED
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import OperationalError
+
+from tests.helpers import World, make_world, run_tool, table_counts
 
 T = TypeVar("T")
 REMEMBER = {

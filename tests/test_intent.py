@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from toolkit.intent import IntentGate, LocalePhrases, detect_long_term_memory_intent
+from kioku.intent import IntentGate, LocalePhrases, detect_long_term_memory_intent
 
 POSITIVE = [
     "please remember my birthday",

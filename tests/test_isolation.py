@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
-from toolkit import (
+from kioku import (
     KiokuStore,
     Participant,
     update_long_term_memory_tool,
 )
-from toolkit.context import Persona
+from kioku.context import Persona
+
+from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -8,12 +8,12 @@ import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kioku import KiokuStore, TurnContext
+from kioku.context_build.build import ContextBuilder
+from kioku.db.models import Memory
 from sqlalchemy import func, select
 
 from tests.isolation_corpus import Corpus, build_corpus, turns, violations
-from toolkit import KiokuStore, TurnContext
-from toolkit.context_build.build import ContextBuilder
-from toolkit.db.models import Memory
 
 EXAMPLES = int(os.environ.get("KIOKU_ISOLATION_EXAMPLES", "200"))
 

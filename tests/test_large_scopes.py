@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from kioku import KiokuStore
+from kioku.context_build.build import ContextBuilder
+from kioku.db.models import Memory
+from kioku.memory.repository import ServerScope
+from kioku.store import MEMORY_WINDOW
 from langchain_core.messages import HumanMessage
 from sqlalchemy import insert
 
 from tests.helpers import T0, make_world
-from toolkit import KiokuStore
-from toolkit.context_build.build import ContextBuilder
-from toolkit.db.models import Memory
-from toolkit.memory.repository import ServerScope
-from toolkit.store import MEMORY_WINDOW
 
 
 def test_a_scope_beyond_the_window_renders_the_newest_and_the_relevant(store: KiokuStore) -> None:

@@ -23,14 +23,14 @@ from typing import Any
 
 import httpx
 import pytest
+from kioku import KiokuStore
+from kioku.mcp_server import KiokuMcp, McpScope
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
 from tests.helpers import process_env
-from toolkit import KiokuStore
-from toolkit.mcp_server import KiokuMcp, McpScope
 
 SCOPE = [
     "--server-id",
@@ -102,7 +102,7 @@ async def _failed(session: ClientSession, name: str, arguments: dict[str, Any]) 
 async def _stdio_session(database_url: str, *args: str) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolkit.cli", "mcp", *SCOPE, *args],
+        args=["-m", "kioku.cli", "mcp", *SCOPE, *args],
         env=process_env(database_url),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -232,7 +232,7 @@ def _http_server(
     settings = {"KIOKU_MCP_TOKEN": token} if token is not None else {}
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "toolkit.cli", "mcp", "--http", "--port", str(port)]
+            [sys.executable, "-m", "kioku.cli", "mcp", "--http", "--port", str(port)]
             + [*SCOPE, *args],
             env=process_env(database_url, **settings),
             stdout=out,
@@ -442,17 +442,16 @@ def test_starting_changes_no_server_setting_and_the_setting_decides(
 def test_langchain_mcp_adapters_load_the_tools_into_a_langgraph_tool_node(
     store: KiokuStore, database_url: str
 ) -> None:
+    from kioku import TurnContext
+    from kioku.tools.invoke import arun_tool_call
     from langchain_mcp_adapters.client import MultiServerMCPClient
-
-    from toolkit import TurnContext
-    from toolkit.tools.invoke import arun_tool_call
 
     client = MultiServerMCPClient(
         {
             "kioku": {
                 "transport": "stdio",
                 "command": sys.executable,
-                "args": ["-m", "toolkit.cli", "mcp", *SCOPE],
+                "args": ["-m", "kioku.cli", "mcp", *SCOPE],
                 "env": process_env(database_url),
             }
         }

@@ -10,16 +10,16 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from kioku import KiokuStore, Participant
+from kioku.accounts import AccountRepository
+from kioku.context import dm_server_key, server_key
+from kioku.context_build.build import ContextBuilder
+from kioku.memory.resolution import NotFound, Resolved, match_directory, match_participants
+from kioku.memory.text import normalise_name
+from kioku.tools.search import search_long_term_memory
 from langchain_core.messages import HumanMessage
 
 from tests.helpers import World, create_memory, make_world, memory_row, update_memory
-from toolkit import KiokuStore, Participant
-from toolkit.accounts import AccountRepository
-from toolkit.context import dm_server_key, server_key
-from toolkit.context_build.build import ContextBuilder
-from toolkit.memory.resolution import NotFound, Resolved, match_directory, match_participants
-from toolkit.memory.text import normalise_name
-from toolkit.tools.search import search_long_term_memory
 
 NAMES = {
     "Straße": ["Straße", "straße", "STRASSE", "strasse", "@Straße", "  Straße "],
@@ -170,7 +170,7 @@ def test_sql_and_python_match_names_alike(store: KiokuStore, names: list[str], t
 @settings(max_examples=300, deadline=None)
 @given(st.text(), st.text(), st.text(), st.text())
 def test_short_term_memory_threads_never_collide(o1: str, c1: str, o2: str, c2: str) -> None:
-    from toolkit.stm.model import StmKey
+    from kioku.stm.model import StmKey
 
     first, second = StmKey("server", o1, c1, 10000), StmKey("server", o2, c2, 10000)
     assert (first.thread_id == second.thread_id) == ((o1, c1) == (o2, c2))

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from kioku import KiokuStore
 from nbclient import NotebookClient
-
-from toolkit import KiokuStore
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

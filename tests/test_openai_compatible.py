@@ -9,13 +9,13 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
+from kioku import KiokuStore
+from kioku.graphs import build_graph
+from kioku.models import openai_model_from_env
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import build_graph
 from tests.helpers import make_world
-from toolkit import KiokuStore
-from toolkit.models import openai_model_from_env
 
 
 def _completion(message: dict[str, Any]) -> dict[str, Any]:

@@ -14,25 +14,25 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy import select
-
-from graphs import build_graph
-from tests.helpers import World, make_world, memory_row, run_tool, server_key, table_counts
-from toolkit import (
+from kioku import (
     KiokuSettings,
     KiokuStore,
     create_long_term_memory_tool,
 )
-from toolkit.db.models import Memory
-from toolkit.mcp_server import KiokuMcp, McpScope
-from toolkit.memory.create import create_long_term_memory
-from toolkit.search.engine import hybrid_search
-from toolkit.stm.store import ShortTermMemory
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
-from toolkit.tools.ltm import create_memory_tool
-from toolkit.tools.search import search_long_term_memory, visibility_for
+from kioku.db.models import Memory
+from kioku.graphs import build_graph
+from kioku.mcp_server import KiokuMcp, McpScope
+from kioku.memory.create import create_long_term_memory
+from kioku.search.engine import hybrid_search
+from kioku.stm.store import ShortTermMemory
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
+from kioku.tools.ltm import create_memory_tool
+from kioku.tools.search import search_long_term_memory, visibility_for
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import select
+
+from tests.helpers import World, make_world, memory_row, run_tool, server_key, table_counts
 
 
 @pytest.fixture

@@ -7,16 +7,16 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from kioku import KiokuStore, Participant, PrivacyLevel
+from kioku.context_build.build import ContextBuilder
+from kioku.graphs import build_graph
+from kioku.stm.model import StmKey, StmMessage
+from kioku.stm.store import ShortTermMemory
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from langchain_core.messages import HumanMessage, ToolMessage
 from sqlalchemy import text
 
-from graphs import build_graph
 from tests.helpers import World, make_world
-from toolkit import KiokuStore, Participant, PrivacyLevel
-from toolkit.context_build.build import ContextBuilder
-from toolkit.stm.model import StmKey, StmMessage
-from toolkit.stm.store import ShortTermMemory
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 SECRET = "DAVE-SECRET-PLAN"
 REPLY_TO_SECRET = "ANSWER-FOR-DAVE"

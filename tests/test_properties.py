@@ -14,21 +14,21 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.tools import BaseTool
-
-from tests.helpers import Clock, World, make_world, run_tool, table_counts
-from toolkit import (
+from kioku import (
     CreateStatus,
     KiokuStore,
     UpdateStatus,
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from toolkit.memory.typed import FIELDS, MEMORY_TYPES
-from toolkit.stm.store import ShortTermMemory
-from toolkit.tools.ltm import create_memory_tool
-from toolkit.tools.search import SearchStatus, search_long_term_memory_tool
-from toolkit.tools.stm import StmStatus, update_short_term_memory_tool
+from kioku.memory.typed import FIELDS, MEMORY_TYPES
+from kioku.stm.store import ShortTermMemory
+from kioku.tools.ltm import create_memory_tool
+from kioku.tools.search import SearchStatus, search_long_term_memory_tool
+from kioku.tools.stm import StmStatus, update_short_term_memory_tool
+from langchain_core.tools import BaseTool
+
+from tests.helpers import Clock, World, make_world, run_tool, table_counts
 
 HUGE = 1_000_000
 MAX_ANSWER = 10_000

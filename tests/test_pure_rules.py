@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-
-from toolkit import Participant, PrivacyLevel
-from toolkit.memory.arguments import ArgumentError, parse_memory_id
-from toolkit.memory.rendering import render_personal_memories, render_server_memories
-from toolkit.memory.repository import MemoryRecord
-from toolkit.memory.resolution import (
+from kioku import Participant, PrivacyLevel
+from kioku.memory.arguments import ArgumentError, parse_memory_id
+from kioku.memory.rendering import render_personal_memories, render_server_memories
+from kioku.memory.repository import MemoryRecord
+from kioku.memory.resolution import (
     Ambiguous,
     DirectoryMember,
     NotFound,
@@ -18,8 +17,8 @@ from toolkit.memory.resolution import (
     match_directory,
     match_participants,
 )
-from toolkit.memory.text import normalise_name, sanitise_content
-from toolkit.search.planning import choose_vector_plan
+from kioku.memory.text import normalise_name, sanitise_content
+from kioku.search.planning import choose_vector_plan
 
 
 @pytest.mark.parametrize(

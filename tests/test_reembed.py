@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from kioku import ConfigurationError, KiokuSettings, KiokuStore, create_long_term_memory_tool
+from kioku.db.engine import make_engine
+from kioku.db.models import Memory
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku.reembed import reembed
 from sqlalchemy import select
 
 from tests.helpers import make_world, run_tool
 from tests.test_embeddings import BrokenEmbeddings
-from toolkit import ConfigurationError, KiokuSettings, KiokuStore, create_long_term_memory_tool
-from toolkit.db.engine import make_engine
-from toolkit.db.models import Memory
-from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
-from toolkit.reembed import reembed
 
 
 def spec(dim: int) -> EmbedderSpec:
@@ -64,7 +64,7 @@ def test_reembed_after_switching_and_for_queued_memories(
 def test_kioku_reembed_command(
     fresh_database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolkit.cli import main
+    from kioku.cli import main
 
     monkeypatch.setenv("KIOKU_DATABASE_URL", fresh_database)
     monkeypatch.setenv("KIOKU_EMBEDDING_DIMENSION", "40")

@@ -8,15 +8,14 @@ import textwrap
 
 import pytest
 from alembic import command
+from kioku import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
+from kioku.accounts import AccountRepository
+from kioku.db.engine import check_pgvector, make_engine, normalise_url
+from kioku.db.schema import alembic_config
+from kioku.memory.text import normalise_name
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
-
-from toolkit import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
-from toolkit.accounts import AccountRepository
-from toolkit.db.engine import check_pgvector, make_engine, normalise_url
-from toolkit.db.schema import alembic_config
-from toolkit.memory.text import normalise_name
 
 
 def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
@@ -46,8 +45,8 @@ def test_setup_from_two_processes_at_once(database_url: str, engine: Engine) -> 
     url = engine.url.set(database="kioku_setup_race").render_as_string(hide_password=False)
     script = textwrap.dedent(
         f"""
-        from toolkit import KiokuSettings, KiokuStore
-        from toolkit.db.engine import make_engine
+        from kioku import KiokuSettings, KiokuStore
+        from kioku.db.engine import make_engine
         store = KiokuStore(make_engine({url!r}), settings=KiokuSettings(database_url={url!r}))
         store.setup()
         print("ok")

@@ -6,15 +6,14 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from kioku import KiokuSettings, KiokuStore
+from kioku.db.engine import make_engine
+from kioku.db.models import Memory, Server
+from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku.search.engine import vector_candidates
+from kioku.search.query import Visibility
 from sqlalchemy import Engine, insert, select, text
-
-from toolkit import KiokuSettings, KiokuStore
-from toolkit.db.engine import make_engine
-from toolkit.db.models import Memory, Server
-from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
-from toolkit.embeddings import EmbedderSpec, HashingEmbeddings
-from toolkit.search.engine import vector_candidates
-from toolkit.search.query import Visibility
 
 DIM = 32
 ROWS = 10_000

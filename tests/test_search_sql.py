@@ -7,17 +7,16 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kioku import KiokuStore
+from kioku.db.engine import normalise_url
+from kioku.db.models import Memory, Server, User
+from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS
+from kioku.memory.repository import GLOBAL_LINEAGE
+from kioku.search.engine import _apply_hnsw_settings, vector_candidates
+from kioku.search.query import Visibility
+from kioku.search.sql import SearchShape, candidates_sql, search_params
 from sqlalchemy import create_engine, insert, select, text
 from sqlalchemy.orm import Session
-
-from toolkit import KiokuStore
-from toolkit.db.engine import normalise_url
-from toolkit.db.models import Memory, Server, User
-from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS
-from toolkit.memory.repository import GLOBAL_LINEAGE
-from toolkit.search.engine import _apply_hnsw_settings, vector_candidates
-from toolkit.search.query import Visibility
-from toolkit.search.sql import SearchShape, candidates_sql, search_params
 
 SERVERS = ("s1", "s2")
 USERS = ("u1", "u2", "u3")

@@ -8,13 +8,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from kioku import KiokuStore, PrivacyLevel, create_long_term_memory_tool
+from kioku.db.models import Memory, MemoryAccess
+from kioku.tools.invoke import run_tool_call
+from kioku.tools.search import search_long_term_memory_tool
 from sqlalchemy import func, select
 
 from tests.helpers import World, make_world, run_tool
-from toolkit import KiokuStore, PrivacyLevel, create_long_term_memory_tool
-from toolkit.db.models import Memory, MemoryAccess
-from toolkit.tools.invoke import run_tool_call
-from toolkit.tools.search import search_long_term_memory_tool
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Startup stays light: ``import toolkit`` and ``kioku --help`` load no heavy library."""
+"""Startup stays light: ``import kioku`` and ``kioku --help`` load no heavy library."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import subprocess
 import sys
 import textwrap
 
+import kioku
+import kioku.graphs
 import pytest
-
-import graphs
-import toolkit
 
 HEAVY = (
     "langchain_core",
@@ -43,8 +42,8 @@ def _heavy_modules_after(code: str) -> list[str]:
     return result.stdout.split()
 
 
-def test_import_toolkit_loads_nothing_heavy() -> None:
-    assert _heavy_modules_after("import toolkit, graphs") == []
+def test_import_kioku_loads_nothing_heavy() -> None:
+    assert _heavy_modules_after("import kioku, kioku.graphs") == []
 
 
 def test_cli_help_loads_nothing_heavy() -> None:
@@ -52,7 +51,7 @@ def test_cli_help_loads_nothing_heavy() -> None:
         """
         from contextlib import redirect_stdout
         import io
-        from toolkit.cli import main
+        from kioku.cli import main
         try:
             with redirect_stdout(io.StringIO()):
                 main(["mcp", "--help"])
@@ -63,7 +62,7 @@ def test_cli_help_loads_nothing_heavy() -> None:
     assert _heavy_modules_after(code) == []
 
 
-@pytest.mark.parametrize("package", [toolkit, graphs], ids=lambda p: p.__name__)
+@pytest.mark.parametrize("package", [kioku, kioku.graphs], ids=lambda p: p.__name__)
 def test_every_exported_name_resolves(package: object) -> None:
     names = package.__all__  # type: ignore[attr-defined]
     assert names and all(getattr(package, name) is not None for name in names)

@@ -10,14 +10,14 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from kioku import KiokuStore, PrivacyLevel
+from kioku.db.models import StmThread
+from kioku.stm.model import StmKey
+from kioku.stm.store import ShortTermMemory
 from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import func, select, text
 
 from tests.helpers import T0, Clock, World, make_world, msgs, server_key, user_key
-from toolkit import KiokuStore, PrivacyLevel
-from toolkit.db.models import StmThread
-from toolkit.stm.model import StmKey
-from toolkit.stm.store import ShortTermMemory
 
 
 @pytest.fixture
@@ -132,10 +132,10 @@ def test_survives_a_restart_and_is_shared_between_processes(
     thread_id = server_key(world).thread_id
     script = textwrap.dedent(
         f"""
-        from toolkit import KiokuSettings, KiokuStore
-        from toolkit.db.engine import make_engine
-        from toolkit.stm.model import StmKey
-        from toolkit.stm.store import ShortTermMemory
+        from kioku import KiokuSettings, KiokuStore
+        from kioku.db.engine import make_engine
+        from kioku.stm.model import StmKey
+        from kioku.stm.store import ShortTermMemory
         url = {database_url!r}
         store = KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url))
         stm = ShortTermMemory(store, store.checkpointer())

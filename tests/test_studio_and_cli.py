@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kioku import KiokuStore
+from kioku.db.models import Server
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from langchain_core.messages import HumanMessage
 from rich.console import Console
-
-from toolkit import KiokuStore
-from toolkit.db.models import Server
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIO_CONTEXT: dict[str, Any] = {
@@ -60,7 +59,7 @@ def test_graph_loads_as_langgraph_json_says_and_runs_a_turn(
 def test_chat_without_a_key_explains(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolkit.cli import main
+    from kioku.cli import main
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main(["chat"]) == 2
@@ -68,7 +67,7 @@ def test_chat_without_a_key_explains(
 
 
 def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolkit.chat import run_chat
+    from kioku.chat import run_chat
 
     script = Script(
         [

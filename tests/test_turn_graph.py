@@ -6,14 +6,14 @@ import json
 from typing import Any
 
 import pytest
+from kioku import KiokuStore
+from kioku.graphs import build_graph
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from syrupy.assertion import SnapshotAssertion
 
-from graphs import build_graph
 from tests.helpers import World, make_world
-from toolkit import KiokuStore
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 
 @pytest.fixture
@@ -204,8 +204,8 @@ def test_the_graph_runs_async(store: KiokuStore, world: World) -> None:
 
 
 def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: World) -> None:
-    from toolkit.context_build.render import ContextBudgets
-    from toolkit.db.models import Memory
+    from kioku.context_build.render import ContextBudgets
+    from kioku.db.models import Memory
 
     with store.transaction() as session:
         for i in range(30):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kioku import KiokuStore
+from kioku.search.scoring import relevance
+from kioku.tools.ltm import create_memory_tool
 
 from tests.helpers import World, make_world, memory_row, run_tool, table_counts
-from toolkit import KiokuStore
-from toolkit.search.scoring import relevance
-from toolkit.tools.ltm import create_memory_tool
 
 
 @pytest.fixture

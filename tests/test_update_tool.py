@@ -7,18 +7,18 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
-from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
-from toolkit import (
+from kioku import (
     KiokuStore,
     Participant,
     PrivacyLevel,
     update_long_term_memory_tool,
 )
-from toolkit.db.models import Memory
-from toolkit.memory.directory import UserDirectory
-from toolkit.memory.repository import MemoryRepository
-from toolkit.memory.resolution import DirectoryMember
+from kioku.db.models import Memory
+from kioku.memory.directory import UserDirectory
+from kioku.memory.repository import MemoryRepository
+from kioku.memory.resolution import DirectoryMember
+
+from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -3,7 +3,7 @@
 Long-term memories live in PostgreSQL + pgvector and are written by the model through
 LangChain tools; the turn context reaches the tools through LangGraph's runtime.
 
-The public names below are resolved lazily (PEP 562): ``import toolkit`` (and so every
+The public names below are resolved lazily (PEP 562): ``import kioku`` (and so every
 ``toolkit.*`` submodule, the ``kioku`` command included) stays cheap, and LangChain,
 LangGraph, SQLAlchemy and friends load on the first use of a name that needs them.
 """
@@ -12,22 +12,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolkit._lazy import lazy_exports
+from kioku._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from toolkit.accounts import ServerSettings
-    from toolkit.config import KiokuSettings, load_settings
-    from toolkit.context import Participant, Persona, PrivacyLevel, TurnContext
-    from toolkit.errors import ConfigurationError, DatabaseUnavailableError
-    from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
-    from toolkit.memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
-    from toolkit.memory.resolution import DirectoryMember
-    from toolkit.memory.results import ToolResult
-    from toolkit.memory.statuses import CreateStatus, UpdateStatus
-    from toolkit.reach import Reach, reach_of
-    from toolkit.store import KiokuStore
-    from toolkit.tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
-    from toolkit.tools.ltm import (
+    from kioku.accounts import ServerSettings
+    from kioku.config import KiokuSettings, load_settings
+    from kioku.context import Participant, Persona, PrivacyLevel, TurnContext
+    from kioku.errors import ConfigurationError, DatabaseUnavailableError
+    from kioku.memory.directory import DatabaseUserDirectory, UserDirectory
+    from kioku.memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
+    from kioku.memory.resolution import DirectoryMember
+    from kioku.memory.results import ToolResult
+    from kioku.memory.statuses import CreateStatus, UpdateStatus
+    from kioku.reach import Reach, reach_of
+    from kioku.store import KiokuStore
+    from kioku.tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
+    from kioku.tools.ltm import (
         create_long_term_memory_tool,
         long_term_memory_tools,
         update_long_term_memory_tool,
@@ -64,32 +64,32 @@ __all__ = [
 
 # Where each public name lives; kept in step with the TYPE_CHECKING imports above.
 _LAZY: dict[str, str] = {
-    "ServerSettings": "toolkit.accounts",
-    "KiokuSettings": "toolkit.config",
-    "load_settings": "toolkit.config",
-    "Participant": "toolkit.context",
-    "Persona": "toolkit.context",
-    "PrivacyLevel": "toolkit.context",
-    "TurnContext": "toolkit.context",
-    "ConfigurationError": "toolkit.errors",
-    "DatabaseUnavailableError": "toolkit.errors",
-    "DatabaseUserDirectory": "toolkit.memory.directory",
-    "UserDirectory": "toolkit.memory.directory",
-    "NOTICE_STREAM_TYPE": "toolkit.memory.notices",
-    "MemoryNotice": "toolkit.memory.notices",
-    "DirectoryMember": "toolkit.memory.resolution",
-    "ToolResult": "toolkit.memory.results",
-    "CreateStatus": "toolkit.memory.statuses",
-    "UpdateStatus": "toolkit.memory.statuses",
-    "Reach": "toolkit.reach",
-    "reach_of": "toolkit.reach",
-    "KiokuStore": "toolkit.store",
-    "ToolCallOutcome": "toolkit.tools.invoke",
-    "arun_tool_call": "toolkit.tools.invoke",
-    "run_tool_call": "toolkit.tools.invoke",
-    "create_long_term_memory_tool": "toolkit.tools.ltm",
-    "long_term_memory_tools": "toolkit.tools.ltm",
-    "update_long_term_memory_tool": "toolkit.tools.ltm",
+    "ServerSettings": "kioku.accounts",
+    "KiokuSettings": "kioku.config",
+    "load_settings": "kioku.config",
+    "Participant": "kioku.context",
+    "Persona": "kioku.context",
+    "PrivacyLevel": "kioku.context",
+    "TurnContext": "kioku.context",
+    "ConfigurationError": "kioku.errors",
+    "DatabaseUnavailableError": "kioku.errors",
+    "DatabaseUserDirectory": "kioku.memory.directory",
+    "UserDirectory": "kioku.memory.directory",
+    "NOTICE_STREAM_TYPE": "kioku.memory.notices",
+    "MemoryNotice": "kioku.memory.notices",
+    "DirectoryMember": "kioku.memory.resolution",
+    "ToolResult": "kioku.memory.results",
+    "CreateStatus": "kioku.memory.statuses",
+    "UpdateStatus": "kioku.memory.statuses",
+    "Reach": "kioku.reach",
+    "reach_of": "kioku.reach",
+    "KiokuStore": "kioku.store",
+    "ToolCallOutcome": "kioku.tools.invoke",
+    "arun_tool_call": "kioku.tools.invoke",
+    "run_tool_call": "kioku.tools.invoke",
+    "create_long_term_memory_tool": "kioku.tools.ltm",
+    "long_term_memory_tools": "kioku.tools.ltm",
+    "update_long_term_memory_tool": "kioku.tools.ltm",
 }
 
 

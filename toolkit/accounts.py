@@ -6,14 +6,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kioku.context import Persona, PrivacyLevel, TurnContext, server_key
+from kioku.db.models import PersonaRow, Server, ServerMember, User
+from kioku.memory.resolution import DirectoryMember
+from kioku.memory.text import name_key, normalise_name
 from sqlalchemy import or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
-
-from toolkit.context import Persona, PrivacyLevel, TurnContext, server_key
-from toolkit.db.models import PersonaRow, Server, ServerMember, User
-from toolkit.memory.resolution import DirectoryMember
-from toolkit.memory.text import name_key, normalise_name
 
 SETTINGS_SOURCE = "kioku_server_settings(:key, :is_dm)"
 """The one definition of a server's settings and their defaults (migration 0006): a row

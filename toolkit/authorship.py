@@ -4,19 +4,18 @@ Short-term memory must never hold a ``FULL``-privacy person's messages nor the b
 replies to them, whichever turn later captures the thread. So every message is stamped
 when it enters the conversation: a user's message with its author, a reply with the
 person it answers, and both with whether that person was invisible (``FULL``) then.
-Capture and recall read the stamps (:func:`toolkit.reach.may_remember_message`).
+Capture and recall read the stamps (:func:`kioku.reach.may_remember_message`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kioku.context import PrivacyLevel, TurnContext
+from kioku.memory.resolution import Resolved, match_participants
+from kioku.memory.text import normalise_name
+from kioku.reach import invisible_people
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-
-from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.memory.resolution import Resolved, match_participants
-from toolkit.memory.text import normalise_name
-from toolkit.reach import invisible_people
 
 OWNER = "kioku_user_id"
 """``additional_kwargs`` key: the person the message belongs to (author, or the person a

@@ -5,14 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kioku.context import Participant, TurnContext
+from kioku.store import KiokuStore
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.panel import Panel
-
-from toolkit.context import Participant, TurnContext
-from toolkit.store import KiokuStore
 
 SERVER = "cli"
 HELP = "Commands: /channel NAME · /user NAME · /context · /quit"
@@ -20,7 +19,7 @@ HELP = "Commands: /channel NAME · /user NAME · /context · /quit"
 
 def run_chat(store: KiokuStore, model: BaseChatModel, console: Console) -> None:
     """A terminal conversation; memories persist in kioku's database between sessions."""
-    from graphs.turn import build_graph
+    from kioku.graphs.turn import build_graph
 
     with store.accounts() as accounts:
         accounts.upsert_server(SERVER, "Terminal", self_teaching_enabled=True)
@@ -86,9 +85,8 @@ def run_chat(store: KiokuStore, model: BaseChatModel, console: Console) -> None:
 
 def _lineage(store: KiokuStore) -> int | None:
     """Reuse the terminal persona's lineage across sessions, so its memories persist."""
+    from kioku.db.models import PersonaRow
     from sqlalchemy import select
-
-    from toolkit.db.models import PersonaRow
 
     with store.sessions() as session:
         return session.scalar(

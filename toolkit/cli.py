@@ -13,14 +13,13 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from toolkit.errors import ConfigurationError
+from kioku.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from kioku.db.schema import SchemaChange
+    from kioku.mcp_server import KiokuMcp
+    from kioku.store import KiokuStore
     from rich.console import Console
-
-    from toolkit.db.schema import SchemaChange
-    from toolkit.mcp_server import KiokuMcp
-    from toolkit.store import KiokuStore
 
 _SETUP_REPORTS: dict[SchemaChange, str] = {
     "created": "Created the schema.",
@@ -31,8 +30,8 @@ _SETUP_REPORTS: dict[SchemaChange, str] = {
 
 def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, SchemaChange]:
     """Open the configured store and bring its schema up to date (what that did, too)."""
-    from toolkit.config import load_settings
-    from toolkit.store import KiokuStore
+    from kioku.config import load_settings
+    from kioku.store import KiokuStore
 
     settings = load_settings()
     if quiet:
@@ -50,11 +49,10 @@ def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, S
 
 
 def _reembed(console: Console) -> int:
+    from kioku.config import load_settings
+    from kioku.reembed import reembed
+    from kioku.store import KiokuStore
     from rich.progress import Progress
-
-    from toolkit.config import load_settings
-    from toolkit.reembed import reembed
-    from toolkit.store import KiokuStore
 
     try:
         store = KiokuStore.open(load_settings())
@@ -84,8 +82,8 @@ def _bench(console: Console, *, quick: bool) -> int:
 
 
 def _sweep(store: KiokuStore, *, since_hours: float) -> str:
-    from toolkit.stm.model import utc_now
-    from toolkit.sweeper import sweep
+    from kioku.stm.model import utc_now
+    from kioku.sweeper import sweep
 
     report = sweep(store, pruned_since=utc_now() - timedelta(hours=since_hours))
     if not report.ran:
@@ -114,7 +112,7 @@ def _server_settings(store: KiokuStore, server_id: str, self_teaching: str | Non
 def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
     import asyncio
 
-    from toolkit.mcp_server import KiokuMcp, McpScope, serve_stdio
+    from kioku.mcp_server import KiokuMcp, McpScope, serve_stdio
 
     scope = McpScope(
         server_id=args.server_id,
@@ -133,7 +131,7 @@ def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
 
 
 def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) -> None:
-    from toolkit.mcp_server import HttpOptions, http_token, serve_http
+    from kioku.mcp_server import HttpOptions, http_token, serve_http
 
     token, generated = http_token(store.settings)
     options = HttpOptions(
@@ -240,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=args.command == "mcp")  # stdout carries the MCP protocol
     model = None
     if args.command == "chat":
-        from toolkit.models import openai_model_from_env
+        from kioku.models import openai_model_from_env
 
         model = openai_model_from_env()
         if model is None:
@@ -272,12 +270,12 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "mcp":
             _serve_mcp(store, args)
         elif args.command == "chat":
-            from toolkit.chat import run_chat
+            from kioku.chat import run_chat
 
             assert model is not None
             run_chat(store, model, console)
         else:
-            from toolkit.demo import run_demo
+            from kioku.demo import run_demo
 
             console.rule("kioku demo: memory for LangGraph agents")
             run_demo(store, console)

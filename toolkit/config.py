@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
+from kioku.errors import ConfigurationError
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from toolkit.errors import ConfigurationError
 
 
 def default_data_dir() -> Path:

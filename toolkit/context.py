@@ -13,7 +13,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolkit.memory.notices import MemoryNotice
+    from kioku.memory.notices import MemoryNotice
 
 GLOBAL_LINEAGE = 0
 """Personal memories with this lineage are visible to every persona."""

@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
+from kioku.authorship import person_message_ids
+from kioku.redaction import redacted
+from kioku.stm.model import STM_THREAD_PREFIX
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from sqlalchemy import Engine, text
-
-from toolkit.authorship import person_message_ids
-from toolkit.redaction import redacted
-from toolkit.stm.model import STM_THREAD_PREFIX
 
 _THREADS = text(
     "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
@@ -56,7 +55,7 @@ def forget_in_threads(
     """Remove a person's messages and redact erased memory text in ``thread_ids``.
 
     The person's messages (and the replies to them, see
-    :func:`toolkit.authorship.person_message_ids`) are removed; the bot's messages that
+    :func:`kioku.authorship.person_message_ids`) are removed; the bot's messages that
     repeat an erased memory's ``fragments`` are redacted in place. Only the ``messages``
     channel is rewritten (other channels keep their values). Then every thread keeps
     only its latest checkpoint: older ones hold the old text, and also messages the

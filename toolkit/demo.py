@@ -13,17 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kioku.context import Participant, Persona, PrivacyLevel, TurnContext
+from kioku.db.models import Server, User
+from kioku.store import KiokuStore
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from sqlalchemy import delete
-
-from toolkit.context import Participant, Persona, PrivacyLevel, TurnContext
-from toolkit.db.models import Server, User
-from toolkit.store import KiokuStore
-from toolkit.testing import Script, ScriptedChatModel, call_tool, say
 
 SERVER = "demo-server"
 ALICE = Participant("demo-alice", "Alice", aliases=("ali",))
@@ -204,7 +203,7 @@ def _token_table(tokens: dict[str, int]) -> Table:
 
 def run_demo(store: KiokuStore, console: Console | None = None) -> list[dict[str, Any]]:
     """Play the scripted conversation; returns every tool result, in order."""
-    from graphs.turn import build_graph
+    from kioku.graphs.turn import build_graph
 
     console = console or Console()
     persona = _setup(store)
@@ -264,8 +263,8 @@ def run_demo(store: KiokuStore, console: Console | None = None) -> list[dict[str
 
 
 def _show_stm(console: Console, store: KiokuStore, context: TurnContext) -> None:
-    from toolkit.stm.model import StmKey
-    from toolkit.stm.store import ShortTermMemory
+    from kioku.stm.model import StmKey
+    from kioku.stm.store import ShortTermMemory
 
     assert context.server_id is not None
     key = StmKey("server", context.server_id, context.channel_id, context.persona.lineage_id)

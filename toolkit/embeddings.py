@@ -13,10 +13,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from kioku.config import KiokuSettings
+from kioku.errors import ConfigurationError
 from langchain_core.embeddings import Embeddings
-
-from toolkit.config import KiokuSettings
-from toolkit.errors import ConfigurationError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -99,7 +98,7 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
 
 def _local_embeddings() -> Embeddings:
     try:
-        from toolkit.local_embeddings import MiniLMEmbeddings
+        from kioku.local_embeddings import MiniLMEmbeddings
     except ImportError as exc:  # pragma: no cover - depends on the optional extra
         raise ConfigurationError(
             "KIOKU_EMBEDDINGS=local needs the optional extra: pip install 'kioku[local]' "

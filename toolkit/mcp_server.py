@@ -28,31 +28,23 @@ from enum import StrEnum
 from typing import Any
 
 import mcp.types as types
-from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
-from sqlalchemy import select
-from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from toolkit.accounts import AccountRepository
-from toolkit.config import KiokuSettings
-from toolkit.context import Participant, Persona, TurnContext
-from toolkit.db.errors import StorageError, storage_errors
-from toolkit.db.models import Memory
-from toolkit.memory.arguments import ArgumentError, parse_memory_id
-from toolkit.memory.create import create_long_term_memory
-from toolkit.memory.create_typed import create_memory
-from toolkit.memory.flow import Flow
-from toolkit.memory.results import ToolResult
-from toolkit.memory.statuses import CreateStatus, UpdateStatus
-from toolkit.memory.text import echo
-from toolkit.memory.update import update_long_term_memory
-from toolkit.search.engine import SearchHit
-from toolkit.stm.store import ShortTermMemory
-from toolkit.store import KiokuStore
-from toolkit.tools.ltm import (
+from kioku.accounts import AccountRepository
+from kioku.config import KiokuSettings
+from kioku.context import Participant, Persona, TurnContext
+from kioku.db.errors import StorageError, storage_errors
+from kioku.db.models import Memory
+from kioku.memory.arguments import ArgumentError, parse_memory_id
+from kioku.memory.create import create_long_term_memory
+from kioku.memory.create_typed import create_memory
+from kioku.memory.flow import Flow
+from kioku.memory.results import ToolResult
+from kioku.memory.statuses import CreateStatus, UpdateStatus
+from kioku.memory.text import echo
+from kioku.memory.update import update_long_term_memory
+from kioku.search.engine import SearchHit
+from kioku.stm.store import ShortTermMemory
+from kioku.store import KiokuStore
+from kioku.tools.ltm import (
     CREATE_DESCRIPTION,
     CREATE_MEMORY_DESCRIPTION,
     CREATE_MEMORY_SCHEMA,
@@ -60,18 +52,25 @@ from toolkit.tools.ltm import (
     UPDATE_DESCRIPTION,
     UPDATE_SCHEMA,
 )
-from toolkit.tools.search import DESCRIPTION as SEARCH_DESCRIPTION
-from toolkit.tools.search import SCHEMA as SEARCH_SCHEMA
-from toolkit.tools.search import (
+from kioku.tools.search import DESCRIPTION as SEARCH_DESCRIPTION
+from kioku.tools.search import SCHEMA as SEARCH_SCHEMA
+from kioku.tools.search import (
     SearchStatus,
     parse_search_args,
     render_hit,
     search_long_term_memory,
     visibility_for,
 )
-from toolkit.tools.stm import DESCRIPTION as STM_DESCRIPTION
-from toolkit.tools.stm import SCHEMA as STM_SCHEMA
-from toolkit.tools.stm import StmStatus, update_short_term_memory
+from kioku.tools.stm import DESCRIPTION as STM_DESCRIPTION
+from kioku.tools.stm import SCHEMA as STM_SCHEMA
+from kioku.tools.stm import StmStatus, update_short_term_memory
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from sqlalchemy import select
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 

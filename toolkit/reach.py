@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.context import Participant, PrivacyLevel, TurnContext
-from toolkit.search.query import Visibility
+from kioku.context import Participant, PrivacyLevel, TurnContext
+from kioku.search.query import Visibility
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,32 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from kioku.accounts import AccountRepository
+from kioku.config import KiokuSettings, load_settings
+from kioku.db.embedded import EmbeddedPostgres
+from kioku.db.engine import (
+    check_pgvector,
+    engine_options,
+    libpq_url,
+    make_engine,
+    mark_search_settings,
+    ping_when_idle,
+)
+from kioku.db.schema import SchemaChange, serialised_setup, upgrade_schema
+from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
+from kioku.embeddings import EmbedderSpec, embedder_from_settings
+from kioku.memory.cache import ScopeCache
+from kioku.memory.directory import DatabaseUserDirectory, UserDirectory
+from kioku.memory.repository import (
+    ContentChange,
+    MemoryRecord,
+    MemoryRepository,
+    PersonalScope,
+    ServerScope,
+    VersionKey,
+)
+from kioku.search.access import AccessRecorder
+from kioku.search.aids import SearchAids
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -23,36 +49,9 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from toolkit.accounts import AccountRepository
-from toolkit.config import KiokuSettings, load_settings
-from toolkit.db.embedded import EmbeddedPostgres
-from toolkit.db.engine import (
-    check_pgvector,
-    engine_options,
-    libpq_url,
-    make_engine,
-    mark_search_settings,
-    ping_when_idle,
-)
-from toolkit.db.schema import SchemaChange, serialised_setup, upgrade_schema
-from toolkit.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
-from toolkit.embeddings import EmbedderSpec, embedder_from_settings
-from toolkit.memory.cache import ScopeCache
-from toolkit.memory.directory import DatabaseUserDirectory, UserDirectory
-from toolkit.memory.repository import (
-    ContentChange,
-    MemoryRecord,
-    MemoryRepository,
-    PersonalScope,
-    ServerScope,
-    VersionKey,
-)
-from toolkit.search.access import AccessRecorder
-from toolkit.search.aids import SearchAids
-
 if TYPE_CHECKING:
-    from toolkit.erasure import ErasureReceipt
-    from toolkit.sweeper import SweepTimer
+    from kioku.erasure import ErasureReceipt
+    from kioku.sweeper import SweepTimer
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +195,7 @@ class KiokuStore:
         minutes = self.settings.sweep_interval_minutes
         if self._sweeper is not None or minutes <= 0:
             return
-        from toolkit.sweeper import SweepTimer
+        from kioku.sweeper import SweepTimer
 
         self._sweeper = SweepTimer(self, timedelta(minutes=minutes))
         self._sweeper.start()
@@ -312,9 +311,9 @@ class KiokuStore:
         checkpoint version), and drops their memberships and directory row.
 
         Returns:
-            An :class:`~toolkit.erasure.ErasureReceipt` with counts per kind.
+            An :class:`~kioku.erasure.ErasureReceipt` with counts per kind.
         """
-        from toolkit.erasure import erase_user
+        from kioku.erasure import erase_user
 
         return erase_user(self, user_id)
 
@@ -328,7 +327,7 @@ class KiokuStore:
         Its server-wide memories in every lineage and their history text, its channels'
         short-term memory, its members, personas and settings.
         """
-        from toolkit.erasure import erase_server
+        from kioku.erasure import erase_server
 
         return erase_server(self, server_id)
 

@@ -12,11 +12,10 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from kioku.stm.model import utc_now
+from kioku.stm.store import ShortTermMemory
+from kioku.store import KiokuStore
 from sqlalchemy import text
-
-from toolkit.stm.model import utc_now
-from toolkit.stm.store import ShortTermMemory
-from toolkit.store import KiokuStore
 
 logger = logging.getLogger(__name__)
 

@@ -9,13 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy.orm import Session
-
-from toolkit.accounts import ServerSettings
-from toolkit.context import NO_STM_PROVIDERS, TurnContext
-from toolkit.context_build import loader
-from toolkit.context_build.items import (
+from kioku.accounts import ServerSettings
+from kioku.context import NO_STM_PROVIDERS, TurnContext
+from kioku.context_build import loader
+from kioku.context_build.items import (
     DIALOGUE,
     PERSONAL_MEMORIES,
     SERVER_MEMORIES,
@@ -24,7 +21,7 @@ from toolkit.context_build.items import (
     ContextItem,
     total,
 )
-from toolkit.context_build.render import (
+from kioku.context_build.render import (
     ContextBudgets,
     Names,
     Rendered,
@@ -39,15 +36,17 @@ from toolkit.context_build.render import (
     server_memory_lines,
     visible_participants,
 )
-from toolkit.context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
-from toolkit.memory.repository import MemoryRecord
-from toolkit.reach import reach_of
-from toolkit.search.engine import CandidateRow
-from toolkit.search.query import Visibility
-from toolkit.stm.availability import stm_tool_refusal
-from toolkit.stm.model import utc_now
-from toolkit.stm.store import ShortTermMemory
-from toolkit.store import MEMORY_WINDOW, KiokuStore
+from kioku.context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
+from kioku.memory.repository import MemoryRecord
+from kioku.reach import reach_of
+from kioku.search.engine import CandidateRow
+from kioku.search.query import Visibility
+from kioku.stm.availability import stm_tool_refusal
+from kioku.stm.model import utc_now
+from kioku.stm.store import ShortTermMemory
+from kioku.store import MEMORY_WINDOW, KiokuStore
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlalchemy.orm import Session
 
 logger = logging.getLogger(__name__)
 

@@ -8,19 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from sqlalchemy import text
-from sqlalchemy.orm import Session
-
-from toolkit.accounts import (
+from kioku.accounts import (
     SETTINGS_SOURCE,
     AccountRepository,
     ServerSettings,
     settings_from_row,
     settings_params,
 )
-from toolkit.context import TurnContext
-from toolkit.context_build.select import select_other_channels
-from toolkit.memory.repository import (
+from kioku.context import TurnContext
+from kioku.context_build.select import select_other_channels
+from kioku.memory.repository import (
     VERSIONS_SQL,
     PersonalScope,
     ServerScope,
@@ -28,13 +25,15 @@ from toolkit.memory.repository import (
     version_params,
     versions_of,
 )
-from toolkit.reach import Reach, invisible_people, may_remember_message, reach_of
-from toolkit.search.engine import CandidateRow, rank_candidates
-from toolkit.search.query import Visibility
-from toolkit.stm.model import StmEntry, StmKey, utc_now
-from toolkit.stm.registry import THREAD_VERSION_SQL, StmRegistry
-from toolkit.stm.store import ShortTermMemory
-from toolkit.store import KiokuStore, MemoryWindow
+from kioku.reach import Reach, invisible_people, may_remember_message, reach_of
+from kioku.search.engine import CandidateRow, rank_candidates
+from kioku.search.query import Visibility
+from kioku.stm.model import StmEntry, StmKey, utc_now
+from kioku.stm.registry import THREAD_VERSION_SQL, StmRegistry
+from kioku.stm.store import ShortTermMemory
+from kioku.store import KiokuStore, MemoryWindow
+from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ class LoadedMemories:
 def load_memories(
     session: Session, store: KiokuStore, reach: Reach, state: TurnState | None = None
 ) -> LoadedMemories:
-    """The server's memories and those of the people the turn shows (:mod:`toolkit.reach`).
+    """The server's memories and those of the people the turn shows (:mod:`kioku.reach`).
 
     The newest of each scope, and totals: cached, checked against the database's scope
     versions (``state``'s, else read in one query).
@@ -110,7 +109,7 @@ def load_other_channel_entries(
     """Recallable entries of other channels, privacy-filtered, newest first, capped.
 
     Messages of FULL-privacy people — the turn's, and anyone kioku's directory knows as
-    FULL now — are left out (:func:`toolkit.reach.may_remember_message`).
+    FULL now — are left out (:func:`kioku.reach.may_remember_message`).
     """
     candidates = stm.candidates(context, session=session)  # the opt-in read with them
     if not candidates:

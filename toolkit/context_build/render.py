@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, NamedTuple
 
-from toolkit.context import Participant, PrivacyLevel, TurnContext
-from toolkit.context_build.items import (
+from kioku.context import Participant, PrivacyLevel, TurnContext
+from kioku.context_build.items import (
     PERSONAL_MEMORIES,
     SERVER_MEMORIES,
     STM_CREATE_DIRECTIVE,
@@ -18,12 +18,12 @@ from toolkit.context_build.items import (
     ContextItem,
     Role,
 )
-from toolkit.context_build.mentions import convert_mentions
-from toolkit.context_build.tokens import TokenCounter
-from toolkit.memory.rendering import DATA_NOTICE, server_memories_header
-from toolkit.memory.repository import MemoryRecord
-from toolkit.memory.text import as_data, quoted_data
-from toolkit.stm.model import StmEntry
+from kioku.context_build.mentions import convert_mentions
+from kioku.context_build.tokens import TokenCounter
+from kioku.memory.rendering import DATA_NOTICE, server_memories_header
+from kioku.memory.repository import MemoryRecord
+from kioku.memory.text import as_data, quoted_data
+from kioku.stm.model import StmEntry
 
 RECENT_MESSAGES_SHOWN = 5
 """Messages shown for an other-channel entry without a summary."""
@@ -186,7 +186,7 @@ def personal_memory_lines(
 ) -> list[MemoryLine]:
     """Personal memories of the shown ``participants`` as lines, newest first.
 
-    ``memories_by_user`` holds the people :mod:`toolkit.reach` shows.
+    ``memories_by_user`` holds the people :mod:`kioku.reach` shows.
     """
     lines = []
     for person in participants:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from toolkit.accounts import ServerSettings
-from toolkit.context import TurnContext
-from toolkit.stm.model import StmCandidate
+from kioku.accounts import ServerSettings
+from kioku.context import TurnContext
+from kioku.stm.model import StmCandidate
 
 
 def is_private(channel_id: str, parent_id: str | None, settings: ServerSettings) -> bool:

@@ -10,7 +10,7 @@ the account that started it:
   the server's account only (``pg_hba.conf`` and ``pg_ident.conf`` are rewritten at every
   start, so data directories made by older versions are closed too);
 - no permission change above the data directory; as root the server runs as an
-  unprivileged account (:mod:`toolkit.db.os_account`), which must be able to enter the
+  unprivileged account (:mod:`kioku.db.os_account`), which must be able to enter the
   data directory's parents (a clear error says which one it cannot).
 
 Several processes share one server: each registers itself in the data directory and the
@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-
-from toolkit.db.os_account import OsAccount, current_account, running_as_root, server_account
-from toolkit.errors import ConfigurationError
+from kioku.db.os_account import OsAccount, current_account, running_as_root, server_account
+from kioku.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +71,7 @@ class EmbeddedPostgres:
         Args:
             data_dir: kioku's data directory (created 0700 when missing).
             os_user: the account to run the server as when kioku runs as root
-                (``KIOKU_EMBEDDED_USER``); see :mod:`toolkit.db.os_account`.
+                (``KIOKU_EMBEDDED_USER``); see :mod:`kioku.db.os_account`.
 
         Raises:
             ConfigurationError: when the server cannot be started; the message says why.

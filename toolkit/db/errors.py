@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.exc import SQLAlchemyError
 
-logger = logging.getLogger("toolkit.db")
+logger = logging.getLogger("kioku.db")
 
 
 class StorageError(Exception):

@@ -80,7 +80,7 @@ class User(Base):
     global_name: Mapped[str | None] = mapped_column(Text)
     username: Mapped[str | None] = mapped_column(Text)
     display_name_key: Mapped[str | None] = mapped_column(Text)
-    """``display_name`` normalised for matching (``toolkit.memory.text.normalise_name``)."""
+    """``display_name`` normalised for matching (``kioku.memory.text.normalise_name``)."""
     global_name_key: Mapped[str | None] = mapped_column(Text)
     username_key: Mapped[str | None] = mapped_column(Text)
     aliases: Mapped[list[str]] = mapped_column(

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.errors import ConfigurationError
+from kioku.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 

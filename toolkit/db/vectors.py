@@ -5,16 +5,15 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from kioku.errors import ConfigurationError
 from sqlalchemy import Connection, text
-
-from toolkit.errors import ConfigurationError
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
 EXACT_SEARCH_MAX_ROWS = 10_000
 """Scopes up to this many memories are always searched exactly, from the covering scope
 indexes (up to this size exact search is fast, loses nothing, and costs writes nothing);
 larger ones through the HNSW index when it visits far fewer rows than an exact scan reads
-(``toolkit.search.planning``). Limits at or below it build no HNSW index."""
+(``kioku.search.planning``). Limits at or below it build no HNSW index."""
 HNSW_SEARCH_SETTINGS = {
     "hnsw.iterative_scan": "relaxed_order",
     "hnsw.ef_search": "100",
@@ -22,9 +21,9 @@ HNSW_SEARCH_SETTINGS = {
 }
 """pgvector settings of kioku's HNSW searches: keep walking the graph until enough rows pass
 the scope filter (the candidate list bounds each step), for up to five times the visits the
-plan expects (``toolkit.search.planning.HNSW_MAX_VISITS``), so stale size estimates or
+plan expects (``kioku.search.planning.HNSW_MAX_VISITS``), so stale size estimates or
 filters on type and importance cost time before they cost results. Connections made by
-``toolkit.db.engine`` carry them from the start."""
+``kioku.db.engine`` carry them from the start."""
 HNSW_SETTINGS_APPLIED = "kioku_hnsw_settings"
 """Key of a pooled connection's ``info`` saying it carries :data:`HNSW_SEARCH_SETTINGS`."""
 MODEL_KEY = "embedding_model"

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolkit.memory.text import echo, unstorable
+from kioku.memory.text import echo, unstorable
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_NAME_LENGTH = 256

@@ -6,11 +6,9 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.memory.arguments import CreateArgs, parse_create_args
-from toolkit.memory.flow import (
+from kioku.context import PrivacyLevel, TurnContext
+from kioku.memory.arguments import CreateArgs, parse_create_args
+from kioku.memory.flow import (
     FlowCall,
     FlowStatuses,
     confirm_outcome,
@@ -24,8 +22,8 @@ from toolkit.memory.flow import (
     settings_first,
     tool_flow,
 )
-from toolkit.memory.notices import MemoryNotice, NoticeScope, footer_for
-from toolkit.memory.repository import (
+from kioku.memory.notices import MemoryNotice, NoticeScope, footer_for
+from kioku.memory.repository import (
     GLOBAL_LINEAGE,
     CreateOutcome,
     MemoryRepository,
@@ -33,14 +31,15 @@ from toolkit.memory.repository import (
     PersonalScope,
     ServerScope,
 )
-from toolkit.memory.resolution import Person
-from toolkit.memory.results import ToolResult
-from toolkit.memory.statuses import CreateStatus as S
-from toolkit.memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
-from toolkit.memory.typed import TypedFields
-from toolkit.reach import reach_of
+from kioku.memory.resolution import Person
+from kioku.memory.results import ToolResult
+from kioku.memory.statuses import CreateStatus as S
+from kioku.memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
+from kioku.memory.typed import TypedFields
+from kioku.reach import reach_of
+from sqlalchemy.exc import SQLAlchemyError
 
-logger = logging.getLogger("toolkit.memory")
+logger = logging.getLogger("kioku.memory")
 
 STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
@@ -142,7 +141,7 @@ def _resolve_target(
     """The owner of a personal memory (``None`` for server-wide) and the content to save.
 
     Personal memories may only be about the conversation's participants (see
-    :mod:`toolkit.reach`), so nobody fills the quota of someone who is not there.
+    :mod:`kioku.reach`), so nobody fills the quota of someone who is not there.
     """
     if args.scope == "server_wide" or args.target_user is None:
         return None, args.content

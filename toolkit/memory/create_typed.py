@@ -6,13 +6,13 @@ model; the model's ``embedding`` argument is accepted and ignored (the store emb
 
 from __future__ import annotations
 
-from toolkit.memory.arguments import ArgumentError, reject_unknown
-from toolkit.memory.create import STATUSES, checked_content, save
-from toolkit.memory.flow import FlowCall, require_context, settings_first, tool_flow
-from toolkit.memory.repository import ServerScope
-from toolkit.memory.results import ToolResult
-from toolkit.memory.typed import parse_typed
-from toolkit.stm.model import utc_now
+from kioku.memory.arguments import ArgumentError, reject_unknown
+from kioku.memory.create import STATUSES, checked_content, save
+from kioku.memory.flow import FlowCall, require_context, settings_first, tool_flow
+from kioku.memory.repository import ServerScope
+from kioku.memory.results import ToolResult
+from kioku.memory.typed import parse_typed
+from kioku.stm.model import utc_now
 
 ARGUMENTS = frozenset({"type", "content", "importance", "metadata", "embedding"})
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from kioku.accounts import AccountRepository
+from kioku.memory.resolution import DirectoryMember
 from sqlalchemy.orm import Session
-
-from toolkit.accounts import AccountRepository
-from toolkit.memory.resolution import DirectoryMember
 
 
 @runtime_checkable
@@ -16,7 +15,7 @@ class UserDirectory(Protocol):
     """Where kioku looks up people who are not in the conversation.
 
     A name found only here can be written about server-wide (a bridged user), but the
-    person's personal memories stay out of the turn's reach (see :mod:`toolkit.reach`).
+    person's personal memories stay out of the turn's reach (see :mod:`kioku.reach`).
     Implement it to resolve names against your platform's member list and pass it to
     ``KiokuStore(..., directory=...)``; without one, kioku uses its own users and
     members tables (:class:`DatabaseUserDirectory`).
@@ -26,7 +25,7 @@ class UserDirectory(Protocol):
         """Return members of ``server_id`` any of whose names may normalise to ``name_key``.
 
         Returning extra candidates is fine: kioku matches exactly afterwards (on
-        :func:`toolkit.memory.text.normalise_name` of each name).
+        :func:`kioku.memory.text.normalise_name` of each name).
         """
         ...
 

@@ -12,15 +12,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
-from sqlalchemy.orm import Session
-
-from toolkit.accounts import AccountRepository, ServerSettings
-from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.db.errors import StorageError, storage_errors
-from toolkit.memory.arguments import ArgumentError
-from toolkit.memory.notices import MemoryNotice, emit_notice
-from toolkit.memory.resolution import (
+from kioku.accounts import AccountRepository, ServerSettings
+from kioku.context import PrivacyLevel, TurnContext
+from kioku.db.errors import StorageError, storage_errors
+from kioku.memory.arguments import ArgumentError
+from kioku.memory.notices import MemoryNotice, emit_notice
+from kioku.memory.resolution import (
     Ambiguous,
     NotFound,
     Person,
@@ -29,11 +26,13 @@ from toolkit.memory.resolution import (
     match_directory,
     match_participants,
 )
-from toolkit.memory.results import ToolResult
-from toolkit.memory.text import echo, normalise_name
-from toolkit.store import KiokuStore
+from kioku.memory.results import ToolResult
+from kioku.memory.text import echo, normalise_name
+from kioku.store import KiokuStore
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
 
-logger = logging.getLogger("toolkit.memory")
+logger = logging.getLogger("kioku.memory")
 
 SELF_NAMES = frozenset({"self", "yourself"})
 HALF_MAX = 65504.0

@@ -8,15 +8,14 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, ClassVar, Literal, cast
 
+from kioku.context import GLOBAL_LINEAGE
+from kioku.db.models import Memory, MemoryHistory
+from kioku.db.vectors import halfvec_text
+from kioku.search.query import Visibility
+from kioku.search.sql import search_params
 from psycopg.types.json import Jsonb
 from sqlalchemy import TextClause, func, select, text
 from sqlalchemy.orm import Session
-
-from toolkit.context import GLOBAL_LINEAGE
-from toolkit.db.models import Memory, MemoryHistory
-from toolkit.db.vectors import halfvec_text
-from toolkit.search.query import Visibility
-from toolkit.search.sql import search_params
 
 __all__ = ["GLOBAL_LINEAGE", "MemoryRepository", "PersonalScope", "ServerScope"]
 

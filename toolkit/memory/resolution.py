@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from toolkit.context import Participant, PrivacyLevel
-from toolkit.memory.text import normalise_name
+from kioku.context import Participant, PrivacyLevel
+from kioku.memory.text import normalise_name
 
 MAX_CANDIDATES = 3
 

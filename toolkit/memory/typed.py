@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from toolkit.memory.arguments import MAX_SAFE_INTEGER, ArgumentError, check_text, reject_unknown
-from toolkit.memory.text import echo
+from kioku.memory.arguments import MAX_SAFE_INTEGER, ArgumentError, check_text, reject_unknown
+from kioku.memory.text import echo
 
 MEMORY_TYPES = ("episodic", "semantic", "procedural", "strategic")
 MAX_ATTRIBUTES_JSON = 10_000

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.orm import Session
-
-from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.memory.arguments import UpdateArgs, parse_update_args
-from toolkit.memory.flow import (
+from kioku.context import PrivacyLevel, TurnContext
+from kioku.memory.arguments import UpdateArgs, parse_update_args
+from kioku.memory.flow import (
     FlowCall,
     FlowStatuses,
     commit_or_confirm,
@@ -19,8 +17,8 @@ from toolkit.memory.flow import (
     resolve_or_fail,
     tool_flow,
 )
-from toolkit.memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_for
-from toolkit.memory.repository import (
+from kioku.memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_for
+from kioku.memory.repository import (
     GLOBAL_LINEAGE,
     ContentChange,
     MemoryRecord,
@@ -28,11 +26,12 @@ from toolkit.memory.repository import (
     PersonalScope,
     ServerScope,
 )
-from toolkit.memory.resolution import Person
-from toolkit.memory.results import ToolResult
-from toolkit.memory.statuses import UpdateStatus as S
-from toolkit.memory.text import render_tokens, sanitise_content
-from toolkit.reach import Reach, reach_of
+from kioku.memory.resolution import Person
+from kioku.memory.results import ToolResult
+from kioku.memory.statuses import UpdateStatus as S
+from kioku.memory.text import render_tokens, sanitise_content
+from kioku.reach import Reach, reach_of
+from sqlalchemy.orm import Session
 
 HIDDEN_TEXT = "(not shown: this person's memories are kept out of the conversation)"
 """Notice text for a change to a memory the turn does not show."""

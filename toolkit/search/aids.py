@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from toolkit.search.sizes import ScopeSizes
-from toolkit.search.terms import TermShares
+from kioku.search.sizes import ScopeSizes
+from kioku.search.terms import TermShares
 
 
 @dataclass

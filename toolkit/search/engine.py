@@ -7,27 +7,26 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import text
-from sqlalchemy.orm import Session
-
-from toolkit.db.vectors import (
+from kioku.db.vectors import (
     EXACT_SEARCH_MAX_ROWS,
     HNSW_SEARCH_SETTINGS,
     HNSW_SETTINGS_APPLIED,
 )
-from toolkit.search.aids import SearchAids
-from toolkit.search.planning import VectorPlan, choose_vector_plan
-from toolkit.search.query import Visibility, or_tsquery, query_words
-from toolkit.search.scoring import FusionWeights, fuse, relevance
-from toolkit.search.sizes import ScopeSizes
-from toolkit.search.sql import (
+from kioku.search.aids import SearchAids
+from kioku.search.planning import VectorPlan, choose_vector_plan
+from kioku.search.query import Visibility, or_tsquery, query_words
+from kioku.search.scoring import FusionWeights, fuse, relevance
+from kioku.search.sizes import ScopeSizes
+from kioku.search.sql import (
     DETAIL_COLUMNS,
     SearchShape,
     candidates_sql,
     scope_size_sql,
     search_params,
 )
-from toolkit.search.terms import distinctive_words
+from kioku.search.terms import distinctive_words
+from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 
 @dataclass(frozen=True)

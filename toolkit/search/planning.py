@@ -9,7 +9,7 @@ VectorPlan = Literal["exact", "hnsw"]
 HNSW_MAX_VISITS = 20_000
 """Rows a filtered HNSW scan is expected to visit at most; a scope whose rows are rarer
 than ``pool`` in this many is scanned exactly. The scan itself may visit five times as
-many (``hnsw.max_scan_tuples``, ``toolkit.db.vectors.HNSW_SEARCH_SETTINGS``) before it
+many (``hnsw.max_scan_tuples``, ``kioku.db.vectors.HNSW_SEARCH_SETTINGS``) before it
 gives up, room for stale estimates and for filters on type or importance."""
 HNSW_SAVING = 4
 """The index must visit at most a quarter of the rows an exact scan reads."""

@@ -6,10 +6,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kioku.context import GLOBAL_LINEAGE
+from kioku.db.models import Memory
 from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
-
-from toolkit.context import GLOBAL_LINEAGE
-from toolkit.db.models import Memory
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
@@ -28,7 +27,7 @@ PERSONAL_OWNER_SQL = (
 class Visibility:
     """Server memories of one lineage, plus personal memories of some users (SPEC §10).
 
-    Which users and which server a turn may see is decided by :mod:`toolkit.reach`.
+    Which users and which server a turn may see is decided by :mod:`kioku.reach`.
     """
 
     server_key: str

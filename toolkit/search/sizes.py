@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable
 class ScopeSizes:
     """Thread-safe map from a search scope to its size, each entry kept ``ttl_seconds``.
 
-    The size only chooses between exact and index search (``toolkit.search.planning``),
+    The size only chooses between exact and index search (``kioku.search.planning``),
     which leaves room for stale counts: a stale one costs speed first; only one off by
     more than the index scan's headroom (five times) can make an index search come back
     with fewer candidates than asked for.

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from toolkit.db.vectors import halfvec_text
-from toolkit.search.planning import VectorPlan
-from toolkit.search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
+from kioku.db.vectors import halfvec_text
+from kioku.search.planning import VectorPlan
+from kioku.search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
 
 DETAIL_COLUMNS = (
     "id",

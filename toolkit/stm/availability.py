@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolkit.context import NO_STM_PROVIDERS, PrivacyLevel, TurnContext
+from kioku.context import NO_STM_PROVIDERS, PrivacyLevel, TurnContext
 
 LTM_INTENT_KEY = "kioku_ltm_intent"
 """Graph-state key: the triggering message asked for long-term memory."""

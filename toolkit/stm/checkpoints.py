@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kioku.stm.model import StmEntry, StmKey
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -21,8 +22,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.types.json import Jsonb
-
-from toolkit.stm.model import StmEntry, StmKey
 
 _METADATA: CheckpointMetadata = {"source": "update", "step": -1, "parents": {}}
 

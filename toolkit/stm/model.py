@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from toolkit.memory.text import normalise_name
-from toolkit.redaction import mentions, names_person
+from kioku.memory.text import normalise_name
+from kioku.redaction import mentions, names_person
 
 ScopeKind = Literal["server", "user"]
 STM_THREAD_PREFIX = "kioku-stm:"

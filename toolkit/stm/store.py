@@ -2,7 +2,7 @@
 
 Each entry (SPEC §7: scope kind, owner, channel, persona lineage) is one LangGraph thread
 in the per-turn graph's checkpointer, one checkpoint per version
-(:mod:`toolkit.stm.checkpoints`); so entries survive restarts and are shared by every
+(:mod:`kioku.stm.checkpoints`); so entries survive restarts and are shared by every
 process that uses the same database (``PostgresSaver``).
 """
 
@@ -18,14 +18,10 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import psycopg
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres import PostgresSaver
-from sqlalchemy.orm import Session
-
-from toolkit.context import PrivacyLevel, TurnContext
-from toolkit.reach import invisible_people, may_remember_message
-from toolkit.stm.checkpoints import postgres_writes, put_entry, read_entry
-from toolkit.stm.model import (
+from kioku.context import PrivacyLevel, TurnContext
+from kioku.reach import invisible_people, may_remember_message
+from kioku.stm.checkpoints import postgres_writes, put_entry, read_entry
+from kioku.stm.model import (
     Clock,
     StmCandidate,
     StmEntry,
@@ -37,8 +33,11 @@ from toolkit.stm.model import (
     with_summary,
     without_person,
 )
-from toolkit.stm.registry import RECORD_SQL, StmRegistry, record_params
-from toolkit.store import KiokuStore
+from kioku.stm.registry import RECORD_SQL, StmRegistry, record_params
+from kioku.store import KiokuStore
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from sqlalchemy.orm import Session
 
 logger = logging.getLogger(__name__)
 
@@ -343,7 +342,7 @@ class ShortTermMemory:
         """Passive capture after a turn; skipped (``False``) for FULL-privacy triggerers.
 
         Messages of FULL-privacy participants (and replies to them) are never kept
-        (:func:`toolkit.reach.may_remember_message`).
+        (:func:`kioku.reach.may_remember_message`).
         """
         if context.user.privacy == PrivacyLevel.FULL:
             return False

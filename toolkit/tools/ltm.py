@@ -15,17 +15,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kioku.memory.create import create_long_term_memory
+from kioku.memory.create_typed import create_memory
+from kioku.memory.flow import Flow
+from kioku.memory.results import ToolResult
+from kioku.memory.statuses import CreateStatus, UpdateStatus
+from kioku.memory.update import update_long_term_memory
+from kioku.store import KiokuStore
+from kioku.tools.safe import ArgumentSafeTool
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
-
-from toolkit.memory.create import create_long_term_memory
-from toolkit.memory.create_typed import create_memory
-from toolkit.memory.flow import Flow
-from toolkit.memory.results import ToolResult
-from toolkit.memory.statuses import CreateStatus, UpdateStatus
-from toolkit.memory.update import update_long_term_memory
-from toolkit.store import KiokuStore
-from toolkit.tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
 

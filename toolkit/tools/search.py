@@ -8,23 +8,22 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from kioku.accounts import AccountRepository
+from kioku.context import TurnContext
+from kioku.context_build.mentions import convert_mentions
+from kioku.db.errors import StorageError, storage_errors
+from kioku.memory.arguments import ArgumentError, check_text, reject_unknown
+from kioku.memory.text import as_data, echo
+from kioku.memory.typed import MEMORY_TYPES
+from kioku.reach import reach_of
+from kioku.search.engine import SearchHit, hybrid_search
+from kioku.search.query import Visibility
+from kioku.stm.model import utc_now
+from kioku.store import KiokuStore
+from kioku.tools.safe import ArgumentSafeTool
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from sqlalchemy.orm import Session
-
-from toolkit.accounts import AccountRepository
-from toolkit.context import TurnContext
-from toolkit.context_build.mentions import convert_mentions
-from toolkit.db.errors import StorageError, storage_errors
-from toolkit.memory.arguments import ArgumentError, check_text, reject_unknown
-from toolkit.memory.text import as_data, echo
-from toolkit.memory.typed import MEMORY_TYPES
-from toolkit.reach import reach_of
-from toolkit.search.engine import SearchHit, hybrid_search
-from toolkit.search.query import Visibility
-from toolkit.stm.model import utc_now
-from toolkit.store import KiokuStore
-from toolkit.tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +75,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def visibility_for(session: Session, context: TurnContext) -> Visibility:
-    """What the turn may read (:mod:`toolkit.reach`), with the server's settings."""
+    """What the turn may read (:mod:`kioku.reach`), with the server's settings."""
     settings = AccountRepository(session).settings_for(context)
     return reach_of(
         context, personal_memories_enabled=settings.personal_memories_enabled

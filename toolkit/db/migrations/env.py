@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from alembic import context
+from kioku.db.models import Base
+from kioku.db.vectors import HNSW_INDEX, SCOPE_VECTOR_INDEXES
 from sqlalchemy import create_engine
-
-from toolkit.db.models import Base
-from toolkit.db.vectors import HNSW_INDEX, SCOPE_VECTOR_INDEXES
 
 config = context.config
 target_metadata = Base.metadata

@@ -20,8 +20,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-
-from toolkit.memory.text import name_key, normalise_name
+from kioku.memory.text import name_key, normalise_name
 
 revision: str = "0006"
 down_revision: str | None = "0005"

@@ -21,7 +21,7 @@ down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_previous = importlib.import_module("toolkit.db.migrations.versions.0006_privacy_and_forgetting")
+_previous = importlib.import_module("kioku.db.migrations.versions.0006_privacy_and_forgetting")
 
 _LOCKED = "    PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));\n"
 _SAME_CONTENT = """

@@ -30,12 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kioku.embeddings import HashingEmbeddings
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from bench import curves, isolation, search, soak, startup, turn
+from kioku.embeddings import HashingEmbeddings
 
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- kioku-bench:start -->", "<!-- kioku-bench:end -->"

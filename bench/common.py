@@ -11,13 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
+from psycopg.conninfo import make_conninfo
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
 from kioku import KiokuSettings, KiokuStore, load_settings
 from kioku.db.embedded import EmbeddedPostgres
 from kioku.db.engine import make_engine
 from kioku.embeddings import EmbedderSpec
-from psycopg.conninfo import make_conninfo
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 
 @contextmanager

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from langchain_core.messages import AIMessage, HumanMessage
+from sqlalchemy import text
+
 from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, load_settings
 from kioku.context_build.build import ContextBuilder
 from kioku.db.models import Memory
 from kioku.stm.model import StmMessage
 from kioku.stm.store import ShortTermMemory
-from langchain_core.messages import AIMessage, HumanMessage
-from sqlalchemy import text
 
 SERVER = "bench-server"
 RESET_TABLES = (

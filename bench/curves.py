@@ -32,15 +32,15 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from kioku import Participant, TurnContext
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.graphs import build_graph
-from kioku.testing import Script, ScriptedChatModel, echo
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from bench.common import bench_database, open_store, percentile
 from bench.search import ROUNDS, Rounds
+from kioku import Participant, TurnContext
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku.graphs import build_graph
+from kioku.testing import Script, ScriptedChatModel, echo
 
 SERVER = "curves-server"
 USERS = tuple(Participant(f"curves-user-{i}", f"Talker {i}") for i in range(4))

@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import insert, select, text
+
+from bench.common import bench_data, bench_database, open_store
 from kioku.db.models import Memory, Server
 from kioku.embeddings import LOCAL_MODEL, EmbedderSpec
 from kioku.search.aids import SearchAids
 from kioku.search.engine import hybrid_search
 from kioku.search.query import Visibility
-from sqlalchemy import insert, select, text
-
-from bench.common import bench_data, bench_database, open_store
 
 LINEAGE = 10_000
 DEFAULT_DATA = bench_data("locomo-dev.json")

@@ -824,9 +824,8 @@ def measure(
 
 def synthetic_data(url: str, server_memories: int, personal: int = 100) -> PeerData:
     """Generated sentences, hashing vectors behind a lookup: bench/turn.py's scenario."""
-    from kioku.embeddings import HashingEmbeddings
-
     from bench.search import DIM, Lookup, sentences
+    from kioku.embeddings import HashingEmbeddings
 
     participants = [f"user-{i}" for i in range(5)]
     texts = sentences(server_memories + personal * len(participants))

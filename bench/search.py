@@ -29,14 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kioku import KiokuStore, Participant, Persona, TurnContext
-from kioku.db.models import Memory, Server
-from kioku.db.vectors import HNSW_INDEX
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.memory.create import create_long_term_memory
-from kioku.search.engine import hybrid_search, vector_candidates
-from kioku.search.query import Visibility
-from kioku.stm.model import utc_now
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
@@ -50,6 +42,14 @@ from bench.common import (
     percentile,
     prepare_database,
 )
+from kioku import KiokuStore, Participant, Persona, TurnContext
+from kioku.db.models import Memory, Server
+from kioku.db.vectors import HNSW_INDEX
+from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku.memory.create import create_long_term_memory
+from kioku.search.engine import hybrid_search, vector_candidates
+from kioku.search.query import Visibility
+from kioku.stm.model import utc_now
 
 PERSONAS = "msc_personas_all.json"
 SERVERS = 20  # each scope holds 5% of the memories

@@ -27,6 +27,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from sqlalchemy import text
+
+from bench.common import bench_database, open_store, percentile
 from kioku import Participant, TurnContext
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.tokens import TiktokenCounter
@@ -37,11 +42,6 @@ from kioku.search.sql import candidates_sql, scope_size_sql
 from kioku.stm.model import utc_now
 from kioku.stm.store import ShortTermMemory
 from kioku.testing import Script, ScriptedChatModel, call_tool, echo
-from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
-from sqlalchemy import text
-
-from bench.common import bench_database, open_store, percentile
 
 CHANNELS = 100
 DRIFT_WINDOW = 1000

@@ -23,6 +23,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.base import PutOp
+from langgraph.store.postgres import PostgresStore
+from sqlalchemy import insert, text
+
+from bench.common import bench_database, open_store
+from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbered
+from bench.roundtrips import RoundTripProxy
+from bench.search import DIM, Lookup, Rounds, sentences
 from kioku import KiokuStore, Participant, TurnContext
 from kioku.accounts import AccountRepository
 from kioku.context_build import loader
@@ -35,15 +44,6 @@ from kioku.intent import IntentGate
 from kioku.memory.update import update_long_term_memory
 from kioku.stm.model import StmMessage, utc_now
 from kioku.stm.store import ShortTermMemory
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.store.base import PutOp
-from langgraph.store.postgres import PostgresStore
-from sqlalchemy import insert, text
-
-from bench.common import bench_database, open_store
-from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbered
-from bench.roundtrips import RoundTripProxy
-from bench.search import DIM, Lookup, Rounds, sentences
 
 SERVER = "bench-server"
 PERSONAL_PER_USER = 100

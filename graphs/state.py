@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from kioku.state import TurnState
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
+
+from kioku.state import TurnState
 
 
 class TurnGraphState(TurnState, total=False):
@@ -22,7 +23,5 @@ class TurnGraphState(TurnState, total=False):
     checkpointed, like the memory blocks)."""
     kioku_context_tokens: dict[str, int]
     """Token count per context block, as built this turn."""
-    kioku_tool_rounds: int
-    """Tool rounds run this turn."""
     kioku_search_offered: bool
     """Memories overflowed their budget this turn, so the search tool is offered."""

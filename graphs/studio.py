@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.graph.state import CompiledStateGraph
+
 from kioku.graphs.turn import build_graph
 from kioku.models import openai_model_from_env
 from kioku.store import KiokuStore
 from kioku.testing import Script, ScriptedChatModel, echo
-from langgraph.graph.state import CompiledStateGraph
 
 
 def make_graph() -> CompiledStateGraph[Any, Any, Any, Any]:

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+from sqlalchemy import Engine, text
+
 from kioku import KiokuSettings, KiokuStore
 from kioku.db.embedded import EmbeddedPostgres
 from kioku.db.engine import make_engine
-from sqlalchemy import Engine, text
-
 from tests.helpers import SETTING_VARIABLES
 
 # Property tests draw the same examples on every run (fixed seeds, no flaky CI).

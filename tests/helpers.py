@@ -10,6 +10,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from pydantic import AliasChoices
+from sqlalchemy import func, select
+
 from kioku import (
     KiokuSettings,
     KiokuStore,
@@ -24,10 +29,6 @@ from kioku import (
 from kioku.db.models import Memory, MemoryHistory
 from kioku.stm.model import StmKey, StmMessage
 from kioku.tools.invoke import arun_tool_call, run_tool_call
-from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
-from pydantic import AliasChoices
-from sqlalchemy import func, select
 
 BOT_ID = "bot-1"
 SETTING_VARIABLES = frozenset(

@@ -12,13 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
+from sqlalchemy import insert, select
+
 from kioku import KiokuStore, Participant, Persona, PrivacyLevel, TurnContext
 from kioku.context_build.build import ContextBuilder
 from kioku.db.models import Memory
 from kioku.memory.repository import GLOBAL_LINEAGE
 from kioku.memory.update import update_long_term_memory
 from kioku.tools.search import search_long_term_memory
-from sqlalchemy import insert, select
 
 SERVERS = ("s0", "s1", "s2")
 USERS = tuple(f"u{i}" for i in range(6))

@@ -11,12 +11,13 @@ import json
 import sys
 from typing import Any
 
+from langchain_core.messages import HumanMessage
+
 from kioku import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
 from kioku.context_build.build import ContextBuilder
 from kioku.tools.invoke import run_tool_call
 from kioku.tools.ltm import update_long_term_memory_tool
 from kioku.tools.search import search_long_term_memory
-from langchain_core.messages import HumanMessage
 
 
 def _context(request: dict[str, Any]) -> TurnContext:

@@ -6,13 +6,13 @@ import asyncio
 import io
 import json
 
-from kioku import KiokuStore, TurnContext, long_term_memory_tools
-from kioku.demo import run_demo
 from langchain_core.messages import AIMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from rich.console import Console
 
+from kioku import KiokuStore, TurnContext, long_term_memory_tools
+from kioku.demo import run_demo
 from tests.helpers import make_world
 
 

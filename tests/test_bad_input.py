@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+
 from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
 from kioku.memory.arguments import MAX_NAME_LENGTH, ArgumentError, check_text, reject_unknown
 from kioku.memory.text import echo, sanitise_content, unstorable
@@ -20,7 +21,6 @@ from kioku.tools.invoke import run_tool_call
 from kioku.tools.ltm import create_memory_tool
 from kioku.tools.search import search_long_term_memory_tool
 from kioku.tools.stm import update_short_term_memory_tool
-
 from tests.helpers import Clock, World, make_world, memory_row, table_counts
 
 MB = 1_000_000

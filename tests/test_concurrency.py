@@ -7,11 +7,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kioku import KiokuStore, TurnContext, create_long_term_memory_tool
 from langchain_core.messages import AIMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
+from kioku import KiokuStore, TurnContext, create_long_term_memory_tool
 from tests.helpers import make_world, run_tool, table_counts
 
 

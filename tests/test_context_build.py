@@ -7,6 +7,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from syrupy.assertion import SnapshotAssertion
+
 from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
 from kioku.context_build import build as build_module
 from kioku.context_build import loader
@@ -15,9 +18,6 @@ from kioku.context_build.render import ContextBudgets
 from kioku.context_build.tokens import TiktokenCounter
 from kioku.db.models import Memory
 from kioku.stm.store import ShortTermMemory
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from syrupy.assertion import SnapshotAssertion
-
 from tests.helpers import T0, Clock, msgs
 
 ALICE = Participant("u-alice", "Alice", ("ali",))

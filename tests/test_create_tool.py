@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from kioku import KiokuStore, Participant, PrivacyLevel, create_long_term_memory_tool
 from kioku.context import Persona
-
 from tests.helpers import World, make_world, memory_row, table_counts
 
 pytestmark = pytest.mark.usefixtures("store")

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from kioku import KiokuStore
 from kioku.memory.cache import ScopeCache
-
 from tests.helpers import World, create_memory, make_world, update_memory
 
 

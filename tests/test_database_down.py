@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from kioku import (
     KiokuSettings,
     KiokuStore,
@@ -20,7 +21,6 @@ from kioku.db.engine import make_engine
 from kioku.stm.store import ShortTermMemory
 from kioku.tools.invoke import run_tool_call
 from kioku.tools.stm import update_short_term_memory_tool
-
 from tests.helpers import arun_tool, make_world, run_tool
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy import text
+
 from kioku import KiokuStore, load_settings
 from kioku.db.embedded import SOCKET_NAME, EmbeddedPostgres, shared_buffers_bytes
 from kioku.errors import ConfigurationError
-from sqlalchemy import text
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (CI runs as root)")
 NOBODY = 65534

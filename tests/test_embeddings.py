@@ -6,6 +6,9 @@ import random
 import struct
 
 import pytest
+from langchain_core.embeddings import Embeddings
+from sqlalchemy import Engine, text
+
 from kioku import (
     ConfigurationError,
     KiokuSettings,
@@ -15,9 +18,6 @@ from kioku import (
 )
 from kioku.db.vectors import ensure_vector_schema, halfvec_text, stored_embedder
 from kioku.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
-from langchain_core.embeddings import Embeddings
-from sqlalchemy import Engine, text
-
 from tests.helpers import make_world, memory_row, run_tool
 
 

@@ -11,6 +11,9 @@ import sys
 import time
 from typing import Any
 
+from langchain_core.messages import AIMessage, HumanMessage
+from sqlalchemy import func, select, text
+
 from kioku import KiokuSettings, KiokuStore, Participant
 from kioku.context_build.build import ContextBuilder
 from kioku.db.models import Memory, MemoryHistory, ServerMember, User
@@ -20,9 +23,6 @@ from kioku.stm.store import ShortTermMemory
 from kioku.sweeper import sweep
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from kioku.tools.search import search_long_term_memory
-from langchain_core.messages import AIMessage, HumanMessage
-from sqlalchemy import func, select, text
-
 from tests.helpers import World, create_memory, make_world, server_key, update_memory
 
 ALICE_WORDS = ["ALICE-LIKES-JASMINE", "ALICE-OLD-FACT", "ALICE-GLOBAL-FACT", "ALICE-CHAT-LINE"]

@@ -17,6 +17,11 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import OperationalError
+
 from kioku import (
     KiokuSettings,
     KiokuStore,
@@ -28,11 +33,6 @@ from kioku.db.engine import make_engine, normalise_url, ping_when_idle
 from kioku.graphs import build_graph
 from kioku.graphs.repair import INTERRUPTED
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
-
 from tests.helpers import World, make_world, run_tool, table_counts
 
 T = TypeVar("T")

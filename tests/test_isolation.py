@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from kioku import (
     KiokuStore,
     Participant,
     update_long_term_memory_tool,
 )
 from kioku.context import Persona
-
 from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 
 

@@ -8,11 +8,11 @@ import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import func, select
+
 from kioku import KiokuStore, TurnContext
 from kioku.context_build.build import ContextBuilder
 from kioku.db.models import Memory
-from sqlalchemy import func, select
-
 from tests.isolation_corpus import Corpus, build_corpus, turns, violations
 
 EXAMPLES = int(os.environ.get("KIOKU_ISOLATION_EXAMPLES", "200"))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from langchain_core.messages import HumanMessage
+from sqlalchemy import insert
+
 from kioku import KiokuStore
 from kioku.context_build.build import ContextBuilder
 from kioku.db.models import Memory
 from kioku.memory.repository import ServerScope
 from kioku.store import MEMORY_WINDOW
-from langchain_core.messages import HumanMessage
-from sqlalchemy import insert
-
 from tests.helpers import T0, make_world
 
 

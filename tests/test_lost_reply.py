@@ -9,13 +9,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
+
 from kioku import KiokuSettings, KiokuStore
 from kioku.db.engine import make_engine
 from kioku.db.models import Memory
 from kioku.memory import flow
 from kioku.tools.ltm import create_long_term_memory_tool, update_long_term_memory_tool
-from sqlalchemy import func, select
-
 from tests.helpers import World, create_memory, make_world, run_tool
 from tests.lossy_proxy import LossyProxy
 

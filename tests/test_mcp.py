@@ -23,13 +23,13 @@ from typing import Any
 
 import httpx
 import pytest
-from kioku import KiokuStore
-from kioku.mcp_server import KiokuMcp, McpScope
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
+from kioku import KiokuStore
+from kioku.mcp_server import KiokuMcp, McpScope
 from tests.helpers import process_env
 
 SCOPE = [
@@ -442,9 +442,10 @@ def test_starting_changes_no_server_setting_and_the_setting_decides(
 def test_langchain_mcp_adapters_load_the_tools_into_a_langgraph_tool_node(
     store: KiokuStore, database_url: str
 ) -> None:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
     from kioku import TurnContext
     from kioku.tools.invoke import arun_tool_call
-    from langchain_mcp_adapters.client import MultiServerMCPClient
 
     client = MultiServerMCPClient(
         {

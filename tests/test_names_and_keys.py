@@ -10,6 +10,8 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
+
 from kioku import KiokuStore, Participant
 from kioku.accounts import AccountRepository
 from kioku.context import dm_server_key, server_key
@@ -17,8 +19,6 @@ from kioku.context_build.build import ContextBuilder
 from kioku.memory.resolution import NotFound, Resolved, match_directory, match_participants
 from kioku.memory.text import normalise_name
 from kioku.tools.search import search_long_term_memory
-from langchain_core.messages import HumanMessage
-
 from tests.helpers import World, create_memory, make_world, memory_row, update_memory
 
 NAMES = {

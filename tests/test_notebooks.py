@@ -7,8 +7,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kioku import KiokuStore
 from nbclient import NotebookClient
+
+from kioku import KiokuStore
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -9,12 +9,12 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
-from kioku import KiokuStore
-from kioku.graphs import build_graph
-from kioku.models import openai_model_from_env
 from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kioku import KiokuStore
+from kioku.graphs import build_graph
+from kioku.models import openai_model_from_env
 from tests.helpers import make_world
 
 

@@ -14,6 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import select
+
 from kioku import (
     KiokuSettings,
     KiokuStore,
@@ -28,10 +32,6 @@ from kioku.stm.store import ShortTermMemory
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from kioku.tools.ltm import create_memory_tool
 from kioku.tools.search import search_long_term_memory, visibility_for
-from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy import select
-
 from tests.helpers import World, make_world, memory_row, run_tool, server_key, table_counts
 
 

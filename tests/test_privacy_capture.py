@@ -7,15 +7,15 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from langchain_core.messages import HumanMessage, ToolMessage
+from sqlalchemy import text
+
 from kioku import KiokuStore, Participant, PrivacyLevel
 from kioku.context_build.build import ContextBuilder
 from kioku.graphs import build_graph
 from kioku.stm.model import StmKey, StmMessage
 from kioku.stm.store import ShortTermMemory
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
-from langchain_core.messages import HumanMessage, ToolMessage
-from sqlalchemy import text
-
 from tests.helpers import World, make_world
 
 SECRET = "DAVE-SECRET-PLAN"

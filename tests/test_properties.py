@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.tools import BaseTool
+
 from kioku import (
     CreateStatus,
     KiokuStore,
@@ -26,8 +28,6 @@ from kioku.stm.store import ShortTermMemory
 from kioku.tools.ltm import create_memory_tool
 from kioku.tools.search import SearchStatus, search_long_term_memory_tool
 from kioku.tools.stm import StmStatus, update_short_term_memory_tool
-from langchain_core.tools import BaseTool
-
 from tests.helpers import Clock, World, make_world, run_tool, table_counts
 
 HUGE = 1_000_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from kioku import Participant, PrivacyLevel
 from kioku.memory.arguments import ArgumentError, parse_memory_id
 from kioku.memory.rendering import render_personal_memories, render_server_memories

@@ -8,11 +8,11 @@ import json
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+
 from kioku import KiokuSettings, KiokuStore, Participant, create_long_term_memory_tool
 from kioku.mcp_server import KiokuMcp, McpScope
 from kioku.tools.search import search_long_term_memory
-from sqlalchemy import text
-
 from tests.helpers import World, create_memory, make_world, memory_row, update_memory
 
 SECRETS = ("ERIN-SECRET", "DAVE-SECRET", "ERIN-GLOBAL-SECRET", "CAROL-SECRET")

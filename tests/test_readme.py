@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from kioku import KiokuStore
 
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -8,14 +8,15 @@ import textwrap
 
 import pytest
 from alembic import command
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
 from kioku import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
 from kioku.accounts import AccountRepository
 from kioku.db.engine import check_pgvector, make_engine, normalise_url
 from kioku.db.schema import alembic_config
 from kioku.memory.text import normalise_name
-from sqlalchemy import Engine, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session
 
 
 def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:

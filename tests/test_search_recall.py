@@ -6,6 +6,8 @@ import random
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import Engine, insert, select, text
+
 from kioku import KiokuSettings, KiokuStore
 from kioku.db.engine import make_engine
 from kioku.db.models import Memory, Server
@@ -13,7 +15,6 @@ from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS
 from kioku.embeddings import EmbedderSpec, HashingEmbeddings
 from kioku.search.engine import vector_candidates
 from kioku.search.query import Visibility
-from sqlalchemy import Engine, insert, select, text
 
 DIM = 32
 ROWS = 10_000

@@ -7,6 +7,9 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import create_engine, insert, select, text
+from sqlalchemy.orm import Session
+
 from kioku import KiokuStore
 from kioku.db.engine import normalise_url
 from kioku.db.models import Memory, Server, User
@@ -15,8 +18,6 @@ from kioku.memory.repository import GLOBAL_LINEAGE
 from kioku.search.engine import _apply_hnsw_settings, vector_candidates
 from kioku.search.query import Visibility
 from kioku.search.sql import SearchShape, candidates_sql, search_params
-from sqlalchemy import create_engine, insert, select, text
-from sqlalchemy.orm import Session
 
 SERVERS = ("s1", "s2")
 USERS = ("u1", "u2", "u3")

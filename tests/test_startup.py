@@ -6,9 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import kioku
 import kioku.graphs
-import pytest
 
 HEAVY = (
     "langchain_core",

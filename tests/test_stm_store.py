@@ -10,13 +10,13 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import func, select, text
+
 from kioku import KiokuStore, PrivacyLevel
 from kioku.db.models import StmThread
 from kioku.stm.model import StmKey
 from kioku.stm.store import ShortTermMemory
-from langgraph.checkpoint.memory import InMemorySaver
-from sqlalchemy import func, select, text
-
 from tests.helpers import T0, Clock, World, make_world, msgs, server_key, user_key
 
 

@@ -7,12 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+
 from kioku import KiokuStore
 from kioku.stm.availability import stm_tool_refusal
 from kioku.stm.store import ShortTermMemory
 from kioku.tools.invoke import run_tool_call
 from kioku.tools.stm import update_short_term_memory_tool
-
 from tests.helpers import Clock, World, make_world, msgs, server_key, user_key
 
 
@@ -119,11 +119,12 @@ def test_dm_summary_goes_to_the_user_entry_only(stm: ShortTermMemory, world: Wor
 def test_one_successful_write_per_turn_even_for_parallel_calls(
     stm: ShortTermMemory, world: World
 ) -> None:
-    from kioku import TurnContext
-    from kioku.state import TurnState
     from langchain_core.messages import AIMessage
     from langgraph.graph import START, StateGraph
     from langgraph.prebuilt import ToolNode
+
+    from kioku import TurnContext
+    from kioku.state import TurnState
 
     builder = StateGraph(TurnState, context_schema=TurnContext)
     builder.add_node("tools", ToolNode([update_short_term_memory_tool(stm)]))

@@ -13,14 +13,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph.checkpoint.postgres import PostgresSaver
+from sqlalchemy import func, select, text
+
 from kioku import KiokuSettings, KiokuStore
 from kioku.db.models import StmThread
 from kioku.stm import store as store_module
 from kioku.stm.model import StmMessage
 from kioku.stm.store import ShortTermMemory
-from langgraph.checkpoint.postgres import PostgresSaver
-from sqlalchemy import func, select, text
-
 from tests.helpers import World, make_world, msgs, server_key, user_key
 
 ROUNDS = 40

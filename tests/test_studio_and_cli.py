@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
+from rich.console import Console
+
 from kioku import KiokuStore
 from kioku.db.models import Server
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
-from langchain_core.messages import HumanMessage
-from rich.console import Console
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIO_CONTEXT: dict[str, Any] = {

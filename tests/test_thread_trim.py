@@ -6,13 +6,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from kioku import KiokuStore, load_settings
-from kioku.context_build.tokens import TiktokenCounter
-from kioku.graphs import build_graph
-from kioku.graphs.trim import trim_removals, trim_start
-from kioku.stm.model import StmKey
-from kioku.stm.store import ShortTermMemory
-from kioku.testing import Script, ScriptedChatModel, call_tool, echo, say
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -21,6 +14,13 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from kioku import KiokuStore, load_settings
+from kioku.context_build.tokens import TiktokenCounter
+from kioku.graphs import build_graph
+from kioku.graphs.trim import trim_removals, trim_start
+from kioku.stm.model import StmKey
+from kioku.stm.store import ShortTermMemory
+from kioku.testing import Script, ScriptedChatModel, call_tool, echo, say
 from tests.helpers import World, make_world
 from tests.test_erasure import everything_text
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from kioku import KiokuStore, long_term_memory_tools
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import _get_all_injected_args
+
+from kioku import KiokuStore, long_term_memory_tools
 
 
 def test_model_facing_schemas_hide_injected_parameters(store: KiokuStore) -> None:

@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 import pytest
-from kioku import KiokuStore
-from kioku.graphs import build_graph
-from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from syrupy.assertion import SnapshotAssertion
 
+from kioku import KiokuStore
+from kioku.graphs import build_graph
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.helpers import World, make_world
 
 
@@ -63,7 +63,11 @@ def test_remember_request_saves_a_memory_and_streams_the_notice(
     assert statuses(final["messages"]) == ["memory_saved_successfully"]
     assert final["messages"][-1].content.startswith("I'll remember")
     # Intent: the STM tool was not offered this turn.
-    assert script.offered[0] == ("create_long_term_memory", "update_long_term_memory")
+    assert script.offered[0] == (
+        "create_long_term_memory",
+        "update_long_term_memory",
+        "create_memory",
+    )
     assert final["kioku_ltm_intent"] is True
     assert final["kioku_context_tokens"]["total"] > 0
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from kioku import KiokuStore
 from kioku.search.scoring import relevance
 from kioku.tools.ltm import create_memory_tool
-
 from tests.helpers import World, make_world, memory_row, run_tool, table_counts
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+
 from kioku import (
     KiokuStore,
     Participant,
@@ -17,7 +18,6 @@ from kioku.db.models import Memory
 from kioku.memory.directory import UserDirectory
 from kioku.memory.repository import MemoryRepository
 from kioku.memory.resolution import DirectoryMember
-
 from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 
 

@@ -6,13 +6,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import or_, select, text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
 from kioku.context import Persona, PrivacyLevel, TurnContext, server_key
 from kioku.db.models import PersonaRow, Server, ServerMember, User
 from kioku.memory.resolution import DirectoryMember
 from kioku.memory.text import name_key, normalise_name
-from sqlalchemy import or_, select, text
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session
 
 SETTINGS_SOURCE = "kioku_server_settings(:key, :is_dm)"
 """The one definition of a server's settings and their defaults (migration 0006): a row

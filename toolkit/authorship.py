@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
 from kioku.context import PrivacyLevel, TurnContext
 from kioku.memory.resolution import Resolved, match_participants
 from kioku.memory.text import normalise_name
 from kioku.reach import invisible_people
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 OWNER = "kioku_user_id"
 """``additional_kwargs`` key: the person the message belongs to (author, or the person a

@@ -5,13 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kioku.context import Participant, TurnContext
-from kioku.store import KiokuStore
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.panel import Panel
+
+from kioku.context import Participant, TurnContext
+from kioku.store import KiokuStore
 
 SERVER = "cli"
 HELP = "Commands: /channel NAME · /user NAME · /context · /quit"
@@ -85,8 +86,9 @@ def run_chat(store: KiokuStore, model: BaseChatModel, console: Console) -> None:
 
 def _lineage(store: KiokuStore) -> int | None:
     """Reuse the terminal persona's lineage across sessions, so its memories persist."""
-    from kioku.db.models import PersonaRow
     from sqlalchemy import select
+
+    from kioku.db.models import PersonaRow
 
     with store.sessions() as session:
         return session.scalar(

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from kioku.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from kioku.db.schema import SchemaChange
     from kioku.mcp_server import KiokuMcp
     from kioku.store import KiokuStore
-    from rich.console import Console
 
 _SETUP_REPORTS: dict[SchemaChange, str] = {
     "created": "Created the schema.",
@@ -49,10 +50,11 @@ def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, S
 
 
 def _reembed(console: Console) -> int:
+    from rich.progress import Progress
+
     from kioku.config import load_settings
     from kioku.reembed import reembed
     from kioku.store import KiokuStore
-    from rich.progress import Progress
 
     try:
         store = KiokuStore.open(load_settings())

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from kioku.errors import ConfigurationError
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kioku.errors import ConfigurationError
 
 
 def default_data_dir() -> Path:

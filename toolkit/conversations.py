@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
-from kioku.authorship import person_message_ids
-from kioku.redaction import redacted
-from kioku.stm.model import STM_THREAD_PREFIX
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from sqlalchemy import Engine, text
+
+from kioku.authorship import person_message_ids
+from kioku.redaction import redacted
+from kioku.stm.model import STM_THREAD_PREFIX
 
 _THREADS = text(
     "SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' "

@@ -13,16 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from kioku.context import Participant, Persona, PrivacyLevel, TurnContext
-from kioku.db.models import Server, User
-from kioku.store import KiokuStore
-from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from sqlalchemy import delete
+
+from kioku.context import Participant, Persona, PrivacyLevel, TurnContext
+from kioku.db.models import Server, User
+from kioku.store import KiokuStore
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
 
 SERVER = "demo-server"
 ALICE = Participant("demo-alice", "Alice", aliases=("ali",))

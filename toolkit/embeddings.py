@@ -13,9 +13,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from langchain_core.embeddings import Embeddings
+
 from kioku.config import KiokuSettings
 from kioku.errors import ConfigurationError
-from langchain_core.embeddings import Embeddings
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

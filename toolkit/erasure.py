@@ -18,14 +18,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
 from kioku.context import server_key
 from kioku.conversations import conversation_threads, forget_in_threads
 from kioku.memory.text import normalise_name
 from kioku.redaction import memory_fragments
 from kioku.stm.store import ForgetReport, ShortTermMemory
 from kioku.store import KiokuStore
-from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 
 @dataclass(frozen=True)

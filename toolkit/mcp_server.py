@@ -28,6 +28,14 @@ from enum import StrEnum
 from typing import Any
 
 import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from sqlalchemy import select
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from kioku.accounts import AccountRepository
 from kioku.config import KiokuSettings
 from kioku.context import Participant, Persona, TurnContext
@@ -64,13 +72,6 @@ from kioku.tools.search import (
 from kioku.tools.stm import DESCRIPTION as STM_DESCRIPTION
 from kioku.tools.stm import SCHEMA as STM_SCHEMA
 from kioku.tools.stm import StmStatus, update_short_term_memory
-from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
-from sqlalchemy import select
-from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,9 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from kioku.memory.text import as_data, normalise_name
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from kioku.memory.text import as_data, normalise_name
 
 MIN_FRAGMENT = 8
 """Shorter fragments are left alone: they would match ordinary words."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sqlalchemy import func, select, text, update
+
 from kioku.db.models import Memory
 from kioku.db.schema import serialised_setup, upgrade_schema
 from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
 from kioku.store import KiokuStore
-from sqlalchemy import func, select, text, update
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) after each batch."""

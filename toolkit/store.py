@@ -11,6 +11,18 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+from sqlalchemy import Engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import Session, sessionmaker
+
 from kioku.accounts import AccountRepository
 from kioku.config import KiokuSettings, load_settings
 from kioku.db.embedded import EmbeddedPostgres
@@ -37,20 +49,10 @@ from kioku.memory.repository import (
 )
 from kioku.search.access import AccessRecorder
 from kioku.search.aids import SearchAids
-from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
-from sqlalchemy import Engine
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
-from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
     from kioku.erasure import ErasureReceipt
+    from kioku.stm.store import ShortTermMemory
     from kioku.sweeper import SweepTimer
 
 logger = logging.getLogger(__name__)
@@ -117,6 +119,7 @@ class KiokuStore:
         self._checkpoint_pool: ConnectionPool[Any] | None = None
         self._sweeper: SweepTimer | None = None
         self._checkpointer_lock = threading.Lock()
+        self._short_term: ShortTermMemory | None = None
 
     @classmethod
     def open(
@@ -185,6 +188,19 @@ class KiokuStore:
             self._checkpointer = PostgresSaver(self._checkpoint_pool)
         return self._checkpointer
 
+    def short_term_memory(self) -> ShortTermMemory:
+        """This store's short-term memory, kept in :meth:`checkpointer` (made on first use).
+
+        The one instance the middleware and :func:`kioku.memory_tools` share by default, so
+        the summary tool and passive capture see each other's writes without a reread.
+        """
+        with self._checkpointer_lock:
+            if self._short_term is None:
+                from kioku.stm.store import ShortTermMemory
+
+                self._short_term = ShortTermMemory(self, self._make_checkpointer())
+            return self._short_term
+
     def start_sweeper(self) -> None:
         """Run the sweeper on a timer in this process (idempotent).
 
@@ -217,6 +233,7 @@ class KiokuStore:
             self._checkpoint_pool.close()
             self._checkpoint_pool = None
             self._checkpointer = None
+            self._short_term = None
         if self._async_engine is not None:
             self._async_engine.sync_engine.dispose(close=False)
         if self.embedded is not None:

@@ -12,10 +12,11 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import text
+
 from kioku.stm.model import utc_now
 from kioku.stm.store import ShortTermMemory
 from kioku.store import KiokuStore
-from sqlalchemy import text
 
 logger = logging.getLogger(__name__)
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlalchemy.orm import Session
+
 from kioku.accounts import ServerSettings
 from kioku.context import NO_STM_PROVIDERS, TurnContext
 from kioku.context_build import loader
@@ -45,8 +48,6 @@ from kioku.stm.availability import stm_tool_refusal
 from kioku.stm.model import utc_now
 from kioku.stm.store import ShortTermMemory
 from kioku.store import MEMORY_WINDOW, KiokuStore
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy.orm import Session
 
 logger = logging.getLogger(__name__)
 

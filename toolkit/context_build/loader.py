@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
 from kioku.accounts import (
     SETTINGS_SOURCE,
     AccountRepository,
@@ -32,8 +35,6 @@ from kioku.stm.model import StmEntry, StmKey, utc_now
 from kioku.stm.registry import THREAD_VERSION_SQL, StmRegistry
 from kioku.stm.store import ShortTermMemory
 from kioku.store import KiokuStore, MemoryWindow
-from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
 from kioku.db.os_account import OsAccount, current_account, running_as_root, server_account
 from kioku.errors import ConfigurationError
 

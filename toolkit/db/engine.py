@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kioku.db.errors import describe
-from kioku.db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
-from kioku.errors import DatabaseUnavailableError
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
+
+from kioku.db.errors import describe
+from kioku.db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
+from kioku.errors import DatabaseUnavailableError
 
 MIN_PGVECTOR = (0, 8)
 """Iterative index scans (filtered vector search) need pgvector 0.8."""

@@ -11,8 +11,9 @@ from typing import Literal
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from kioku.errors import DatabaseUnavailableError
 from sqlalchemy import Connection, Engine, text
+
+from kioku.errors import DatabaseUnavailableError
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _VERSION_TABLE = "kioku_alembic_version"  # as migrations/env.py configures it

@@ -5,8 +5,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from kioku.errors import ConfigurationError
 from sqlalchemy import Connection, text
+
+from kioku.errors import ConfigurationError
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
 EXACT_SEARCH_MAX_ROWS = 10_000

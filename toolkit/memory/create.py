@@ -6,6 +6,8 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from kioku.context import PrivacyLevel, TurnContext
 from kioku.memory.arguments import CreateArgs, parse_create_args
 from kioku.memory.flow import (
@@ -37,7 +39,6 @@ from kioku.memory.statuses import CreateStatus as S
 from kioku.memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
 from kioku.memory.typed import TypedFields
 from kioku.reach import reach_of
-from sqlalchemy.exc import SQLAlchemyError
 
 logger = logging.getLogger("kioku.memory")
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from sqlalchemy.orm import Session
+
 from kioku.accounts import AccountRepository
 from kioku.memory.resolution import DirectoryMember
-from sqlalchemy.orm import Session
 
 
 @runtime_checkable

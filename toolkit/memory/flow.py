@@ -12,6 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
 from kioku.accounts import AccountRepository, ServerSettings
 from kioku.context import PrivacyLevel, TurnContext
 from kioku.db.errors import StorageError, storage_errors
@@ -29,8 +32,6 @@ from kioku.memory.resolution import (
 from kioku.memory.results import ToolResult
 from kioku.memory.text import echo, normalise_name
 from kioku.store import KiokuStore
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
-from sqlalchemy.orm import Session
 
 logger = logging.getLogger("kioku.memory")
 

@@ -8,14 +8,15 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, ClassVar, Literal, cast
 
+from psycopg.types.json import Jsonb
+from sqlalchemy import TextClause, func, select, text
+from sqlalchemy.orm import Session
+
 from kioku.context import GLOBAL_LINEAGE
 from kioku.db.models import Memory, MemoryHistory
 from kioku.db.vectors import halfvec_text
 from kioku.search.query import Visibility
 from kioku.search.sql import search_params
-from psycopg.types.json import Jsonb
-from sqlalchemy import TextClause, func, select, text
-from sqlalchemy.orm import Session
 
 __all__ = ["GLOBAL_LINEAGE", "MemoryRepository", "PersonalScope", "ServerScope"]
 

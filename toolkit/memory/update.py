@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from kioku.context import PrivacyLevel, TurnContext
 from kioku.memory.arguments import UpdateArgs, parse_update_args
 from kioku.memory.flow import (
@@ -31,7 +33,6 @@ from kioku.memory.results import ToolResult
 from kioku.memory.statuses import UpdateStatus as S
 from kioku.memory.text import render_tokens, sanitise_content
 from kioku.reach import Reach, reach_of
-from sqlalchemy.orm import Session
 
 HIDDEN_TEXT = "(not shown: this person's memories are kept out of the conversation)"
 """Notice text for a change to a memory the turn does not show."""

@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
 from kioku.db.vectors import (
     EXACT_SEARCH_MAX_ROWS,
     HNSW_SEARCH_SETTINGS,
@@ -25,8 +28,6 @@ from kioku.search.sql import (
     search_params,
 )
 from kioku.search.terms import distinctive_words
-from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
+
 from kioku.context import GLOBAL_LINEAGE
 from kioku.db.models import Memory
-from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kioku.stm.model import StmEntry, StmKey
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -22,6 +21,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.types.json import Jsonb
+
+from kioku.stm.model import StmEntry, StmKey
 
 _METADATA: CheckpointMetadata = {"source": "update", "step": -1, "parents": {}}
 

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from kioku.db.models import StmThread
-from kioku.stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
+
+from kioku.db.models import StmThread
+from kioku.stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
 
 RECORD_SQL = """
 INSERT INTO stm_threads AS t (thread_id, kind, owner_id, channel_id, lineage_id, server_id,

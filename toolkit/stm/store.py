@@ -18,6 +18,10 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import psycopg
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from sqlalchemy.orm import Session
+
 from kioku.context import PrivacyLevel, TurnContext
 from kioku.reach import invisible_people, may_remember_message
 from kioku.stm.checkpoints import postgres_writes, put_entry, read_entry
@@ -35,9 +39,6 @@ from kioku.stm.model import (
 )
 from kioku.stm.registry import RECORD_SQL, StmRegistry, record_params
 from kioku.store import KiokuStore
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres import PostgresSaver
-from sqlalchemy.orm import Session
 
 logger = logging.getLogger(__name__)
 

@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kioku.context import TurnContext
-from kioku.state import TurnState
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode
+
+from kioku.context import TurnContext
+from kioku.state import TurnState
 
 
 @dataclass(frozen=True, slots=True)

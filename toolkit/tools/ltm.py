@@ -15,6 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+
 from kioku.memory.create import create_long_term_memory
 from kioku.memory.create_typed import create_memory
 from kioku.memory.flow import Flow
@@ -23,8 +26,6 @@ from kioku.memory.statuses import CreateStatus, UpdateStatus
 from kioku.memory.update import update_long_term_memory
 from kioku.store import KiokuStore
 from kioku.tools.safe import ArgumentSafeTool
-from langchain_core.tools import StructuredTool
-from langgraph.prebuilt import ToolRuntime
 
 logger = logging.getLogger(__name__)
 

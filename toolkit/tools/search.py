@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+from sqlalchemy.orm import Session
+
 from kioku.accounts import AccountRepository
 from kioku.context import TurnContext
 from kioku.context_build.mentions import convert_mentions
@@ -21,9 +25,6 @@ from kioku.search.query import Visibility
 from kioku.stm.model import utc_now
 from kioku.store import KiokuStore
 from kioku.tools.safe import ArgumentSafeTool
-from langchain_core.tools import StructuredTool
-from langgraph.prebuilt import ToolRuntime
-from sqlalchemy.orm import Session
 
 logger = logging.getLogger(__name__)
 

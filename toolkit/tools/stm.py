@@ -12,15 +12,16 @@ from enum import StrEnum
 from typing import Any
 
 import psycopg
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+from sqlalchemy.exc import SQLAlchemyError
+
 from kioku.context import NO_STM_PROVIDERS, TurnContext
 from kioku.memory.results import ToolResult
 from kioku.memory.text import sanitise_content
 from kioku.stm.availability import private_recent, stm_tool_refusal, turn_flags
 from kioku.stm.store import ShortTermMemory
 from kioku.tools.safe import ArgumentSafeTool
-from langchain_core.tools import StructuredTool
-from langgraph.prebuilt import ToolRuntime
-from sqlalchemy.exc import SQLAlchemyError
 
 logger = logging.getLogger(__name__)
 

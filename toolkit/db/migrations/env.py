@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy import create_engine
+
 from kioku.db.models import Base
 from kioku.db.vectors import HNSW_INDEX, SCOPE_VECTOR_INDEXES
-from sqlalchemy import create_engine
 
 config = context.config
 target_metadata = Base.metadata

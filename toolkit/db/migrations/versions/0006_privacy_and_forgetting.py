@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
 from kioku.memory.text import name_key, normalise_name
 
 revision: str = "0006"

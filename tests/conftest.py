@@ -18,16 +18,11 @@ from sqlalchemy import Engine, text
 from kioku import KiokuSettings, KiokuStore
 from kioku.db.embedded import EmbeddedPostgres
 from kioku.db.engine import make_engine
-from tests.helpers import SETTING_VARIABLES
+from tests.helpers import SETTING_VARIABLES, TABLES
 
 # Property tests draw the same examples on every run (fixed seeds, no flaky CI).
 hypothesis_settings.register_profile("kioku", derandomize=True)
 hypothesis_settings.load_profile("kioku")
-
-TABLES = (
-    "memory_history, memories, server_members, personas, users, servers, stm_threads, "
-    "checkpoints, checkpoint_blobs, checkpoint_writes"
-)
 
 
 CALLER_DATABASE_URL = os.environ.get("KIOKU_DATABASE_URL")

@@ -40,6 +40,12 @@ SETTING_VARIABLES = frozenset(
 )
 """The environment variables kioku reads its settings from."""
 
+TABLES = (
+    "memory_history, memories, server_members, personas, users, servers, stm_threads, "
+    "checkpoints, checkpoint_blobs, checkpoint_writes"
+)
+"""Every table a test may fill; the ``store`` fixture empties them afterwards."""
+
 
 def process_env(database_url: str, **settings: str) -> dict[str, str]:
     """The environment for a kioku subprocess: this one without any kioku setting or model

@@ -99,5 +99,9 @@ def test_chat_openai_through_the_graph(
     first = FakeOpenAI.requests[0]
     assert first["model"] == "fake-model"
     offered = [tool["function"]["name"] for tool in first["tools"]]
-    assert offered == ["create_long_term_memory", "update_long_term_memory"]  # intent: no STM tool
+    assert offered == [  # intent: no STM tool
+        "create_long_term_memory",
+        "update_long_term_memory",
+        "create_memory",
+    ]
     assert "runtime" not in json.dumps(first["tools"])

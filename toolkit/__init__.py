@@ -17,49 +17,86 @@ from kioku._lazy import lazy_exports
 if TYPE_CHECKING:
     from kioku.accounts import ServerSettings
     from kioku.config import KiokuSettings, load_settings
-    from kioku.context import Participant, Persona, PrivacyLevel, TurnContext
+    from kioku.context import (
+        DEFAULT_PERSONA,
+        DEFAULT_SERVER_ID,
+        Participant,
+        Persona,
+        PrivacyLevel,
+        TurnContext,
+    )
+    from kioku.context_build.build import ContextBuilder
+    from kioku.context_build.items import BuiltContext
+    from kioku.context_build.render import ContextBudgets
     from kioku.errors import ConfigurationError, DatabaseUnavailableError
+    from kioku.graphs.middleware import KiokuAgentState, KiokuMemoryMiddleware
+    from kioku.graphs.state import TurnGraphState
+    from kioku.graphs.turn import build_graph
+    from kioku.intent import IntentGate
+    from kioku.mcp_server import KiokuMcp, build_server
     from kioku.memory.directory import DatabaseUserDirectory, UserDirectory
     from kioku.memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
     from kioku.memory.resolution import DirectoryMember
     from kioku.memory.results import ToolResult
     from kioku.memory.statuses import CreateStatus, UpdateStatus
     from kioku.reach import Reach, reach_of
+    from kioku.stm.store import ShortTermMemory
     from kioku.store import KiokuStore
+    from kioku.tools.catalog import memory_tools
     from kioku.tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
     from kioku.tools.ltm import (
         create_long_term_memory_tool,
+        create_memory_tool,
         long_term_memory_tools,
         update_long_term_memory_tool,
     )
+    from kioku.tools.search import search_long_term_memory_tool
+    from kioku.tools.stm import update_short_term_memory_tool
 
 __all__ = [
-    "NOTICE_STREAM_TYPE",
+    "BuiltContext",
     "ConfigurationError",
+    "ContextBudgets",
+    "ContextBuilder",
     "CreateStatus",
+    "DEFAULT_PERSONA",
+    "DEFAULT_SERVER_ID",
     "DatabaseUnavailableError",
     "DatabaseUserDirectory",
     "DirectoryMember",
+    "IntentGate",
+    "KiokuAgentState",
+    "KiokuMcp",
+    "KiokuMemoryMiddleware",
     "KiokuSettings",
     "KiokuStore",
     "MemoryNotice",
+    "NOTICE_STREAM_TYPE",
     "Participant",
     "Persona",
     "PrivacyLevel",
     "Reach",
     "ServerSettings",
+    "ShortTermMemory",
     "ToolCallOutcome",
     "ToolResult",
     "TurnContext",
+    "TurnGraphState",
     "UpdateStatus",
     "UserDirectory",
     "arun_tool_call",
+    "build_graph",
+    "build_server",
     "create_long_term_memory_tool",
+    "create_memory_tool",
     "load_settings",
     "long_term_memory_tools",
+    "memory_tools",
     "reach_of",
     "run_tool_call",
+    "search_long_term_memory_tool",
     "update_long_term_memory_tool",
+    "update_short_term_memory_tool",
 ]
 
 # Where each public name lives; kept in step with the TYPE_CHECKING imports above.
@@ -90,6 +127,23 @@ _LAZY: dict[str, str] = {
     "create_long_term_memory_tool": "kioku.tools.ltm",
     "long_term_memory_tools": "kioku.tools.ltm",
     "update_long_term_memory_tool": "kioku.tools.ltm",
+    "DEFAULT_PERSONA": "kioku.context",
+    "DEFAULT_SERVER_ID": "kioku.context",
+    "ContextBudgets": "kioku.context_build.render",
+    "ContextBuilder": "kioku.context_build.build",
+    "BuiltContext": "kioku.context_build.items",
+    "IntentGate": "kioku.intent",
+    "ShortTermMemory": "kioku.stm.store",
+    "memory_tools": "kioku.tools.catalog",
+    "create_memory_tool": "kioku.tools.ltm",
+    "search_long_term_memory_tool": "kioku.tools.search",
+    "update_short_term_memory_tool": "kioku.tools.stm",
+    "build_graph": "kioku.graphs.turn",
+    "TurnGraphState": "kioku.graphs.state",
+    "KiokuMemoryMiddleware": "kioku.graphs.middleware",
+    "KiokuAgentState": "kioku.graphs.middleware",
+    "KiokuMcp": "kioku.mcp_server",
+    "build_server": "kioku.mcp_server",
 }
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from kioku.context import Persona, PrivacyLevel, TurnContext, server_key
 from kioku.db.models import PersonaRow, Server, ServerMember, User
+from kioku.errors import ConfigurationError
 from kioku.memory.resolution import DirectoryMember
 from kioku.memory.text import name_key, normalise_name
 
@@ -136,7 +137,13 @@ class AccountRepository:
         )
 
     def add_member(self, server_id: str, user_id: str, nickname: str | None = None) -> None:
-        """Record that ``user_id`` belongs to ``server_id`` (with an optional nickname)."""
+        """Record that ``user_id`` belongs to ``server_id`` (with an optional nickname).
+
+        Raises:
+            ConfigurationError: the server or the user does not exist yet.
+        """
+        self._require_server(server_id, "add members to it")
+        self._require_user(user_id, "add them to a server")
         nickname_key = name_key(nickname)
         statement = insert(ServerMember).values(
             server_id=server_key(server_id),
@@ -210,7 +217,13 @@ class AccountRepository:
         """Create a persona with a new lineage, or with ``lineage_id`` when given.
 
         Re-creating or importing a persona passes its old lineage to keep its memories.
+        Most apps want :meth:`ensure_persona`, which returns an existing one.
+
+        Raises:
+            ConfigurationError: the server does not exist yet (``upsert_server`` first).
         """
+        if server_id is not None:
+            self._require_server(server_id, "create a persona")
         row = PersonaRow(
             server_id=server_key(server_id) if server_id is not None else None, name=name
         )
@@ -230,11 +243,29 @@ class AccountRepository:
         )
         return Persona(row.id, row.name, row.lineage_id) if row is not None else None
 
-    def find_or_create_persona(self, server_id: str, name: str) -> Persona:
+    def _require_server(self, server_id: str, doing: str) -> None:
+        if self.session.get(Server, server_key(server_id)) is None:
+            raise ConfigurationError(
+                f"server {server_id!r} does not exist: call accounts.upsert_server"
+                f"({server_id!r}, ...) before you {doing}"
+            )
+
+    def _require_user(self, user_id: str, doing: str) -> None:
+        if self.session.get(User, user_id) is None:
+            raise ConfigurationError(
+                f"user {user_id!r} does not exist: call accounts.upsert_user"
+                f"({user_id!r}, ...) before you {doing}"
+            )
+
+    def ensure_persona(self, server_id: str, name: str) -> Persona:
         """The persona called ``name`` on ``server_id``, created with a new lineage if missing.
 
-        Callers racing to create the same persona are serialised, so they all get one.
-        The server must exist.
+        Running the same setup again gets the same persona (and lineage), so its memories
+        stay, where :meth:`create_persona` would start a new lineage. Callers racing to
+        create the same persona are serialised, so they all get one.
+
+        Raises:
+            ConfigurationError: the server does not exist yet (``upsert_server`` first).
         """
         found = self.find_persona(server_id, name)
         if found is not None:

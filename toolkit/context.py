@@ -22,6 +22,12 @@ NO_STM_PROVIDERS: frozenset[str] = frozenset({"novelai"})
 """Providers whose models cannot use the short-term-memory tool."""
 
 
+DEFAULT_SERVER_ID = "default"
+"""The memory space of a one-user app (:meth:`TurnContext.for_user`)."""
+DEFAULT_BOT_USER_ID = "kioku"
+"""The assistant's own user id in :meth:`TurnContext.for_user` contexts."""
+
+
 class PrivacyLevel(IntEnum):
     """How much of a user kioku may remember."""
 
@@ -75,6 +81,10 @@ class Persona:
     """Lineage (≥ 10000) that scopes memories; 0 means an un-migrated database."""
 
 
+DEFAULT_PERSONA = Persona(persona_id=0, name="Assistant", lineage_id=10000)
+"""The assistant of :meth:`TurnContext.for_user` contexts."""
+
+
 @dataclass(frozen=True, slots=True)
 class TurnContext:
     """Everything a memory tool needs to know about the current turn."""
@@ -107,6 +117,42 @@ class TurnContext:
     """Optional callback receiving every long-term-memory notice."""
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies the turn (one per context object); per-turn limits are keyed on it."""
+
+    @classmethod
+    def for_user(
+        cls,
+        user_id: str,
+        *,
+        thread_id: str,
+        display_name: str | None = None,
+        server_id: str = DEFAULT_SERVER_ID,
+        persona: Persona | None = None,
+        **fields: Any,
+    ) -> TurnContext:
+        """The context of a one-user app: a user id and a conversation (thread) id.
+
+        Args:
+            user_id: the user's id; their personal memories follow them across threads.
+            thread_id: the conversation; its short-term memory is kept per thread.
+            display_name: the name memories use for the user (``user_id`` by default).
+            server_id: the app's memory space (:data:`DEFAULT_SERVER_ID`, where the model
+                may save memories until ``accounts.upsert_server`` stores other settings);
+                its server-wide memories are shared by every user and thread of the app.
+            persona: the assistant (:data:`DEFAULT_PERSONA`, lineage 10000 — the lineage
+                of the first persona ``accounts.create_persona`` makes, so it keeps these
+                memories).
+            **fields: any other ``TurnContext`` field (``provider``, ``notifier``, …).
+        """
+        user = Participant(user_id, display_name or user_id)
+        return cls(
+            channel_id=thread_id,
+            user=user,
+            persona=persona or DEFAULT_PERSONA,
+            bot_user_id=fields.pop("bot_user_id", DEFAULT_BOT_USER_ID),
+            server_id=server_id,
+            participants=fields.pop("participants", (user,)),
+            **fields,
+        )
 
     def __post_init__(self) -> None:
         # LangGraph builds the context from a dict when a run comes over the API

@@ -268,7 +268,7 @@ class KiokuMcp:
             # As `kioku mcp` always did, a server it registers lets the client write; an
             # existing server keeps its settings (change them with `kioku server-settings`).
             accounts.add_server(s.server_id, s.server_name, self_teaching_enabled=True)
-            return accounts.find_or_create_persona(s.server_id, s.persona_name)
+            return accounts.ensure_persona(s.server_id, s.persona_name)
 
     def _search(self, arguments: dict[str, Any]) -> dict[str, Any]:
         persona = self._persona()

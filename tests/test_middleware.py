@@ -1,0 +1,247 @@
+"""``KiokuMemoryMiddleware`` in ``create_agent`` behaves like ``build_graph``.
+
+One scripted conversation runs through both, each on an emptied database; the model must
+be shown the same prompts and offered the same tools, the tools must answer alike, and
+the same memories and short-term summary must be left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import Engine, text
+
+from kioku import (
+    DEFAULT_SERVER_ID,
+    ConfigurationError,
+    KiokuMemoryMiddleware,
+    KiokuSettings,
+    KiokuStore,
+    TurnContext,
+    build_graph,
+    memory_tools,
+)
+from kioku.context import server_key
+from kioku.graphs.steps import since_latest_human
+from kioku.stm.store import entry_keys
+from kioku.testing import Script, ScriptedChatModel, call_tool, say
+from tests.helpers import TABLES, World, make_world
+
+SYSTEM = "You are Kioku, a helpful assistant."
+
+
+def conversation() -> list[tuple[str, list[AIMessage]]]:
+    """(user message, the model's replies) per turn."""
+    return [
+        (
+            "Please remember I like jasmine tea",
+            [
+                call_tool(
+                    "create_long_term_memory",
+                    memory_content="{user} likes jasmine tea",
+                    memory_scope="target_user",
+                    target_user="Alice",
+                ),
+                say("I'll remember that you like jasmine tea."),
+            ],
+        ),
+        (
+            "Let's plan the garden party for Saturday.",
+            [
+                call_tool("update_short_term_memory", summary="Planning a garden party."),
+                call_tool("update_short_term_memory", summary="A second summary."),
+                say("Saturday it is."),
+            ],
+        ),
+        (
+            "Actually, I prefer green tea now; fix that memory.",
+            [
+                call_tool("update_long_term_memory", memory_id=1, memory_content="x")
+                for _ in range(4)
+            ],
+        ),
+        ("What do you remember about me?", [say("You like green tea.")]),
+    ]
+
+
+Transcript = dict[str, Any]
+
+
+def _shown(prompt: list[BaseMessage]) -> list[tuple[str, str]]:
+    return [(m.type, m.text) for m in prompt]
+
+
+def _tool_answers(messages: list[BaseMessage]) -> list[tuple[str, str]]:
+    return [
+        (m.name or "", json.loads(str(m.content))["status"])
+        for m in messages
+        if isinstance(m, ToolMessage)
+    ]
+
+
+def _run(store: KiokuStore, world: World, runner: str, mode: str) -> Transcript:
+    script = Script()
+    model = ScriptedChatModel(script=script)
+    # PostgresSaver has no async methods: async runs keep the conversation in memory
+    # (short-term memory stays in the store's PostgresSaver either way).
+    checkpointer = store.checkpointer() if mode == "sync" else InMemorySaver()
+    if runner == "graph":
+        app: Any = build_graph(
+            model,
+            store,
+            checkpointer=checkpointer,
+            stm=store.short_term_memory(),
+            system_prompt=SYSTEM,
+        )
+    else:
+        app = create_agent(
+            model,
+            tools=memory_tools(store),
+            system_prompt=SYSTEM,
+            middleware=[KiokuMemoryMiddleware(store)],
+            context_schema=TurnContext,
+            checkpointer=checkpointer,
+        )
+    config = {"configurable": {"thread_id": "conv-1"}}
+    states = []
+    for text_, replies in conversation():
+        script.add(*replies)
+        payload = {"messages": [HumanMessage(text_, name="Alice")]}
+        if mode == "sync":
+            state = app.invoke(payload, config, context=world.context())
+        else:
+            state = asyncio.run(app.ainvoke(payload, config, context=world.context()))
+        states.append(state)
+    with store.transaction() as session:
+        memories = session.execute(
+            text("SELECT scope, user_id, content FROM memories ORDER BY id")
+        ).all()
+    entries = [store.short_term_memory().load(key) for key in entry_keys(world.context())]
+    return {
+        "prompts": [_shown(p) for p in script.prompts],
+        "offered": list(script.offered),
+        "answers": [_tool_answers(since_latest_human(s["messages"])) for s in states],
+        "replies": [s["messages"][-1].text for s in states],
+        "thread": [(m.type, m.text) for m in states[-1]["messages"]],
+        "memories": [tuple(row) for row in memories],
+        "stm": [
+            (e.summary, [(m.role, m.text) for m in e.messages]) if e else None for e in entries
+        ],
+    }
+
+
+def _emptied(engine: Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_middleware_agent_behaves_like_the_graph(
+    engine: Engine, settings: KiokuSettings, mode: str
+) -> None:
+    transcripts = {}
+    for runner in ("graph", "agent"):
+        _emptied(engine)
+        store = KiokuStore(engine, settings=settings)
+        try:
+            transcripts[runner] = _run(store, make_world(store), runner, mode)
+        finally:
+            store.close()
+    graph, agent = transcripts["graph"], transcripts["agent"]
+    for key in graph:
+        assert agent[key] == graph[key], key
+    # And the conversation did what it says.
+    assert graph["memories"] == [("personal", "u-alice", "{user} likes jasmine tea")]
+    assert [status for _, status in graph["answers"][1]] == [
+        "short_term_memory_updated_successfully",
+        "short_term_memory_update_refused",
+    ]
+    assert graph["answers"][2][-1] == ("update_long_term_memory", "tool_round_limit_reached")
+    assert any("jasmine tea" in text_ for _, text_ in graph["prompts"][-1])
+    assert "update_short_term_memory" not in graph["offered"][0]  # explicit intent
+    assert graph["stm"][0] is not None and graph["stm"][0][0] == "Planning a garden party."
+
+
+def test_the_agent_keeps_its_own_tools_and_filters_kioku_s(store: KiokuStore) -> None:
+    world = make_world(store)
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    script = Script([say("hello")])
+    agent = create_agent(
+        ScriptedChatModel(script=script),
+        tools=[weather, *memory_tools(store)],
+        middleware=[KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("remember that I like tea", name="Alice")]},
+        context=world.context(has_tools=True),
+    )
+    offered = script.offered[0]
+    assert "weather" in offered and "create_long_term_memory" in offered
+    assert "update_short_term_memory" not in offered  # explicit long-term intent
+    script.add(say("hi"))
+    agent.invoke(
+        {"messages": [HumanMessage("hello", name="Alice")]},
+        context=world.context(has_tools=False),
+    )
+    assert script.offered[-1] == ("weather",)
+
+
+def test_an_agent_without_a_turn_context_is_told_how_to_fix_it(store: KiokuStore) -> None:
+    agent = create_agent(
+        ScriptedChatModel(script=Script([say("hi")])),
+        tools=memory_tools(store),
+        middleware=[KiokuMemoryMiddleware(store)],
+    )
+    with pytest.raises(ConfigurationError, match="context_schema=TurnContext"):
+        agent.invoke({"messages": [HumanMessage("hi")]})
+
+
+def test_the_default_server_is_named_alike_in_python_and_sql() -> None:
+    migration = importlib.import_module("kioku.db.migrations.versions.0010_default_server")
+    assert server_key(DEFAULT_SERVER_ID) == migration.DEFAULT_SERVER_KEY
+
+
+def test_a_one_user_app_needs_a_user_id_and_a_thread_id(store: KiokuStore) -> None:
+    script = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} likes tea",
+                memory_scope="target_user",
+                target_user="u1",
+            ),
+            say("Noted."),
+            say("You like tea."),
+        ]
+    )
+    agent = create_agent(
+        ScriptedChatModel(script=script),
+        tools=memory_tools(store),
+        middleware=[KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+        checkpointer=store.checkpointer(),
+    )
+    first: Callable[[str, str], dict[str, Any]] = lambda thread, said: agent.invoke(  # noqa: E731
+        {"messages": [HumanMessage(said)]},
+        {"configurable": {"thread_id": thread}},
+        context=TurnContext.for_user("u1", thread_id=thread),
+    )
+    state = first("t1", "remember that I like tea")
+    assert _tool_answers(state["messages"]) == [
+        ("create_long_term_memory", "memory_saved_successfully")
+    ]
+    first("t2", "what do I like?")  # another conversation of the same user
+    assert any("u1 likes tea" in m.text for m in script.prompts[-1])

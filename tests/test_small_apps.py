@@ -1,0 +1,54 @@
+"""What a small app needs to get right: setup order, re-runs, defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from kioku import DEFAULT_PERSONA, DEFAULT_SERVER_ID, ConfigurationError, KiokuStore, TurnContext
+
+
+def test_a_persona_before_its_server_says_what_to_call_first(store: KiokuStore) -> None:
+    expected = r"upsert_server\('guild-1', \.\.\.\) before"
+    with pytest.raises(ConfigurationError, match=expected), store.accounts() as accounts:
+        accounts.create_persona("guild-1", "Kioku")
+    with pytest.raises(ConfigurationError, match="upsert_server"), store.accounts() as accounts:
+        accounts.ensure_persona("guild-1", "Kioku")
+
+
+def test_a_member_before_the_user_or_server_says_what_to_call_first(store: KiokuStore) -> None:
+    with pytest.raises(ConfigurationError, match="upsert_server"), store.accounts() as accounts:
+        accounts.add_member("guild-1", "u1")
+    with store.accounts() as accounts:
+        accounts.upsert_server("guild-1")
+    expected = r"upsert_user\('u1', \.\.\.\)"
+    with pytest.raises(ConfigurationError, match=expected), store.accounts() as accounts:
+        accounts.add_member("guild-1", "u1")
+
+
+def test_ensure_persona_returns_the_same_persona_every_run(store: KiokuStore) -> None:
+    runs = []
+    for _ in range(2):
+        with store.accounts() as accounts:
+            accounts.upsert_server("guild-1", "Tea House", self_teaching_enabled=True)
+            runs.append(accounts.ensure_persona("guild-1", "Kioku"))
+    assert runs[0] == runs[1]
+
+
+def test_for_user_fills_in_documented_defaults() -> None:
+    context = TurnContext.for_user("u1", thread_id="t1")
+    assert context.server_id == DEFAULT_SERVER_ID
+    assert context.channel_id == "t1"
+    assert context.persona == DEFAULT_PERSONA
+    assert context.user.user_id == "u1" and context.user.display_name == "u1"
+    assert context.all_participants() == (context.user,)
+    named = TurnContext.for_user("u1", thread_id="t1", display_name="Alice", provider="x")
+    assert named.user.display_name == "Alice" and named.provider == "x"
+
+
+def test_the_default_server_learns_until_configured(store: KiokuStore) -> None:
+    with store.accounts() as accounts:
+        assert accounts.server_settings(DEFAULT_SERVER_ID).self_teaching_enabled
+        assert not accounts.server_settings("some-other-server").self_teaching_enabled
+        accounts.upsert_server(DEFAULT_SERVER_ID, self_teaching_enabled=False)
+    with store.accounts() as accounts:
+        assert not accounts.server_settings(DEFAULT_SERVER_ID).self_teaching_enabled

@@ -40,7 +40,7 @@ from kioku.authorship import stamp_reply
 from kioku.context import NO_STM_PROVIDERS, TurnContext
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.render import ContextBudgets
-from kioku.context_build.tokens import TiktokenCounter, TokenCounter
+from kioku.context_build.tokens import TokenCounter
 from kioku.errors import ConfigurationError
 from kioku.graphs.steps import (
     TurnFlags,
@@ -126,29 +126,17 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
             context_builder: the builder that renders each turn's context.
         """
         super().__init__()
-        if max_thread_messages is not None and max_thread_messages < 1:
-            raise ConfigurationError("max_thread_messages must be at least 1")
-        stm = stm or store.short_term_memory()
-        store.start_sweeper()
-        self.steps = TurnSteps(
-            stm=stm,
-            builder=context_builder
-            or ContextBuilder(
-                store,
-                stm,
-                counter=counter or TiktokenCounter(),
-                budgets=budgets or ContextBudgets(),
-                no_stm_providers=no_stm_providers,
-            ),
-            intent_gate=intent_gate or IntentGate(),
+        self.steps = TurnSteps.assemble(
+            store,
+            stm or store.short_term_memory(),
             system_prompt="",  # the agent's own system message comes first
             max_tool_rounds=max_tool_rounds,
+            intent_gate=intent_gate,
+            budgets=budgets,
+            counter=counter,
             no_stm_providers=no_stm_providers,
-            max_thread_messages=(
-                store.settings.thread_max_messages
-                if max_thread_messages is None
-                else max_thread_messages
-            ),
+            max_thread_messages=max_thread_messages,
+            context_builder=context_builder,
         )
         self.tools: Sequence[BaseTool] = []
 

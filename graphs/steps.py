@@ -27,15 +27,19 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku.authorship import owner_of, stamp_turn_input
-from kioku.context import TurnContext
+from kioku.context import NO_STM_PROVIDERS, TurnContext
 from kioku.context_build.build import ContextBuilder, insert_tail_directive
+from kioku.context_build.render import ContextBudgets
+from kioku.context_build.tokens import TiktokenCounter, TokenCounter
 from kioku.db.errors import describe
+from kioku.errors import ConfigurationError
 from kioku.graphs.repair import with_answered_calls
 from kioku.graphs.trim import trim_removals
 from kioku.intent import IntentGate
 from kioku.stm.availability import stm_tool_refusal
 from kioku.stm.model import StmMessage
 from kioku.stm.store import ShortTermMemory
+from kioku.store import KiokuStore
 from kioku.tools.catalog import LONG_TERM_WRITES, SEARCH_LTM, UPDATE_STM
 from kioku.tools.stm import StmStatus
 
@@ -170,6 +174,50 @@ class TurnSteps:
     max_tool_rounds: int
     no_stm_providers: frozenset[str]
     max_thread_messages: int
+
+    @classmethod
+    def assemble(
+        cls,
+        store: KiokuStore,
+        stm: ShortTermMemory,
+        *,
+        system_prompt: str = "",
+        max_tool_rounds: int = 3,
+        intent_gate: IntentGate | None = None,
+        budgets: ContextBudgets | None = None,
+        counter: TokenCounter | None = None,
+        no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
+        max_thread_messages: int | None = None,
+        context_builder: ContextBuilder | None = None,
+    ) -> TurnSteps:
+        """The steps with ``build_graph``'s options and defaults (see there).
+
+        Raises:
+            ConfigurationError: ``max_thread_messages`` is below 1.
+        """
+        if max_thread_messages is not None and max_thread_messages < 1:
+            raise ConfigurationError("max_thread_messages must be at least 1")
+        store.start_sweeper()  # a process that runs turns is long-lived: keep checkpoints bounded
+        return cls(
+            stm=stm,
+            builder=context_builder
+            or ContextBuilder(
+                store,
+                stm,
+                counter=counter or TiktokenCounter(),
+                budgets=budgets or ContextBudgets(),
+                no_stm_providers=no_stm_providers,
+            ),
+            intent_gate=intent_gate or IntentGate(),
+            system_prompt=system_prompt,
+            max_tool_rounds=max_tool_rounds,
+            no_stm_providers=no_stm_providers,
+            max_thread_messages=(
+                store.settings.thread_max_messages
+                if max_thread_messages is None
+                else max_thread_messages
+            ),
+        )
 
     def open_turn(self, messages: Sequence[BaseMessage], context: TurnContext) -> dict[str, Any]:
         """Reset the per-turn flags; detect explicit long-term-memory intent.

@@ -22,7 +22,7 @@ from kioku.authorship import stamp_reply
 from kioku.context import NO_STM_PROVIDERS, TurnContext
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.render import ContextBudgets
-from kioku.context_build.tokens import TiktokenCounter, TokenCounter
+from kioku.context_build.tokens import TokenCounter
 from kioku.graphs.state import TurnGraphState
 from kioku.graphs.steps import (
     TurnFlags,
@@ -142,34 +142,23 @@ def build_graph(
 
     Invoke it with ``context=TurnContext(...)`` and a ``thread_id`` per conversation.
     """
-    if max_thread_messages is not None and max_thread_messages < 1:
-        raise ValueError("max_thread_messages must be at least 1")
     if stm is None:
         stm = (
             ShortTermMemory(store, checkpointer)
             if checkpointer is not None
             else store.short_term_memory()
         )
-    store.start_sweeper()  # a process that runs turns is long-lived: keep checkpoints bounded
-    builder = context_builder or ContextBuilder(
+    steps = TurnSteps.assemble(
         store,
         stm,
-        counter=counter or TiktokenCounter(),
-        budgets=budgets or ContextBudgets(),
-        no_stm_providers=no_stm_providers,
-    )
-    steps = TurnSteps(
-        stm=stm,
-        builder=builder,
-        intent_gate=intent_gate or IntentGate(),
         system_prompt=system_prompt,
         max_tool_rounds=max_tool_rounds,
+        intent_gate=intent_gate,
+        budgets=budgets,
+        counter=counter,
         no_stm_providers=no_stm_providers,
-        max_thread_messages=(
-            store.settings.thread_max_messages
-            if max_thread_messages is None
-            else max_thread_messages
-        ),
+        max_thread_messages=max_thread_messages,
+        context_builder=context_builder,
     )
     tools = memory_tools(store, stm, no_stm_providers=no_stm_providers)
     turn = TurnGraph(model, steps, tools)

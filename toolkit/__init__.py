@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from kioku.memory.results import ToolResult
     from kioku.memory.statuses import CreateStatus, UpdateStatus
     from kioku.reach import Reach, reach_of
+    from kioku.stm.model import StmMessage
     from kioku.stm.store import ShortTermMemory
     from kioku.store import KiokuStore
     from kioku.tools.catalog import memory_tools
@@ -78,6 +79,7 @@ __all__ = [
     "Reach",
     "ServerSettings",
     "ShortTermMemory",
+    "StmMessage",
     "ToolCallOutcome",
     "ToolResult",
     "TurnContext",
@@ -144,6 +146,7 @@ _LAZY: dict[str, str] = {
     "KiokuAgentState": "kioku.graphs.middleware",
     "KiokuMcp": "kioku.mcp_server",
     "build_server": "kioku.mcp_server",
+    "StmMessage": "kioku.stm.model",
 }
 
 

@@ -3,13 +3,18 @@
 ``TurnContext.for_user`` puts every turn in the server ``default``. Like a direct
 message, that server lets the model write long-term memories until an administrator
 stores settings for it; every other server without a row still does not. The settings
-and their defaults stay defined here alone (``kioku_server_settings``, migration 0006).
+and their defaults stay defined in ``kioku_server_settings`` alone.
+
+``kioku_create_memory`` registers a server without a row on its first memory; it now
+stores the self-teaching it just found on (before, "on only in direct messages", which
+would have turned the default server off after its first memory).
 
 Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-24
 """
 
+import importlib
 from collections.abc import Sequence
 
 from alembic import op
@@ -22,36 +27,33 @@ depends_on: str | Sequence[str] | None = None
 DEFAULT_SERVER_KEY = "default"
 """``kioku.context.DEFAULT_SERVER_ID`` (a test keeps the two equal)."""
 
+_settings = importlib.import_module("kioku.db.migrations.versions.0006_privacy_and_forgetting")
+_create = importlib.import_module("kioku.db.migrations.versions.0007_create_once")
 
-def _settings(self_teaching_without_row: str) -> str:
-    return f"""
-CREATE OR REPLACE FUNCTION kioku_server_settings(p_key text, p_is_dm boolean,
-    OUT stored boolean,
-    OUT self_teaching_enabled boolean,
-    OUT personal_memories_enabled boolean,
-    OUT private_channel_ids text[],
-    OUT stm_privacy_bypass boolean,
-    OUT max_server_memories integer,
-    OUT max_personal_memories integer
-) LANGUAGE sql STABLE AS $$
-    SELECT s.id IS NOT NULL,
-           CASE WHEN s.id IS NULL THEN {self_teaching_without_row}
-                ELSE s.self_teaching_enabled END,
-           COALESCE(s.personal_memories_enabled, true),
-           COALESCE(s.private_channel_ids, '{{}}'),
-           COALESCE(s.stm_privacy_bypass, false),
-           NULLIF(s.max_server_memories, 0),
-           NULLIF(s.max_personal_memories, 0)
-    FROM (SELECT p_key AS key) AS wanted LEFT JOIN servers AS s ON s.id = wanted.key
-$$;
-"""
+_WITHOUT_ROW = "CASE WHEN s.id IS NULL THEN p_is_dm ELSE"
+_REGISTERED = "VALUES (p_server_key, p_server_name, p_is_dm)"
+assert _WITHOUT_ROW in _settings.SERVER_SETTINGS, "0006's settings function changed shape"
+assert _REGISTERED in _create.CREATE_MEMORY, "0007's create function changed shape"
+
+SERVER_SETTINGS = _settings.SERVER_SETTINGS.replace(
+    "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
+).replace(
+    _WITHOUT_ROW, f"CASE WHEN s.id IS NULL THEN p_is_dm OR p_key = '{DEFAULT_SERVER_KEY}' ELSE", 1
+)
+CREATE_MEMORY = _create.CREATE_MEMORY.replace(
+    _REGISTERED, "VALUES (p_server_key, p_server_name, s.self_teaching_enabled)", 1
+)
 
 
 def upgrade() -> None:
     """Self-teaching on without a row in direct messages and in the default server."""
-    op.execute(_settings(f"p_is_dm OR p_key = '{DEFAULT_SERVER_KEY}'"))
+    op.execute(SERVER_SETTINGS)
+    op.execute(CREATE_MEMORY)
 
 
 def downgrade() -> None:
-    """Self-teaching on without a row in direct messages only (migration 0006)."""
-    op.execute(_settings("p_is_dm"))
+    """Back to migration 0009's functions."""
+    op.execute(
+        _settings.SERVER_SETTINGS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+    )
+    op.execute(_create.CREATE_MEMORY)

@@ -37,11 +37,10 @@ from langgraph.channels import UntrackedValue
 from langgraph.runtime import Runtime
 
 from kioku.authorship import stamp_reply
-from kioku.context import NO_STM_PROVIDERS, TurnContext
+from kioku.context import NO_STM_PROVIDERS, TurnContext, require_turn_context
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.render import ContextBudgets
 from kioku.context_build.tokens import TokenCounter
-from kioku.errors import ConfigurationError
 from kioku.graphs.steps import (
     TurnFlags,
     TurnSteps,
@@ -76,14 +75,7 @@ class KiokuAgentState(AgentState[Any]):
 
 
 def _context_of(runtime: Runtime[Any]) -> TurnContext:
-    context = runtime.context
-    if not isinstance(context, TurnContext):
-        raise ConfigurationError(
-            "KiokuMemoryMiddleware needs a TurnContext: create the agent with "
-            "context_schema=TurnContext and invoke it with context=TurnContext(...) "
-            "(or TurnContext.for_user(...))"
-        )
-    return context
+    return require_turn_context(runtime.context)
 
 
 class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):

@@ -19,7 +19,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from kioku.authorship import stamp_reply
-from kioku.context import NO_STM_PROVIDERS, TurnContext
+from kioku.context import NO_STM_PROVIDERS, TurnContext, require_turn_context
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.render import ContextBudgets
 from kioku.context_build.tokens import TokenCounter
@@ -53,12 +53,14 @@ class TurnGraph:
         self, state: TurnGraphState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any]:
         """Start the turn (:meth:`TurnSteps.open_turn`)."""
-        return self.steps.open_turn(state.get("messages", []), runtime.context)
+        return self.steps.open_turn(
+            state.get("messages", []), require_turn_context(runtime.context)
+        )
 
     def context_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Render memories for this turn (:meth:`TurnSteps.build_context`)."""
         return self.steps.build_context(
-            state.get("messages", []), runtime.context, TurnFlags.of(state)
+            state.get("messages", []), require_turn_context(runtime.context), TurnFlags.of(state)
         )
 
     def offered_tools(self, state: TurnGraphState, context: TurnContext) -> list[BaseTool]:
@@ -69,10 +71,10 @@ class TurnGraph:
 
     def generate_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Call the model with this turn's tools bound."""
-        tools = self.offered_tools(state, runtime.context)
+        tools = self.offered_tools(state, require_turn_context(runtime.context))
         model = self.model.bind_tools(tools) if tools else self.model
         reply = model.invoke(TurnSteps.prompt(state, state.get("messages", [])))
-        return {"messages": [stamp_reply(reply, runtime.context)]}
+        return {"messages": [stamp_reply(reply, require_turn_context(runtime.context))]}
 
     def dedup_node(self, state: TurnGraphState) -> dict[str, Any]:
         """Set the STM flag after a successful summary write."""
@@ -88,7 +90,7 @@ class TurnGraph:
 
     def capture_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Capture and trim (:meth:`TurnSteps.capture`)."""
-        return self.steps.capture(state.get("messages", []), runtime.context)
+        return self.steps.capture(state.get("messages", []), require_turn_context(runtime.context))
 
     # routing -----------------------------------------------------------------------------
 
@@ -117,7 +119,8 @@ def build_graph(
     no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
     max_thread_messages: int | None = None,
     context_builder: ContextBuilder | None = None,
-) -> CompiledStateGraph[TurnGraphState, TurnContext, TurnGraphState, TurnGraphState]:
+    context_schema: type[Any] = TurnContext,
+) -> CompiledStateGraph[TurnGraphState, Any, TurnGraphState, TurnGraphState]:
     """Compile the per-turn memory graph.
 
     Args:
@@ -139,6 +142,8 @@ def build_graph(
             (``store.settings.thread_max_messages``) by default.
         context_builder: the builder that renders each turn's context, instead of one made
             from ``stm``, ``counter``, ``budgets`` and ``no_stm_providers``.
+        context_schema: the graph's context: ``TurnContext``, or a class whose instances
+            stand for one (``as_turn_context()``, e.g. ``AppContext``).
 
     Invoke it with ``context=TurnContext(...)`` and a ``thread_id`` per conversation.
     """
@@ -162,7 +167,7 @@ def build_graph(
     )
     tools = memory_tools(store, stm, no_stm_providers=no_stm_providers)
     turn = TurnGraph(model, steps, tools)
-    graph = StateGraph(TurnGraphState, context_schema=TurnContext)
+    graph = StateGraph(TurnGraphState, context_schema=context_schema)
     graph.add_node("intent_gate", turn.intent_gate_node)
     graph.add_node("build_context", turn.context_node)
     graph.add_node("generate", turn.generate_node)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +60,49 @@ def test_two_handles_share_the_server_until_the_last_leaves(server_data_dir: Pat
         assert connection.execute("SELECT 1").fetchone() == (1,)
     second.stop()
     assert not (server_data_dir / "pgdata" / "postmaster.pid").exists()
+
+
+def test_a_user_killed_by_a_signal_still_gets_the_server_stopped(server_data_dir: Path) -> None:
+    """``atexit`` does not run in a process killed by a signal; the reaper stops the server."""
+    user = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from kioku.db.embedded import EmbeddedPostgres\n"
+            f"EmbeddedPostgres(Path({str(server_data_dir)!r}))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert user.stdout is not None and user.stdout.readline().strip() == "ready"
+        pid_file = server_data_dir / "pgdata" / "postmaster.pid"
+        assert pid_file.exists()
+        user.send_signal(signal.SIGKILL)
+        user.wait(timeout=60)
+        deadline = time.monotonic() + 120  # generous: the reaper checks every 2 s
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not pid_file.exists(), "the reaper should stop a server nobody uses"
+    finally:
+        user.kill()
+        user.wait(timeout=60)
+
+
+def test_the_reaper_leaves_a_server_in_use_alone(server_data_dir: Path) -> None:
+    server = EmbeddedPostgres(server_data_dir)
+    try:
+        observer = EmbeddedPostgres.observer(server.data_dir, server.account)
+        assert observer.reap_if_unused() is False  # this process still uses it
+        with psycopg.connect(_libpq(server)) as connection:
+            assert connection.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        server.stop()
+    assert observer.reap_if_unused() is True  # stopped: nothing left to watch
 
 
 @pytest.fixture

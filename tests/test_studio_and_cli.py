@@ -21,17 +21,13 @@ from rich.console import Console
 from kioku import KiokuStore
 from kioku.db.models import Server
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
+from tests.conftest import server_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIO_CONTEXT: dict[str, Any] = {
-    "server_id": "studio-server",
-    "server_name": "Studio",
-    "channel_id": "studio-general",
-    "channel_name": "general",
-    "user": {"user_id": "studio-alice", "display_name": "Alice", "privacy": "minimal"},
-    "persona": {"persona_id": 1, "name": "Kioku", "lineage_id": 10001},
-    "bot_user_id": "studio-bot",
-    "participants": [{"user_id": "studio-alice", "display_name": "Alice"}],
+    "user_id": "studio-alice",
+    "display_name": "Alice",
+    "thread_id": "studio-general",
 }
 
 
@@ -122,67 +118,126 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def test_the_studio_model_saves_lists_and_forgets_memories_offline(
+    store: KiokuStore, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    graph = _load_langgraph_json_graph()
+    config = {"configurable": {"thread_id": "t1"}}
+
+    def turn(text: str) -> str:
+        state = graph.invoke({"messages": [HumanMessage(text)]}, config, context=STUDIO_CONTEXT)
+        return str(state["messages"][-1].content)
+
+    assert turn("remember that I like jasmine tea").startswith("Saved as ID:")
+    assert turn("Remember the wifi password is kiwi.").startswith("Saved as ID:")
+    recalled = turn("What do you remember?")
+    assert "Alice likes jasmine tea" in recalled and "wifi password is kiwi" in recalled
+    assert turn("forget jasmine tea").endswith("deleted.")
+    recalled = turn("what do you remember?")
+    assert "jasmine" not in recalled and "kiwi" in recalled
+
+
+def test_the_context_schema_is_a_form_without_the_notifier(store: KiokuStore) -> None:
+    from kioku import AppContext, TurnContext, build_graph
+
+    model = ScriptedChatModel(script=Script())
+    turn = build_graph(model, store).get_context_jsonschema()
+    assert turn is not None and "notifier" not in turn["properties"]
+    assert {"user", "persona", "channel_id"} <= set(turn["properties"])
+    app = build_graph(model, store, context_schema=AppContext).get_context_jsonschema()
+    assert app is not None and "required" not in app  # every field has a default
+    context = AppContext()
+    assert context.as_turn_context() is context.as_turn_context()  # one turn_id per turn
+    assert isinstance(context.as_turn_context(), TurnContext)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("langgraph", path=str(Path(sys.executable).parent)) is None,
     reason="langgraph-cli[inmem] is not installed",
 )
-def test_langgraph_dev_serves_the_graph(
-    store: KiokuStore, database_url: str, tmp_path: Path
+def test_langgraph_dev_serves_the_graph_offline_and_stops_its_database(
+    store: KiokuStore, tmp_path: Path
 ) -> None:
+    """Studio's path: no API key, no context, the embedded database; then the server ends.
+
+    ``langgraph dev``'s server re-raises SIGTERM after its graceful shutdown, so the
+    process dies without ``atexit`` (as its reloading worker does on Ctrl-C); the embedded
+    server must stop all the same.
+    """
     from langgraph_sdk import get_sync_client
 
     port = _free_port()
-    env = {
-        **os.environ,
-        "KIOKU_DATABASE_URL": database_url,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
-        "DO_NOT_TRACK": "1",
-    }
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("LANGSMITH_API_KEY", None)
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "langgraph"),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--allow-blocking",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=(tmp_path / "dev.log").open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        client = get_sync_client(url=f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                assistants = client.assistants.search(graph_id="kioku_turn")
-                break
-            except Exception:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(
-                        "langgraph dev did not start:\n"
-                        + (tmp_path / "dev.log").read_text()[-3000:]
-                    )
-                time.sleep(1)
-        thread = client.threads.create()
-        result = client.runs.wait(
-            thread["thread_id"],
-            assistants[0]["assistant_id"],
-            input={"messages": [{"type": "human", "content": "hi from the sdk"}]},
-            context=STUDIO_CONTEXT,
+    with server_directory() as data_dir:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+        env.update(
+            KIOKU_DATA_DIR=str(data_dir),
+            LANGGRAPH_CLI_NO_ANALYTICS="1",
+            LANGSMITH_TRACING="false",
+            LANGCHAIN_TRACING_V2="false",
+            DO_NOT_TRACK="1",
         )
-        assert isinstance(result, dict)
-        assert result["messages"][-1]["content"] == "(scripted model) You said: hi from the sdk"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        env.pop("OPENAI_API_KEY", None)
+        env.pop("LANGSMITH_API_KEY", None)
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "langgraph"),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--allow-blocking",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=(tmp_path / "dev.log").open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        pid_file = data_dir / "pgdata" / "postmaster.pid"
+        try:
+            client = get_sync_client(url=f"http://127.0.0.1:{port}")
+            deadline = time.monotonic() + 180  # a first embedded start takes ~15 s, or more
+            while True:
+                try:
+                    assistants = client.assistants.search(graph_id="kioku_turn")
+                    break
+                except Exception:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        pytest.fail(
+                            "langgraph dev did not start:\n"
+                            + (tmp_path / "dev.log").read_text()[-3000:]
+                        )
+                    time.sleep(1)
+            assistant = assistants[0]["assistant_id"]
+            schema = client.assistants.get_schemas(assistant)["context_schema"]
+            assert schema is not None and "user_id" in schema["properties"]
+            thread = client.threads.create()
+
+            def turn(text: str) -> str:
+                result = client.runs.wait(
+                    thread["thread_id"],
+                    assistant,
+                    input={"messages": [{"type": "human", "content": text}]},
+                )
+                assert isinstance(result, dict)
+                return str(result["messages"][-1]["content"])
+
+            assert turn("hi from the sdk") == "(scripted model) You said: hi from the sdk"
+            assert turn("remember that I like jasmine tea").startswith("Saved as ID:")
+            assert "You likes jasmine tea" in turn("what do you remember?")
+            assert turn("forget jasmine tea").endswith("deleted.")
+            assert turn("what do you remember?") == "I don't remember anything yet."
+            assert pid_file.exists()
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        deadline = time.monotonic() + 120
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not pid_file.exists(), "the embedded server outlived langgraph dev"

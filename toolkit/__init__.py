@@ -20,10 +20,12 @@ if TYPE_CHECKING:
     from kioku.context import (
         DEFAULT_PERSONA,
         DEFAULT_SERVER_ID,
+        AppContext,
         Participant,
         Persona,
         PrivacyLevel,
         TurnContext,
+        turn_context_of,
     )
     from kioku.context_build.build import ContextBuilder
     from kioku.context_build.items import BuiltContext
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from kioku.tools.stm import update_short_term_memory_tool
 
 __all__ = [
+    "AppContext",
     "BuiltContext",
     "ConfigurationError",
     "ContextBudgets",
@@ -97,6 +100,7 @@ __all__ = [
     "reach_of",
     "run_tool_call",
     "search_long_term_memory_tool",
+    "turn_context_of",
     "update_long_term_memory_tool",
     "update_short_term_memory_tool",
 ]
@@ -147,6 +151,8 @@ _LAZY: dict[str, str] = {
     "KiokuMcp": "kioku.mcp_server",
     "build_server": "kioku.mcp_server",
     "StmMessage": "kioku.stm.model",
+    "AppContext": "kioku.context",
+    "turn_context_of": "kioku.context",
 }
 
 

@@ -10,10 +10,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from kioku.memory.notices import MemoryNotice
+from kioku.memory.notices import MemoryNotice
 
 GLOBAL_LINEAGE = 0
 """Personal memories with this lineage are visible to every persona."""
@@ -21,6 +20,21 @@ GLOBAL_LINEAGE = 0
 NO_STM_PROVIDERS: frozenset[str] = frozenset({"novelai"})
 """Providers whose models cannot use the short-term-memory tool."""
 
+
+class _NotInSchema:
+    """``Annotated`` marker: pydantic leaves the field out of JSON schemas.
+
+    LangGraph derives the form LangGraph Studio shows from the context's JSON schema; a
+    callback has none, and without this marker the whole schema would be missing.
+    """
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        from pydantic_core import PydanticOmit
+
+        raise PydanticOmit
+
+
+NOT_IN_SCHEMA = _NotInSchema()
 
 DEFAULT_SERVER_ID = "default"
 """The memory space of a one-user app (:meth:`TurnContext.for_user`)."""
@@ -113,7 +127,9 @@ class TurnContext:
     """Chat-model provider of this turn."""
     has_tools: bool = True
     """``False`` means no tools are offered at all."""
-    notifier: Callable[[MemoryNotice], None] | None = field(default=None, compare=False)
+    notifier: Annotated[Callable[[MemoryNotice], None] | None, NOT_IN_SCHEMA] = field(
+        default=None, compare=False
+    )
     """Optional callback receiving every long-term-memory notice."""
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies the turn (one per context object); per-turn limits are keyed on it."""
@@ -205,3 +221,76 @@ def server_key(server_id: str) -> str:
     if server_id.startswith((DM_KEY_PREFIX, _ESCAPED_SERVER)):
         return _ESCAPED_SERVER + server_id
     return server_id
+
+
+@runtime_checkable
+class ContextSource(Protocol):
+    """A graph context that stands for a :class:`TurnContext` (e.g. :class:`AppContext`)."""
+
+    def as_turn_context(self) -> TurnContext:
+        """The turn context (the same object on every call: per-turn limits key on it)."""
+        ...
+
+
+def turn_context_of(value: object) -> TurnContext | None:
+    """The :class:`TurnContext` a graph's runtime context stands for, or ``None``."""
+    if isinstance(value, TurnContext):
+        return value
+    if isinstance(value, ContextSource):
+        return value.as_turn_context()
+    return None
+
+
+def require_turn_context(value: object) -> TurnContext:
+    """:func:`turn_context_of` ``value``, for graph nodes and middleware hooks.
+
+    Raises:
+        ConfigurationError: the run has no context kioku can use; says how to give one.
+    """
+    context = turn_context_of(value)
+    if context is None:
+        from kioku.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "kioku needs a TurnContext: compile the graph or agent with "
+            "context_schema=TurnContext (or AppContext) and run it with "
+            f"context=TurnContext(...) or TurnContext.for_user(...) (got {type(value).__name__})"
+        )
+    return context
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """A flat context for one-user apps and LangGraph Studio: every field has a default.
+
+    LangGraph Studio shows it as a form; runs that send no context get the defaults, and
+    ``thread_id`` is taken from the run's thread. Graphs and agents may use it as their
+    ``context_schema`` instead of :class:`TurnContext`; kioku's tools and nodes read the
+    :class:`TurnContext` it stands for (:meth:`TurnContext.for_user`).
+    """
+
+    user_id: str = "studio-user"
+    """The user's id; their personal memories follow them across threads."""
+    display_name: str = "You"
+    """The name memories use for the user."""
+    thread_id: str = "studio"
+    """The conversation (its short-term memory is kept per thread)."""
+    server_id: str = DEFAULT_SERVER_ID
+    """The app's memory space."""
+    persona_name: str = DEFAULT_PERSONA.name
+    """The assistant's name (lineage 10000, like :data:`DEFAULT_PERSONA`)."""
+
+    def __post_init__(self) -> None:
+        turn = TurnContext.for_user(
+            self.user_id,
+            thread_id=self.thread_id,
+            display_name=self.display_name,
+            server_id=self.server_id,
+            persona=Persona(0, self.persona_name, DEFAULT_PERSONA.lineage_id),
+        )
+        object.__setattr__(self, "_turn", turn)
+
+    def as_turn_context(self) -> TurnContext:
+        """The :class:`TurnContext` of this app context (made once)."""
+        turn: TurnContext = object.__getattribute__(self, "_turn")
+        return turn

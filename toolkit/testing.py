@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -9,7 +11,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -100,3 +102,111 @@ class ScriptedChatModel(BaseChatModel):
         reply = self.script.replies.pop(0) if self.script.replies else self.script.fallback
         message = reply(messages, self.offered_tools) if callable(reply) else reply
         return ChatResult(generations=[ChatGeneration(message=message.model_copy())])
+
+
+_REMEMBER = re.compile(
+    r"^\s*(?:please\s+)?remember\s+(?:that\s+)?(?P<fact>.+?)[.!]*\s*$", re.I | re.S
+)
+_FORGET = re.compile(
+    r"^\s*(?:please\s+)?forget\s+(?:that\s+|about\s+)?(?P<what>.+?)[.!]*\s*$", re.I | re.S
+)
+_RECALL = re.compile(r"what\s+do\s+you\s+(?:remember|know)", re.I)
+_MEMORY = re.compile(r"ID:(?P<id>\d+) (?P<text>.+?)(?=; ID:\d+ |\n|$)")
+_WORDS = re.compile(r"[a-z0-9']+")
+_THIRD_PERSON = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was"}
+
+
+def _about_the_speaker(fact: str) -> str | None:
+    """``fact`` about ``{user}`` when the speaker says it of themselves ("I like tea")."""
+    words = fact.split()
+    first = words[0].lower() if words else ""
+    if first == "i'm":
+        return " ".join(["{user} is", *words[1:]])
+    if first == "my":
+        return " ".join(["{user}'s", *words[1:]])
+    if words[:1] == ["I"] and len(words) > 1:
+        verb = words[1].lower()
+        third = _THIRD_PERSON.get(verb) or (verb if verb.endswith("s") else verb + "s")
+        return " ".join(["{user}", third, *words[2:]])
+    return None
+
+
+def _speaker() -> str:
+    """The display name of the turn's user, from the running graph's context."""
+    from langgraph.runtime import get_runtime
+
+    from kioku.context import turn_context_of
+
+    try:
+        context = turn_context_of(get_runtime().context)
+    except RuntimeError:  # not inside a graph
+        context = None
+    return context.user.display_name if context is not None else "me"
+
+
+def _shown_memories(prompt: Sequence[BaseMessage]) -> list[tuple[int, str, bool]]:
+    """(id, text, personal) of every memory the prompt's memory blocks show."""
+    found = []
+    for message in prompt:
+        tag = str(message.additional_kwargs.get("kioku_tag", ""))
+        if tag in ("server_memories", "personal_memories"):
+            for match in _MEMORY.finditer(message.text):
+                found.append((int(match["id"]), match["text"], tag == "personal_memories"))
+    return found
+
+
+def _shared_words(a: str, b: str) -> int:
+    return len(set(_WORDS.findall(a.lower())) & set(_WORDS.findall(b.lower())))
+
+
+def memory_commands(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> AIMessage:
+    """An offline reply that uses the memory tools when asked to (Studio without a key).
+
+    "remember …" saves a memory (about the speaker when it starts with I / I'm / my,
+    server-wide otherwise), "forget …" deletes the shown memory sharing most words with
+    it, "what do you remember" lists the memories the turn's context shows; after a tool
+    call it reports the tool's reason, and anything else is echoed.
+    """
+    latest = prompt[-1] if prompt else None
+    if isinstance(latest, ToolMessage):
+        results = []
+        for message in reversed(prompt):
+            if not isinstance(message, ToolMessage):
+                break
+            try:
+                results.append(str(json.loads(str(message.content)).get("reason", "")))
+            except ValueError:
+                results.append(str(message.content))
+        return say(" ".join(reversed(results)) or "Done.")
+    said = latest.text if isinstance(latest, HumanMessage) else ""
+    if (asked := _REMEMBER.match(said)) and "create_long_term_memory" in offered:
+        personal = _about_the_speaker(asked["fact"])
+        if personal is None:
+            return call_tool(
+                "create_long_term_memory", memory_content=asked["fact"], memory_scope="server_wide"
+            )
+        return call_tool(
+            "create_long_term_memory",
+            memory_content=personal,
+            memory_scope="target_user",
+            target_user=_speaker(),
+        )
+    if (asked := _FORGET.match(said)) and "update_long_term_memory" in offered:
+        shown = _shown_memories(prompt)
+        best = max(shown, key=lambda m: _shared_words(asked["what"], m[1]), default=None)
+        if best is None or _shared_words(asked["what"], best[1]) == 0:
+            return say("I have no memory like that.")
+        if best[2]:
+            return call_tool(
+                "update_long_term_memory",
+                memory_id=best[0],
+                memory_content="",
+                target_user=_speaker(),
+            )
+        return call_tool("update_long_term_memory", memory_id=best[0], memory_content="")
+    if _RECALL.search(said):
+        shown = _shown_memories(prompt)
+        if not shown:
+            return say("I don't remember anything yet.")
+        return say("I remember: " + "; ".join(f"ID:{i} {text}" for i, text, _ in shown))
+    return echo(prompt, offered)

@@ -95,6 +95,7 @@ class EmbeddedPostgres:
                     self._size_buffers()
                     _progress(f"embedded PostgreSQL ready in {self.pgdata}.")
                 self._register()
+                self._ensure_reaper()
             atexit.register(self.stop)
         except ConfigurationError:
             raise
@@ -105,6 +106,39 @@ class EmbeddedPostgres:
                 "KIOKU_DATABASE_URL to use an existing PostgreSQL server with pgvector."
             ) from exc
         logger.info("embedded PostgreSQL ready in %s", self.pgdata)
+
+    @classmethod
+    def observer(cls, data_dir: Path, account: OsAccount) -> EmbeddedPostgres:
+        """A handle on the server in ``data_dir`` that neither starts nor uses it (the reaper)."""
+        observer = cls.__new__(cls)
+        observer.data_dir = data_dir
+        observer.pgdata = data_dir / "pgdata"
+        observer.log_file = observer.pgdata / "kioku-server.log"
+        observer.account = account
+        observer._pid = os.getpid()
+        observer._handle = ""
+        observer._stopped = True
+        return observer
+
+    def reap_if_unused(self) -> bool:
+        """Stop the server when no live process uses it; True once there is nothing to watch.
+
+        Processes leave the server in :meth:`stop` (also at exit); one killed by a signal
+        (``uvicorn --reload`` ends its worker with SIGTERM, so ``langgraph dev`` does)
+        never does, and the reaper stops the server for it.
+        """
+        if not self.pgdata.is_dir():
+            return True
+        with self._lock():
+            server = self._running()
+            if server is None:
+                return True
+            if self._users():
+                return False
+            self._server = server
+            self._pg_ctl("-m", "fast", "stop")
+            self._remove_socket_dir()
+            return True
 
     @property
     def url(self) -> str:
@@ -321,6 +355,26 @@ class EmbeddedPostgres:
         if not isinstance(handles, list):
             return []
         return [h for h in handles if isinstance(h, str) and _alive(_pid_of(h))]
+
+    @property
+    def _reaper_file(self) -> Path:
+        return self.data_dir / ".server-reaper"
+
+    def _ensure_reaper(self) -> None:
+        """Start the process that stops the server once no user is left, unless one runs."""
+        try:
+            if _alive(int(self._reaper_file.read_text())):
+                return
+        except (OSError, ValueError):
+            pass
+        reaper = subprocess.Popen(
+            [sys.executable, "-m", "kioku.db.reaper", str(self.data_dir), self.account.name],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives this process, and its Ctrl-C
+        )
+        self._reaper_file.write_text(str(reaper.pid))
 
     def _register(self) -> None:
         self._save_users([*self._users(), self._handle])

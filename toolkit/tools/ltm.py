@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 
+from kioku.context import turn_context_of
 from kioku.memory.create import create_long_term_memory
 from kioku.memory.create_typed import create_memory
 from kioku.memory.flow import Flow
@@ -144,7 +145,7 @@ def _build(
 def _unpack(runtime: ToolRuntime | None) -> tuple[object, Callable[[Any], None] | None]:
     if runtime is None:
         return None, None
-    return runtime.context, runtime.stream_writer
+    return turn_context_of(runtime.context) or runtime.context, runtime.stream_writer
 
 
 def _answer(result: ToolResult | None, internal_error: str) -> str:

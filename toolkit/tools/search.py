@@ -13,7 +13,7 @@ from langgraph.prebuilt import ToolRuntime
 from sqlalchemy.orm import Session
 
 from kioku.accounts import AccountRepository
-from kioku.context import TurnContext
+from kioku.context import TurnContext, turn_context_of
 from kioku.context_build.mentions import convert_mentions
 from kioku.db.errors import StorageError, storage_errors
 from kioku.memory.arguments import ArgumentError, check_text, reject_unknown
@@ -192,7 +192,7 @@ def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
     def run(
         runtime: ToolRuntime | None = None, **arguments: Any
     ) -> tuple[str, list[dict[str, Any]]]:
-        context = runtime.context if runtime is not None else None
+        context = turn_context_of(runtime.context) if runtime is not None else None
         payload, artifact = search_long_term_memory(store, context, arguments)
         return json.dumps(payload, ensure_ascii=False), artifact
 

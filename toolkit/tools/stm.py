@@ -16,7 +16,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from sqlalchemy.exc import SQLAlchemyError
 
-from kioku.context import NO_STM_PROVIDERS, TurnContext
+from kioku.context import NO_STM_PROVIDERS, TurnContext, turn_context_of
 from kioku.memory.results import ToolResult
 from kioku.memory.text import sanitise_content
 from kioku.stm.availability import private_recent, stm_tool_refusal, turn_flags
@@ -116,7 +116,7 @@ def update_short_term_memory_tool(
     """Build the ``update_short_term_memory`` tool over ``stm``."""
 
     def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
-        context = runtime.context if runtime is not None else None
+        context = turn_context_of(runtime.context) if runtime is not None else None
         state = runtime.state if runtime is not None else None
         return update_short_term_memory(
             stm, context, state, arguments, no_stm_providers=no_stm_providers

@@ -241,3 +241,59 @@ def test_langgraph_dev_serves_the_graph_offline_and_stops_its_database(
         while pid_file.exists() and time.monotonic() < deadline:
             time.sleep(0.5)
         assert not pid_file.exists(), "the embedded server outlived langgraph dev"
+
+
+def test_every_command_and_flag_has_help() -> None:
+    import argparse
+
+    from kioku.cli import build_parser
+
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {c.dest for c in commands._choices_actions} == set(commands.choices)
+    assert all(c.help for c in commands._choices_actions)
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help, f"kioku {name} {action.option_strings or action.dest}"
+
+
+def _kioku(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("KIOKU_", "OPENAI_"))}
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "kioku.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+
+
+def _one_line_failure(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    text = (result.stdout + result.stderr).strip()
+    assert "Traceback" not in text
+    last = text.splitlines()[-1]  # after the chat prompt, when there is one
+    assert text.count("kioku:") == 1 and "kioku: " in last, text
+    return last
+
+
+def test_openai_embeddings_without_a_key_is_one_line(database_url: str) -> None:
+    failed = _kioku("setup", KIOKU_DATABASE_URL=database_url, KIOKU_EMBEDDINGS="openai")
+    assert "OPENAI_API_KEY" in _one_line_failure(failed)
+
+
+def test_an_unreachable_model_endpoint_is_one_line(store: KiokuStore, database_url: str) -> None:
+    with socket.socket() as unused:  # a local port nobody listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    failed = _kioku(
+        "chat",
+        stdin="hello\n",
+        KIOKU_DATABASE_URL=database_url,
+        OPENAI_API_KEY="sk-test-not-a-key",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
+    )
+    assert f"127.0.0.1:{port}" in _one_line_failure(failed)

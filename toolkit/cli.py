@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kioku.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
     from rich.console import Console
 
     from kioku.db.schema import SchemaChange
@@ -49,6 +50,14 @@ def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, S
     return store, change
 
 
+def _failed(console: Console, exc: ConfigurationError) -> int:
+    """Report a setup problem on one line (no traceback); the exit status is 2."""
+    from rich.markup import escape
+
+    console.print(f"[red]kioku: {escape(str(exc))}[/]", soft_wrap=True)
+    return 2
+
+
 def _reembed(console: Console) -> int:
     from rich.progress import Progress
 
@@ -59,8 +68,7 @@ def _reembed(console: Console) -> int:
     try:
         store = KiokuStore.open(load_settings())
     except ConfigurationError as exc:
-        console.print(f"[red]kioku: {exc}[/]")
-        return 2
+        return _failed(console, exc)
     with store, Progress(console=console) as bar:
         task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
         count = reembed(
@@ -157,8 +165,8 @@ def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) 
     serve_http(app, options)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``kioku`` console script."""
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kioku`` command line: every command and flag, each with its help."""
     parser = argparse.ArgumentParser(
         prog="kioku", description="Memory toolkit for LangGraph agents."
     )
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         help="streamable HTTP instead of stdio; requests need the bearer token (KIOKU_MCP_TOKEN)",
     )
     mcp.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
-    mcp.add_argument("--port", type=int, default=8765)
+    mcp.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
     mcp.add_argument(
         "--allow-host",
         action="append",
@@ -188,10 +196,18 @@ def main(argv: list[str] | None = None) -> int:
         help="also accept this Origin header, e.g. https://app.example (repeatable)",
     )
     mcp.add_argument("--server-id", default="mcp", help="the server whose memories are used")
-    mcp.add_argument("--server-name", default="MCP")
-    mcp.add_argument("--channel-id", default="mcp")
+    mcp.add_argument(
+        "--server-name", default="MCP", help="the server's name in rendered memories (default MCP)"
+    )
+    mcp.add_argument(
+        "--channel-id",
+        default="mcp",
+        help="the conversation whose short-term memory the client updates (default mcp)",
+    )
     mcp.add_argument("--user-id", default="mcp-user", help="the person the client acts for")
-    mcp.add_argument("--user-name", default="User")
+    mcp.add_argument(
+        "--user-name", default="User", help="that person's name, as memories mention them"
+    )
     mcp.add_argument("--persona", default="Assistant", help="persona name (lineage kept)")
     mcp.add_argument(
         "--read-only",
@@ -233,7 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         default=24.0,
         help="prune the history of threads updated in this many hours (default 24)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``kioku`` console script (exit 2, one line, for setup problems)."""
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from rich.console import Console
 
@@ -242,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "chat":
         from kioku.models import openai_model_from_env
 
-        model = openai_model_from_env()
+        try:
+            model = openai_model_from_env()
+        except ConfigurationError as exc:
+            return _failed(console, exc)
         if model is None:
             console.print(
                 "[red]kioku chat needs OPENAI_API_KEY (and optionally OPENAI_BASE_URL for an "
@@ -256,32 +280,44 @@ def main(argv: list[str] | None = None) -> int:
     try:
         store, change = _open_store(console, quiet=args.command == "mcp")
     except ConfigurationError as exc:
-        console.print(f"[red]kioku: {exc}[/]")
-        return 2
-    with store:
-        if args.command == "setup":
-            console.print(_SETUP_REPORTS[change])
-        elif args.command == "sweep":
-            console.print(_sweep(store, since_hours=args.since_hours))
-        elif args.command == "erase-user":
-            _erase(store, console, "user", args.user_id)
-        elif args.command == "erase-server":
-            _erase(store, console, "server", args.server_id)
-        elif args.command == "server-settings":
-            console.print_json(_server_settings(store, args.server_id, args.self_teaching))
-        elif args.command == "mcp":
-            _serve_mcp(store, args)
-        elif args.command == "chat":
-            from kioku.chat import run_chat
-
-            assert model is not None
-            run_chat(store, model, console)
-        else:
-            from kioku.demo import run_demo
-
-            console.rule("kioku demo: memory for LangGraph agents")
-            run_demo(store, console)
+        return _failed(console, exc)
+    try:
+        with store:
+            _run_command(store, change, args, console, model)
+    except ConfigurationError as exc:
+        return _failed(console, exc)
     return 0
+
+
+def _run_command(
+    store: KiokuStore,
+    change: SchemaChange,
+    args: argparse.Namespace,
+    console: Console,
+    model: BaseChatModel | None,
+) -> None:
+    if args.command == "setup":
+        console.print(_SETUP_REPORTS[change])
+    elif args.command == "sweep":
+        console.print(_sweep(store, since_hours=args.since_hours))
+    elif args.command == "erase-user":
+        _erase(store, console, "user", args.user_id)
+    elif args.command == "erase-server":
+        _erase(store, console, "server", args.server_id)
+    elif args.command == "server-settings":
+        console.print_json(_server_settings(store, args.server_id, args.self_teaching))
+    elif args.command == "mcp":
+        _serve_mcp(store, args)
+    elif args.command == "chat":
+        from kioku.chat import run_chat
+
+        assert model is not None
+        run_chat(store, model, console)
+    else:
+        from kioku.demo import run_demo
+
+        console.rule("kioku demo: memory for LangGraph agents")
+        run_demo(store, console)
 
 
 if __name__ == "__main__":

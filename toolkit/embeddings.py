@@ -2,13 +2,14 @@
 
 ``KIOKU_EMBEDDINGS`` picks one: ``hashing`` (default: no dependencies, deterministic,
 used by the tests), ``openai`` (``text-embedding-3-small`` through ``langchain-openai``), or
-``local`` (all-MiniLM-L6-v2 on the CPU; ``pip install 'kioku[local]'``).
+``local`` (all-MiniLM-L6-v2 on the CPU; ``pip install 'kioku-memory[local]'``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from langchain_core.embeddings import Embeddings
 
 from kioku.config import KiokuSettings
-from kioku.errors import ConfigurationError
+from kioku.errors import ConfigurationError, one_line
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -85,11 +86,7 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
         dim = settings.embedding_dimension
         return EmbedderSpec(HashingEmbeddings(dim), f"hashing-{dim}", dim)
     if kind == "openai":
-        from langchain_openai import OpenAIEmbeddings
-
-        return EmbedderSpec(
-            OpenAIEmbeddings(model=OPENAI_EMBEDDING_MODEL), f"openai:{OPENAI_EMBEDDING_MODEL}", 1536
-        )
+        return EmbedderSpec(_openai_embeddings(), f"openai:{OPENAI_EMBEDDING_MODEL}", 1536)
     if kind == "local":
         return EmbedderSpec(_local_embeddings(), f"local:{LOCAL_MODEL}", 384)
     raise ConfigurationError(
@@ -97,12 +94,28 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
     )
 
 
+def _openai_embeddings() -> Embeddings:
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise ConfigurationError(
+            "KIOKU_EMBEDDINGS=openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for an "
+            "OpenAI-compatible server), or use KIOKU_EMBEDDINGS=hashing or local."
+        )
+    from langchain_openai import OpenAIEmbeddings
+
+    try:
+        return OpenAIEmbeddings(model=OPENAI_EMBEDDING_MODEL)
+    except Exception as exc:  # pydantic validation of the client's settings
+        raise ConfigurationError(
+            f"KIOKU_EMBEDDINGS=openai: {one_line(exc)} (check OPENAI_API_KEY and OPENAI_BASE_URL)"
+        ) from None
+
+
 def _local_embeddings() -> Embeddings:
     try:
         from kioku.local_embeddings import MiniLMEmbeddings
     except ImportError as exc:  # pragma: no cover - depends on the optional extra
         raise ConfigurationError(
-            "KIOKU_EMBEDDINGS=local needs the optional extra: pip install 'kioku[local]' "
+            "KIOKU_EMBEDDINGS=local needs the optional extra: pip install 'kioku-memory[local]' "
             "(and `pip install torch==2.13.0` first for the CPU build)."
         ) from exc
     return MiniLMEmbeddings()

@@ -9,3 +9,11 @@ class ConfigurationError(Exception):
 
 class DatabaseUnavailableError(ConfigurationError):
     """The configured database cannot be used (unreachable, or pgvector missing)."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (the first line that says something)."""
+    for line in str(exc).splitlines():
+        if line.strip():
+            return line.strip()
+    return type(exc).__name__

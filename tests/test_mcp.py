@@ -472,3 +472,32 @@ def test_langchain_mcp_adapters_load_the_tools_into_a_langgraph_tool_node(
     result = asyncio.run(run())
     assert "memory_saved_successfully" in result["text"]
     _ = TurnContext  # the scope came from the server's flags, not from a turn context
+
+
+def test_mcp_lists_the_langchain_tools_as_they_are(store: KiokuStore) -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from kioku import memory_tools
+    from kioku.mcp_server import KiokuMcp, McpScope
+
+    app = KiokuMcp(store, McpScope())
+    listed = {tool.name: tool for tool in app.tools()}
+    for tool in memory_tools(store):
+        spec = convert_to_openai_tool(tool)["function"]
+        assert listed[tool.name].description == spec["description"]
+        assert listed[tool.name].inputSchema == spec["parameters"]
+    assert set(listed) - {tool.name for tool in memory_tools(store)} == {"get_memory"}
+
+
+def test_argument_names_agree_across_tools(store: KiokuStore) -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from kioku import memory_tools
+
+    properties = {
+        tool.name: set(convert_to_openai_tool(tool)["function"]["parameters"]["properties"])
+        for tool in memory_tools(store)
+    }
+    assert "memory_type" in properties["create_memory"] & properties["search_long_term_memory"]
+    assert "memory_content" in properties["create_memory"] & properties["create_long_term_memory"]
+    assert not {"type", "content"} & properties["create_memory"]

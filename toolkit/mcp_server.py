@@ -28,6 +28,8 @@ from enum import StrEnum
 from typing import Any
 
 import mcp.types as types
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -52,16 +54,14 @@ from kioku.memory.update import update_long_term_memory
 from kioku.search.engine import SearchHit
 from kioku.stm.store import ShortTermMemory
 from kioku.store import KiokuStore
-from kioku.tools.ltm import (
-    CREATE_DESCRIPTION,
-    CREATE_MEMORY_DESCRIPTION,
-    CREATE_MEMORY_SCHEMA,
-    CREATE_SCHEMA,
-    UPDATE_DESCRIPTION,
-    UPDATE_SCHEMA,
+from kioku.tools.catalog import (
+    CREATE_LTM,
+    CREATE_TYPED,
+    SEARCH_LTM,
+    UPDATE_LTM,
+    UPDATE_STM,
+    memory_tools,
 )
-from kioku.tools.search import DESCRIPTION as SEARCH_DESCRIPTION
-from kioku.tools.search import SCHEMA as SEARCH_SCHEMA
 from kioku.tools.search import (
     SearchStatus,
     parse_search_args,
@@ -69,8 +69,6 @@ from kioku.tools.search import (
     search_long_term_memory,
     visibility_for,
 )
-from kioku.tools.stm import DESCRIPTION as STM_DESCRIPTION
-from kioku.tools.stm import SCHEMA as STM_SCHEMA
 from kioku.tools.stm import StmStatus, update_short_term_memory
 
 logger = logging.getLogger(__name__)
@@ -122,56 +120,44 @@ def is_success(status: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class McpTool:
-    """One tool as MCP lists it, with the statuses the server answers for it."""
+class McpRules:
+    """What the MCP server answers for one tool besides the tool's own statuses."""
 
-    name: str
-    description: str
-    schema: dict[str, Any]
     db_error: str
     """Status when the database fails before the tool's own flow runs."""
     read_only_refusal: str | None = None
     """Status refusing the call on a read-only instance; ``None`` for tools that only read."""
 
 
-TOOLS: tuple[McpTool, ...] = (
-    McpTool(
-        "create_memory",
-        CREATE_MEMORY_DESCRIPTION,
-        CREATE_MEMORY_SCHEMA,
-        CreateStatus.DB_ERROR,
-        CreateStatus.DISABLED,
-    ),
-    McpTool("search_long_term_memory", SEARCH_DESCRIPTION, SEARCH_SCHEMA, SearchStatus.DB_ERROR),
-    McpTool("get_memory", "Get one memory by the N of its ID:N.", GET_SCHEMA, GetStatus.DB_ERROR),
-    McpTool(
-        "create_long_term_memory",
-        CREATE_DESCRIPTION,
-        CREATE_SCHEMA,
-        CreateStatus.DB_ERROR,
-        CreateStatus.DISABLED,
-    ),
-    McpTool(
-        "update_long_term_memory",
-        UPDATE_DESCRIPTION,
-        UPDATE_SCHEMA,
-        UpdateStatus.DB_ERROR,
-        UpdateStatus.DISABLED,
-    ),
-    McpTool(
-        "update_short_term_memory",
-        STM_DESCRIPTION,
-        STM_SCHEMA,
-        StmStatus.DB_ERROR,
-        StmStatus.REFUSED,
-    ),
-)
-"""Every tool, in the order they are listed; writers are listed on read-only instances too."""
+GET_MEMORY = "get_memory"
+GET_DESCRIPTION = "Get one memory by the N of its ID:N."
+RULES: dict[str, McpRules] = {
+    CREATE_TYPED: McpRules(CreateStatus.DB_ERROR, CreateStatus.DISABLED),
+    SEARCH_LTM: McpRules(SearchStatus.DB_ERROR),
+    GET_MEMORY: McpRules(GetStatus.DB_ERROR),
+    CREATE_LTM: McpRules(CreateStatus.DB_ERROR, CreateStatus.DISABLED),
+    UPDATE_LTM: McpRules(UpdateStatus.DB_ERROR, UpdateStatus.DISABLED),
+    UPDATE_STM: McpRules(StmStatus.DB_ERROR, StmStatus.REFUSED),
+}
+"""Every tool, in the order they are listed; writers are listed on read-only instances too.
+Names, descriptions and argument schemas come from the LangChain tools
+(:func:`kioku.memory_tools`), except for ``get_memory``, which only MCP has."""
+
+
+def mcp_tool(tool: BaseTool) -> types.Tool:
+    """A LangChain tool as MCP lists it: its name, description and model-facing schema."""
+    function = convert_to_openai_tool(tool)["function"]
+    return types.Tool(
+        name=function["name"],
+        description=function.get("description", ""),
+        inputSchema=function["parameters"],
+    )
+
 
 FLOWS: dict[str, Flow] = {
-    "create_memory": create_memory,
-    "create_long_term_memory": create_long_term_memory,
-    "update_long_term_memory": update_long_term_memory,
+    CREATE_TYPED: create_memory,
+    CREATE_LTM: create_long_term_memory,
+    UPDATE_LTM: update_long_term_memory,
 }
 
 
@@ -200,7 +186,11 @@ class KiokuMcp:
         self.scope = scope
         self.stm = ShortTermMemory(store, store.checkpointer())
         self._user = Participant(scope.user_id, scope.user_name)
-        self._tools = {tool.name: tool for tool in TOOLS}
+        listed = {tool.name: mcp_tool(tool) for tool in memory_tools(store, self.stm)}
+        listed[GET_MEMORY] = types.Tool(
+            name=GET_MEMORY, description=GET_DESCRIPTION, inputSchema=GET_SCHEMA
+        )
+        self._listed = [listed[name] for name in RULES]
         if scope.writable:  # the sweeper deletes expired rows: a read-only instance does not
             store.start_sweeper()
 
@@ -220,33 +210,31 @@ class KiokuMcp:
         )
 
     def tools(self) -> list[types.Tool]:
-        """The tool list with the same model-facing schemas as the LangChain tools."""
-        return [
-            types.Tool(name=t.name, description=t.description, inputSchema=t.schema) for t in TOOLS
-        ]
+        """The tool list: the LangChain tools' names, descriptions and schemas."""
+        return list(self._listed)
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Run one tool synchronously; always a status object."""
-        tool = self._tools.get(name)
-        if tool is None:
+        rules = RULES.get(name)
+        if rules is None:
             return {"status": UNKNOWN_TOOL, "reason": f"No tool named '{echo(name)}'."}
-        if tool.read_only_refusal is not None and not self.scope.writable:
-            return ToolResult(tool.read_only_refusal, READ_ONLY_REASON).to_dict()
+        if rules.read_only_refusal is not None and not self.scope.writable:
+            return ToolResult(rules.read_only_refusal, READ_ONLY_REASON).to_dict()
         try:
             with storage_errors(name):
                 return self._run(name, dict(arguments))
         except StorageError as exc:
             return ToolResult(
-                tool.db_error, f"The memory database is unavailable ({exc}). Nothing was changed."
+                rules.db_error, f"The memory database is unavailable ({exc}). Nothing was changed."
             ).to_dict()
 
     def _run(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        if name == "search_long_term_memory":
+        if name == SEARCH_LTM:
             return self._search(arguments)
-        if name == "get_memory":
+        if name == GET_MEMORY:
             return self._get(arguments.get("memory_id"))
         context = self.context(self._writable_persona())
-        if name == "update_short_term_memory":
+        if name == UPDATE_STM:
             return update_short_term_memory(self.stm, context, {}, arguments).to_dict()
         with self.store.sessions() as session:
             return FLOWS[name](session, self.store, context, arguments).to_dict()

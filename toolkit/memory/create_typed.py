@@ -6,6 +6,9 @@ model; the model's ``embedding`` argument is accepted and ignored (the store emb
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kioku.memory.arguments import ArgumentError, reject_unknown
 from kioku.memory.create import STATUSES, checked_content, save
 from kioku.memory.flow import FlowCall, require_context, settings_first, tool_flow
@@ -14,23 +17,37 @@ from kioku.memory.results import ToolResult
 from kioku.memory.typed import parse_typed
 from kioku.stm.model import utc_now
 
-ARGUMENTS = frozenset({"type", "content", "importance", "metadata", "embedding"})
+ARGUMENTS = frozenset({"memory_type", "memory_content", "importance", "metadata", "embedding"})
+LEGACY_NAMES = {"type": "memory_type", "content": "memory_content"}
+"""The typed-memory reference's argument names, still accepted (not advertised)."""
+
+
+def _named(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` with legacy names replaced by the advertised ones."""
+    named = dict(arguments)
+    for legacy, name in LEGACY_NAMES.items():
+        if legacy in named:
+            value = named.pop(legacy)
+            if name in named and named[name] != value:
+                raise ArgumentError(f"pass {name} only (not also {legacy}, its older name)")
+            named.setdefault(name, value)
+    return named
 
 
 def _create_typed(call: FlowCall) -> ToolResult:
-    arguments = call.arguments
+    arguments = _named(call.arguments)
     reject_unknown(arguments, ARGUMENTS)
-    content = arguments.get("content")
+    content = arguments.get("memory_content")
     if not isinstance(content, str) or not content.strip():
-        raise ArgumentError("content is required: the text of the memory")
+        raise ArgumentError("memory_content is required: the text of the memory")
     embedding = arguments.get("embedding")
     if embedding is not None and not isinstance(embedding, list):
         raise ArgumentError("embedding, if given, must be a list of numbers (it is ignored)")
     context = require_context(call, STATUSES)
     with settings_first(call, context, STATUSES):
-        content = checked_content(call, context, content, field="content")
+        content = checked_content(call, context, content, field="memory_content")
         typed = parse_typed(
-            arguments.get("type"),
+            arguments.get("memory_type"),
             arguments.get("importance"),
             arguments.get("metadata"),
             content=content,

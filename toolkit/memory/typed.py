@@ -179,7 +179,7 @@ def parse_typed(
         ArgumentError: with a reason naming the field and what it accepts.
     """
     if memory_type not in MEMORY_TYPES:
-        raise ArgumentError(f"type must be one of {', '.join(MEMORY_TYPES)}")
+        raise ArgumentError(f"memory_type must be one of {', '.join(MEMORY_TYPES)}")
     weight = 0.5 if importance is None else _number(importance, "importance", 0.0, 1.0)
     if metadata is None:
         metadata = {}

@@ -195,12 +195,15 @@ CREATE_MEMORY_SCHEMA: dict[str, Any] = {
     "title": "create_memory",
     "type": "object",
     "properties": {
-        "type": {
+        "memory_type": {
             "type": "string",
             "enum": ["episodic", "semantic", "procedural", "strategic"],
             "description": "Type of memory to create",
         },
-        "content": {"type": "string", "description": "The main content/text of the memory"},
+        "memory_content": {
+            "type": "string",
+            "description": "The main content/text of the memory",
+        },
         "importance": {
             "type": "number",
             "description": "Importance score (0.0 to 1.0), default 0.5",
@@ -223,7 +226,7 @@ CREATE_MEMORY_SCHEMA: dict[str, Any] = {
             "description": "Ignored: kioku embeds the content itself.",
         },
     },
-    "required": ["type", "content"],
+    "required": ["memory_type", "memory_content"],
 }
 
 

@@ -37,6 +37,7 @@ from langgraph.channels import UntrackedValue
 from langgraph.runtime import Runtime
 
 from kioku.authorship import stamp_reply
+from kioku.awaiting import remember_caller_loop
 from kioku.context import NO_STM_PROVIDERS, TurnContext, require_turn_context
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.render import ContextBudgets
@@ -152,6 +153,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         self, state: KiokuAgentState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any] | None:
         """:meth:`before_agent` off the event loop."""
+        remember_caller_loop()
         return await asyncio.to_thread(self.before_agent, state, runtime)
 
     # before each model call: the summary dedup flag --------------------------------------
@@ -242,6 +244,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         self, state: KiokuAgentState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any] | None:
         """:meth:`after_agent` off the event loop."""
+        remember_caller_loop()
         return await asyncio.to_thread(self.after_agent, state, runtime)
 
 

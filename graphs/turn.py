@@ -5,13 +5,15 @@ intent gate → context build → generate ⇄ tools → STM-summary dedup → �
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -19,6 +21,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from kioku.authorship import stamp_reply
+from kioku.awaiting import remember_caller_loop
 from kioku.context import NO_STM_PROVIDERS, TurnContext, require_turn_context
 from kioku.context_build.build import ContextBuilder
 from kioku.context_build.render import ContextBudgets
@@ -71,10 +74,11 @@ class TurnGraph:
 
     def generate_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Call the model with this turn's tools bound."""
-        tools = self.offered_tools(state, require_turn_context(runtime.context))
+        context = require_turn_context(runtime.context)
+        tools = self.offered_tools(state, context)
         model = self.model.bind_tools(tools) if tools else self.model
         reply = model.invoke(TurnSteps.prompt(state, state.get("messages", [])))
-        return {"messages": [stamp_reply(reply, require_turn_context(runtime.context))]}
+        return {"messages": [stamp_reply(reply, context)]}
 
     def dedup_node(self, state: TurnGraphState) -> dict[str, Any]:
         """Set the STM flag after a successful summary write."""
@@ -92,6 +96,32 @@ class TurnGraph:
         """Capture and trim (:meth:`TurnSteps.capture`)."""
         return self.steps.capture(state.get("messages", []), require_turn_context(runtime.context))
 
+    # async variants: the model is awaited, database work runs in a worker thread ----------
+
+    async def acontext_node(
+        self, state: TurnGraphState, runtime: Runtime[TurnContext]
+    ) -> dict[str, Any]:
+        """:meth:`context_node` off the event loop."""
+        remember_caller_loop()
+        return await asyncio.to_thread(self.context_node, state, runtime)
+
+    async def agenerate_node(
+        self, state: TurnGraphState, runtime: Runtime[TurnContext]
+    ) -> dict[str, Any]:
+        """:meth:`generate_node` with the model awaited."""
+        context = require_turn_context(runtime.context)
+        tools = self.offered_tools(state, context)
+        model = self.model.bind_tools(tools) if tools else self.model
+        reply = await model.ainvoke(TurnSteps.prompt(state, state.get("messages", [])))
+        return {"messages": [stamp_reply(reply, context)]}
+
+    async def acapture_node(
+        self, state: TurnGraphState, runtime: Runtime[TurnContext]
+    ) -> dict[str, Any]:
+        """:meth:`capture_node` off the event loop."""
+        remember_caller_loop()
+        return await asyncio.to_thread(self.capture_node, state, runtime)
+
     # routing -----------------------------------------------------------------------------
 
     def after_generate(self, state: TurnGraphState) -> Literal["tools", "close_calls", "capture"]:
@@ -103,6 +133,17 @@ class TurnGraph:
                 return "close_calls"
             return "tools"
         return "capture"
+
+
+def _both(
+    sync: Callable[..., dict[str, Any]], asynchronous: Callable[..., Awaitable[dict[str, Any]]]
+) -> RunnableCallable:
+    """A node with a sync and an async body (``invoke`` runs one, ``ainvoke`` the other).
+
+    ``RunnableCallable`` is how LangGraph's own ``ToolNode`` pairs the two; it injects
+    ``runtime`` like for a plain function.
+    """
+    return RunnableCallable(sync, asynchronous, name=sync.__name__.removesuffix("_node"))
 
 
 def build_graph(
@@ -169,12 +210,12 @@ def build_graph(
     turn = TurnGraph(model, steps, tools)
     graph = StateGraph(TurnGraphState, context_schema=context_schema)
     graph.add_node("intent_gate", turn.intent_gate_node)
-    graph.add_node("build_context", turn.context_node)
-    graph.add_node("generate", turn.generate_node)
+    graph.add_node("build_context", _both(turn.context_node, turn.acontext_node))
+    graph.add_node("generate", _both(turn.generate_node, turn.agenerate_node))
     graph.add_node("tools", ToolNode(tools, handle_tool_errors=True))
     graph.add_node("stm_dedup", turn.dedup_node)
     graph.add_node("close_calls", turn.close_calls_node)
-    graph.add_node("capture", turn.capture_node)
+    graph.add_node("capture", _both(turn.capture_node, turn.acapture_node))
     graph.add_edge(START, "intent_gate")
     graph.add_edge("intent_gate", "build_context")
     graph.add_edge("build_context", "generate")

@@ -127,7 +127,7 @@ class TurnContext:
     """Chat-model provider of this turn."""
     has_tools: bool = True
     """``False`` means no tools are offered at all."""
-    notifier: Annotated[Callable[[MemoryNotice], None] | None, NOT_IN_SCHEMA] = field(
+    notifier: Annotated[Callable[[MemoryNotice], object] | None, NOT_IN_SCHEMA] = field(
         default=None, compare=False
     )
     """Optional callback receiving every long-term-memory notice."""

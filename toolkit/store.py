@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Hashable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -15,12 +15,6 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 from sqlalchemy import Engine
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
 from sqlalchemy.orm import Session, sessionmaker
 
 from kioku.accounts import AccountRepository
@@ -28,11 +22,8 @@ from kioku.config import KiokuSettings, load_settings
 from kioku.db.embedded import EmbeddedPostgres
 from kioku.db.engine import (
     check_pgvector,
-    engine_options,
     libpq_url,
     make_engine,
-    mark_search_settings,
-    ping_when_idle,
 )
 from kioku.db.schema import SchemaChange, serialised_setup, upgrade_schema
 from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
@@ -113,8 +104,6 @@ class KiokuStore:
         """Scope sizes and word statistics remembered between searches."""
         self.access = AccessRecorder(self.sessions)
         """Batched access counts of memories returned by search."""
-        self._async_engine: AsyncEngine | None = None
-        self._async_sessions: async_sessionmaker[AsyncSession] | None = None
         self._checkpointer: PostgresSaver | None = None
         self._checkpoint_pool: ConnectionPool[Any] | None = None
         self._sweeper: SweepTimer | None = None
@@ -224,7 +213,7 @@ class KiokuStore:
     def close(self) -> None:
         """Dispose of pooled connections and stop the embedded server if this started it.
 
-        Call :meth:`aclose` instead when the store was used through async tools.
+        From async code, ``await store.aclose()`` does the same off the event loop.
         """
         self._stop_sweeper()
         self.access.close()
@@ -234,18 +223,12 @@ class KiokuStore:
             self._checkpoint_pool = None
             self._checkpointer = None
             self._short_term = None
-        if self._async_engine is not None:
-            self._async_engine.sync_engine.dispose(close=False)
         if self.embedded is not None:
             self.embedded.stop()
 
     async def aclose(self) -> None:
-        """Async twin of :meth:`close`: closes async connections on their event loop."""
-        await asyncio.to_thread(self._stop_sweeper)  # may wait for a sweep to finish
-        if self._async_engine is not None:
-            await self._async_engine.dispose()
-            self._async_engine = None
-        self.close()
+        """:meth:`close` off the event loop (it may wait for a sweep to finish)."""
+        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> KiokuStore:
         return self
@@ -257,18 +240,6 @@ class KiokuStore:
     def transaction(self) -> Iterator[Session]:
         """A session inside one transaction, committed on success."""
         with self.sessions() as session, session.begin():
-            yield session
-
-    @asynccontextmanager
-    async def async_session(self) -> AsyncIterator[AsyncSession]:
-        """An ``AsyncSession`` on the same database (the async engine is made on first use)."""
-        if self._async_sessions is None:
-            self._async_engine = create_async_engine(
-                self.engine.url, **engine_options(self.settings.statement_timeout_ms)
-            )
-            mark_search_settings(ping_when_idle(self._async_engine.sync_engine))
-            self._async_sessions = async_sessionmaker(self._async_engine, expire_on_commit=False)
-        async with self._async_sessions() as session:
             yield session
 
     @contextmanager

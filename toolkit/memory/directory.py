@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Protocol, runtime_checkable
 
 from sqlalchemy.orm import Session
@@ -22,11 +22,14 @@ class UserDirectory(Protocol):
     members tables (:class:`DatabaseUserDirectory`).
     """
 
-    def find_members(self, server_id: str, name_key: str) -> Sequence[DirectoryMember]:
+    def find_members(
+        self, server_id: str, name_key: str
+    ) -> Sequence[DirectoryMember] | Awaitable[Sequence[DirectoryMember]]:
         """Return members of ``server_id`` any of whose names may normalise to ``name_key``.
 
         Returning extra candidates is fine: kioku matches exactly afterwards (on
-        :func:`kioku.memory.text.normalise_name` of each name).
+        :func:`kioku.memory.text.normalise_name` of each name). It may be ``async def``:
+        kioku then awaits it on the event loop of the async call that needs it.
         """
         ...
 
@@ -35,7 +38,7 @@ class DatabaseUserDirectory:
     """:class:`UserDirectory` over kioku's ``users`` and ``server_members`` tables.
 
     It works inside the session of the tool call that uses it, so look-ups share the
-    call's transaction (and its async connection when called through ``ainvoke``).
+    call's transaction.
     """
 
     def __init__(self, session: Session) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 from sqlalchemy.orm import Session
 
 from kioku.accounts import AccountRepository, ServerSettings
+from kioku.awaiting import resolved
 from kioku.context import PrivacyLevel, TurnContext
 from kioku.db.errors import StorageError, storage_errors
 from kioku.memory.arguments import ArgumentError
@@ -287,7 +288,7 @@ def resolve_person(
         return Resolved(bot)
     found = match_participants(key, context.all_participants(), context.bot_user_id)
     if isinstance(found, NotFound) and context.server_id is not None:
-        members = store.directory_for(session).find_members(context.server_id, key)
+        members = resolved(store.directory_for(session).find_members(context.server_id, key))
         found = match_directory(key, members, context.bot_user_id)
     if isinstance(found, NotFound) and key == normalise_name(context.persona.name):
         return Resolved(bot)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from kioku.awaiting import resolved
+
 logger = logging.getLogger(__name__)
 
 NoticeKind = Literal["created", "updated", "deleted"]
@@ -54,7 +56,7 @@ def emit_notice(
     notice: MemoryNotice,
     *,
     stream_writer: Callable[[Any], None] | None,
-    notifier: Callable[[MemoryNotice], None] | None,
+    notifier: Callable[[MemoryNotice], object] | None,
 ) -> None:
     """Send ``notice`` to the custom stream and the notifier; failures are logged only."""
     if stream_writer is not None:
@@ -66,6 +68,6 @@ def emit_notice(
             )
     if notifier is not None:
         try:
-            notifier(notice)
+            resolved(notifier(notice))  # an ``async def`` notifier is awaited
         except Exception:
             logger.exception("kioku: memory notice callback failed for ID:%s", notice.memory_id)

@@ -4,9 +4,10 @@ The model-facing schemas are plain JSON schemas, so malformed arguments reach th
 flow (which answers with ``…_invalid_args``) instead of failing validation inside
 the tool node. The turn context arrives through LangGraph's ``ToolRuntime``.
 
-Each call is one unit of work: the sync tool opens a ``Session``; the async twin opens an
-``AsyncSession`` and runs the same flow through ``run_sync``, so the body exists once and
-the async path does its I/O on the event loop (psycopg's async driver), not in a thread.
+Each call is one unit of work in one ``Session``. Called asynchronously (``ainvoke``, an
+async graph or agent), the same function runs in a worker thread: the flow's database
+work, the embedder, the user directory and the notifier never block the event loop, and
+concurrent calls overlap (see ``ArgumentSafeTool``).
 """
 
 from __future__ import annotations
@@ -120,21 +121,8 @@ def _build(
             logger.exception("kioku: %s failed while opening or closing its session", name)
         return _answer(result, internal_error)
 
-    async def arun(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
-        context, writer = _unpack(runtime)
-        result = None
-        try:
-            async with store.async_session() as session:
-                result = await session.run_sync(
-                    flow, store, context, arguments, stream_writer=writer
-                )
-        except Exception:
-            logger.exception("kioku: %s failed while opening or closing its session", name)
-        return _answer(result, internal_error)
-
     return ArgumentSafeTool.from_function(
         func=run,
-        coroutine=arun,
         name=name,
         description=description,
         args_schema=schema,

@@ -14,8 +14,11 @@ from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
+
+from kioku.awaiting import remember_caller_loop
 
 RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
 _PACKED = "kioku_reserved_arguments"
@@ -58,9 +61,23 @@ class ArgumentSafeTool(StructuredTool):
             return await self.coroutine(*args, **arguments)
         if self.func is None:
             raise NotImplementedError(f"{self.name} has no function")
-        return await asyncio.get_running_loop().run_in_executor(
-            None, partial(self.func, *args, **arguments)
-        )
+        # The tools' work is blocking I/O: a worker thread keeps the event loop free
+        # (contextvars copied, so LangGraph's runtime and config reach the function).
+        return await asyncio.to_thread(partial(self.func, *args, **arguments))
+
+    async def ainvoke(
+        self,
+        input: str | dict[str, Any] | ToolCall,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the tool in a worker thread (LangChain's fallback for tools without a coroutine).
+
+        The event loop is remembered first: an ``async def`` notifier or user directory
+        the call needs is awaited back on it (:mod:`kioku.awaiting`).
+        """
+        remember_caller_loop()
+        return await super().ainvoke(input, config, **kwargs)
 
 
 def _unpacked(kwargs: dict[str, Any]) -> dict[str, Any]:

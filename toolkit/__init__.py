@@ -38,11 +38,12 @@ if TYPE_CHECKING:
     from kioku.mcp_server import KiokuMcp, build_server
     from kioku.memory.directory import DatabaseUserDirectory, UserDirectory
     from kioku.memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
+    from kioku.memory.repository import PersonalScope, ServerScope
     from kioku.memory.resolution import DirectoryMember
     from kioku.memory.results import ToolResult
     from kioku.memory.statuses import CreateStatus, UpdateStatus
     from kioku.reach import Reach, reach_of
-    from kioku.stm.model import StmMessage
+    from kioku.stm.model import StmEntry, StmKey, StmMessage
     from kioku.stm.store import ShortTermMemory
     from kioku.store import KiokuStore
     from kioku.tools.catalog import memory_tools
@@ -78,10 +79,14 @@ __all__ = [
     "NOTICE_STREAM_TYPE",
     "Participant",
     "Persona",
+    "PersonalScope",
     "PrivacyLevel",
     "Reach",
+    "ServerScope",
     "ServerSettings",
     "ShortTermMemory",
+    "StmEntry",
+    "StmKey",
     "StmMessage",
     "ToolCallOutcome",
     "ToolResult",
@@ -153,6 +158,10 @@ _LAZY: dict[str, str] = {
     "StmMessage": "kioku.stm.model",
     "AppContext": "kioku.context",
     "turn_context_of": "kioku.context",
+    "PersonalScope": "kioku.memory.repository",
+    "ServerScope": "kioku.memory.repository",
+    "StmKey": "kioku.stm.model",
+    "StmEntry": "kioku.stm.model",
 }
 
 

@@ -42,6 +42,7 @@ from kioku.search.access import AccessRecorder
 from kioku.search.aids import SearchAids
 
 if TYPE_CHECKING:
+    from kioku.db.models import MemoryHistory
     from kioku.erasure import ErasureReceipt
     from kioku.stm.store import ShortTermMemory
     from kioku.sweeper import SweepTimer
@@ -322,6 +323,11 @@ class KiokuStore:
     async def aerase_server(self, server_id: str) -> ErasureReceipt:
         """Async twin of :meth:`erase_server` (runs in a worker thread)."""
         return await asyncio.to_thread(self.erase_server, server_id)
+
+    def memory_history(self, memory_id: int) -> Sequence[MemoryHistory]:
+        """Every change to memory ``memory_id``, oldest first (kept after a delete)."""
+        with self.sessions() as session:
+            return MemoryRepository(session).history(memory_id)
 
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
         """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""

@@ -35,7 +35,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from bench import curves, isolation, search, soak, startup, turn
-from kioku.embeddings import HashingEmbeddings
+from kioku._embeddings import HashingEmbeddings
 
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- kioku-bench:start -->", "<!-- kioku-bench:end -->"

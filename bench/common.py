@@ -16,9 +16,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from kioku import KiokuSettings, KiokuStore, load_settings
-from kioku.db.embedded import EmbeddedPostgres
-from kioku.db.engine import make_engine
-from kioku.embeddings import EmbedderSpec
+from kioku._db.embedded import EmbeddedPostgres
+from kioku._db.engine import make_engine
+from kioku._embeddings import EmbedderSpec
 
 
 @contextmanager

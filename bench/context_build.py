@@ -21,10 +21,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import text
 
 from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, load_settings
-from kioku.context_build.build import ContextBuilder
-from kioku.db.models import Memory
-from kioku.stm.model import StmMessage
-from kioku.stm.store import ShortTermMemory
+from kioku._context_build.build import ContextBuilder
+from kioku._db.models import Memory
+from kioku._stm.model import StmMessage
+from kioku._stm.store import ShortTermMemory
 
 SERVER = "bench-server"
 RESET_TABLES = (

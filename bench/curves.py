@@ -38,7 +38,7 @@ from langchain_core.runnables import RunnableConfig
 from bench.common import bench_database, open_store, percentile
 from bench.search import ROUNDS, Rounds
 from kioku import Participant, TurnContext
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku.graphs import build_graph
 from kioku.testing import Script, ScriptedChatModel, echo
 

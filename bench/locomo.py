@@ -19,11 +19,11 @@ from typing import Any
 from sqlalchemy import insert, select, text
 
 from bench.common import bench_data, bench_database, open_store
-from kioku.db.models import Memory, Server
-from kioku.embeddings import LOCAL_MODEL, EmbedderSpec
-from kioku.search.aids import SearchAids
-from kioku.search.engine import hybrid_search
-from kioku.search.query import Visibility
+from kioku._db.models import Memory, Server
+from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
+from kioku._search.aids import SearchAids
+from kioku._search.engine import hybrid_search
+from kioku._search.query import Visibility
 
 LINEAGE = 10_000
 DEFAULT_DATA = bench_data("locomo-dev.json")
@@ -68,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, required=DEFAULT_DATA is None)
     args = parser.parse_args()
-    from kioku.local_embeddings import MiniLMEmbeddings
+    from kioku._local_embeddings import MiniLMEmbeddings
 
     embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
     samples = json.loads(args.data.read_text())

@@ -196,7 +196,7 @@ class Prompt:
 
     def __init__(self) -> None:
         """Load the offline cl100k counter lazily."""
-        from kioku.context_build.tokens import TiktokenCounter
+        from kioku._context_build.tokens import TiktokenCounter
 
         self.count = TiktokenCounter()
 
@@ -825,7 +825,7 @@ def measure(
 def synthetic_data(url: str, server_memories: int, personal: int = 100) -> PeerData:
     """Generated sentences, hashing vectors behind a lookup: bench/turn.py's scenario."""
     from bench.search import DIM, Lookup, sentences
-    from kioku.embeddings import HashingEmbeddings
+    from kioku._embeddings import HashingEmbeddings
 
     participants = [f"user-{i}" for i in range(5)]
     texts = sentences(server_memories + personal * len(participants))

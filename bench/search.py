@@ -43,13 +43,13 @@ from bench.common import (
     prepare_database,
 )
 from kioku import KiokuStore, Participant, Persona, TurnContext
-from kioku.db.models import Memory, Server
-from kioku.db.vectors import HNSW_INDEX
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.memory.create import create_long_term_memory
-from kioku.search.engine import hybrid_search, vector_candidates
-from kioku.search.query import Visibility
-from kioku.stm.model import utc_now
+from kioku._db.models import Memory, Server
+from kioku._db.vectors import HNSW_INDEX
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._memory.create import create_long_term_memory
+from kioku._search.engine import hybrid_search, vector_candidates
+from kioku._search.query import Visibility
+from kioku._stm.model import utc_now
 
 PERSONAS = "msc_personas_all.json"
 SERVERS = 20  # each scope holds 5% of the memories

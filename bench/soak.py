@@ -33,14 +33,14 @@ from sqlalchemy import text
 
 from bench.common import bench_database, open_store, percentile
 from kioku import Participant, TurnContext
-from kioku.context_build.build import ContextBuilder
-from kioku.context_build.tokens import TiktokenCounter
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._context_build.build import ContextBuilder
+from kioku._context_build.tokens import TiktokenCounter
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._memory.text import as_data
+from kioku._search.sql import candidates_sql, scope_size_sql
+from kioku._stm.model import utc_now
+from kioku._stm.store import ShortTermMemory
 from kioku.graphs import build_graph
-from kioku.memory.text import as_data
-from kioku.search.sql import candidates_sql, scope_size_sql
-from kioku.stm.model import utc_now
-from kioku.stm.store import ShortTermMemory
 from kioku.testing import Script, ScriptedChatModel, call_tool, echo
 
 CHANNELS = 100

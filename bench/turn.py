@@ -33,17 +33,17 @@ from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbere
 from bench.roundtrips import RoundTripProxy
 from bench.search import DIM, Lookup, Rounds, sentences
 from kioku import KiokuStore, Participant, TurnContext
-from kioku.accounts import AccountRepository
-from kioku.context_build import loader
-from kioku.context_build.build import RENDERED_ID, ContextBuilder
-from kioku.context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
-from kioku.db.engine import libpq_url, make_engine
-from kioku.db.models import Memory
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.intent import IntentGate
-from kioku.memory.update import update_long_term_memory
-from kioku.stm.model import StmMessage, utc_now
-from kioku.stm.store import ShortTermMemory
+from kioku._accounts import AccountRepository
+from kioku._context_build import loader
+from kioku._context_build.build import RENDERED_ID, ContextBuilder
+from kioku._context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
+from kioku._db.engine import libpq_url, make_engine
+from kioku._db.models import Memory
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._intent import IntentGate
+from kioku._memory.update import update_long_term_memory
+from kioku._stm.model import StmMessage, utc_now
+from kioku._stm.store import ShortTermMemory
 
 SERVER = "bench-server"
 PERSONAL_PER_USER = 100

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from kioku._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from kioku.graphs.state import TurnGraphState
-    from kioku.graphs.turn import build_graph
+    from kioku.graphs._state import TurnGraphState
+    from kioku.graphs._turn import build_graph
 
 __all__ = ["TurnGraphState", "build_graph"]
 
 _LAZY: dict[str, str] = {
-    "TurnGraphState": "kioku.graphs.state",
-    "build_graph": "kioku.graphs.turn",
+    "TurnGraphState": "kioku.graphs._state",
+    "build_graph": "kioku.graphs._turn",
 }
 
 

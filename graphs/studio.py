@@ -15,10 +15,10 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from kioku.context import AppContext
-from kioku.graphs.turn import build_graph
-from kioku.models import openai_model_from_env
-from kioku.store import KiokuStore
+from kioku._context import AppContext
+from kioku._models import openai_model_from_env
+from kioku._store import KiokuStore
+from kioku.graphs._turn import build_graph
 from kioku.testing import Script, ScriptedChatModel, memory_commands
 
 SYSTEM_PROMPT = "You are Kioku, a helpful assistant."

@@ -16,8 +16,8 @@ from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine, text
 
 from kioku import KiokuSettings, KiokuStore
-from kioku.db.embedded import EmbeddedPostgres
-from kioku.db.engine import make_engine
+from kioku._db.embedded import EmbeddedPostgres
+from kioku._db.engine import make_engine
 from tests.helpers import SETTING_VARIABLES, TABLES
 
 # Property tests draw the same examples on every run (fixed seeds, no flaky CI).

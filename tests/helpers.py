@@ -26,9 +26,9 @@ from kioku import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from kioku.db.models import Memory, MemoryHistory
-from kioku.stm.model import StmKey, StmMessage
-from kioku.tools.invoke import arun_tool_call, run_tool_call
+from kioku._db.models import Memory, MemoryHistory
+from kioku._stm.model import StmKey, StmMessage
+from kioku._tools.invoke import arun_tool_call, run_tool_call
 
 BOT_ID = "bot-1"
 SETTING_VARIABLES = frozenset(

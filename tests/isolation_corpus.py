@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
 from kioku import KiokuStore, Participant, Persona, PrivacyLevel, TurnContext
-from kioku.context_build.build import ContextBuilder
-from kioku.db.models import Memory
-from kioku.memory.repository import GLOBAL_LINEAGE
-from kioku.memory.update import update_long_term_memory
-from kioku.tools.search import search_long_term_memory
+from kioku._context_build.build import ContextBuilder
+from kioku._db.models import Memory
+from kioku._memory.repository import GLOBAL_LINEAGE
+from kioku._memory.update import update_long_term_memory
+from kioku._tools.search import search_long_term_memory
 
 SERVERS = ("s0", "s1", "s2")
 USERS = tuple(f"u{i}" for i in range(6))

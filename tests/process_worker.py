@@ -14,10 +14,10 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from kioku import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
-from kioku.context_build.build import ContextBuilder
-from kioku.tools.invoke import run_tool_call
-from kioku.tools.ltm import update_long_term_memory_tool
-from kioku.tools.search import search_long_term_memory
+from kioku._context_build.build import ContextBuilder
+from kioku._tools.invoke import run_tool_call
+from kioku._tools.ltm import update_long_term_memory_tool
+from kioku._tools.search import search_long_term_memory
 
 
 def _context(request: dict[str, Any]) -> TurnContext:

@@ -12,7 +12,7 @@ from langgraph.prebuilt import ToolNode
 from rich.console import Console
 
 from kioku import KiokuStore, TurnContext, long_term_memory_tools
-from kioku.demo import run_demo
+from kioku._demo import run_demo
 from tests.helpers import make_world
 
 

@@ -30,7 +30,7 @@ from kioku import (
     memory_tools,
     run_tool_call,
 )
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.helpers import make_world
 

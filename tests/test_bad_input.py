@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
-from kioku.memory.arguments import MAX_NAME_LENGTH, ArgumentError, check_text, reject_unknown
-from kioku.memory.text import echo, sanitise_content, unstorable
-from kioku.memory.typed import MAX_METADATA_DEPTH, MAX_METADATA_VALUES, check_json
-from kioku.stm.store import ShortTermMemory
-from kioku.tools.invoke import run_tool_call
-from kioku.tools.ltm import create_memory_tool
-from kioku.tools.search import search_long_term_memory_tool
-from kioku.tools.stm import update_short_term_memory_tool
+from kioku._memory.arguments import MAX_NAME_LENGTH, ArgumentError, check_text, reject_unknown
+from kioku._memory.text import echo, sanitise_content, unstorable
+from kioku._memory.typed import MAX_METADATA_DEPTH, MAX_METADATA_VALUES, check_json
+from kioku._stm.store import ShortTermMemory
+from kioku._tools.invoke import run_tool_call
+from kioku._tools.ltm import create_memory_tool
+from kioku._tools.search import search_long_term_memory_tool
+from kioku._tools.stm import update_short_term_memory_tool
 from tests.helpers import Clock, World, make_world, memory_row, table_counts
 
 MB = 1_000_000

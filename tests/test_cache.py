@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
-from kioku.memory.repository import MemoryRepository, PersonalScope, ServerScope
+from kioku._memory.repository import MemoryRepository, PersonalScope, ServerScope
 from tests.helpers import make_world, run_tool
 
 

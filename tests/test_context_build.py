@@ -11,13 +11,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from syrupy.assertion import SnapshotAssertion
 
 from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
-from kioku.context_build import build as build_module
-from kioku.context_build import loader
-from kioku.context_build.build import ContextBuilder
-from kioku.context_build.render import ContextBudgets
-from kioku.context_build.tokens import TiktokenCounter
-from kioku.db.models import Memory
-from kioku.stm.store import ShortTermMemory
+from kioku._context_build import build as build_module
+from kioku._context_build import loader
+from kioku._context_build.build import ContextBuilder
+from kioku._context_build.render import ContextBudgets
+from kioku._context_build.tokens import TiktokenCounter
+from kioku._db.models import Memory
+from kioku._stm.store import ShortTermMemory
 from tests.helpers import T0, Clock, msgs
 
 ALICE = Participant("u-alice", "Alice", ("ali",))

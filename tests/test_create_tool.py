@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from kioku import KiokuStore, Participant, PrivacyLevel, create_long_term_memory_tool
-from kioku.context import Persona
+from kioku._context import Persona
 from tests.helpers import World, make_world, memory_row, table_counts
 
 pytestmark = pytest.mark.usefixtures("store")
@@ -239,7 +239,7 @@ def test_limit_exceeded(world: World) -> None:
 
 
 def test_personal_limit_counts_globals(world: World, store: KiokuStore) -> None:
-    from kioku.db.models import Memory
+    from kioku._db.models import Memory
 
     store.settings = store.settings.model_copy(update={"max_personal_memories": 2})
     with store.transaction() as session:

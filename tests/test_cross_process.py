@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kioku import KiokuStore
-from kioku.memory.cache import ScopeCache
+from kioku._memory.cache import ScopeCache
 from tests.helpers import World, create_memory, make_world, update_memory
 
 
@@ -91,7 +91,7 @@ def test_writes_of_one_process_are_seen_by_the_next_read_of_another(
     )
     assert result["status"] == "memory_updated_successfully"
     window = store.memory_window(
-        __import__("kioku.memory.repository", fromlist=["x"]).ServerScope("srv-a", lineage)
+        __import__("kioku._memory.repository", fromlist=["x"]).ServerScope("srv-a", lineage)
     )
     assert [m.content for m in window.records] == ["FRESH-FACT-EDITED-ELSEWHERE"]
 

@@ -16,11 +16,11 @@ from kioku import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from kioku.db.embedded import EmbeddedPostgres
-from kioku.db.engine import make_engine
-from kioku.stm.store import ShortTermMemory
-from kioku.tools.invoke import run_tool_call
-from kioku.tools.stm import update_short_term_memory_tool
+from kioku._db.embedded import EmbeddedPostgres
+from kioku._db.engine import make_engine
+from kioku._stm.store import ShortTermMemory
+from kioku._tools.invoke import run_tool_call
+from kioku._tools.stm import update_short_term_memory_tool
 from tests.helpers import arun_tool, make_world, run_tool
 
 

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import text
 
 from kioku import KiokuStore, load_settings
-from kioku.db.embedded import SOCKET_NAME, EmbeddedPostgres, shared_buffers_bytes
-from kioku.errors import ConfigurationError
+from kioku._db.embedded import SOCKET_NAME, EmbeddedPostgres, shared_buffers_bytes
+from kioku._errors import ConfigurationError
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (CI runs as root)")
 NOBODY = 65534
@@ -46,7 +46,7 @@ def test_embedded_server_is_reused_and_stopped(
     with KiokuStore.open(load_settings()) as store:
         store.setup()
         with store.sessions() as session:
-            from kioku.db.models import Server
+            from kioku._db.models import Server
 
             assert session.get(Server, "kept") is not None
     assert not (pgdata / "postmaster.pid").exists()
@@ -70,7 +70,7 @@ def test_a_user_killed_by_a_signal_still_gets_the_server_stopped(server_data_dir
             "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from kioku.db.embedded import EmbeddedPostgres\n"
+            "from kioku._db.embedded import EmbeddedPostgres\n"
             f"EmbeddedPostgres(Path({str(server_data_dir)!r}))\n"
             "print('ready', flush=True)\n"
             "time.sleep(600)\n",

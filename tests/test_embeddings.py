@@ -16,8 +16,8 @@ from kioku import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from kioku.db.vectors import ensure_vector_schema, halfvec_text, stored_embedder
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
+from kioku._db.vectors import ensure_vector_schema, halfvec_text, stored_embedder
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings, embedder_from_settings
 from tests.helpers import make_world, memory_row, run_tool
 
 

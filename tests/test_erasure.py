@@ -15,14 +15,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import func, select, text
 
 from kioku import KiokuSettings, KiokuStore, Participant
-from kioku.context_build.build import ContextBuilder
-from kioku.db.models import Memory, MemoryHistory, ServerMember, User
+from kioku._context_build.build import ContextBuilder
+from kioku._db.models import Memory, MemoryHistory, ServerMember, User
+from kioku._mcp_server import KiokuMcp, McpScope
+from kioku._stm.store import ShortTermMemory
+from kioku._sweeper import sweep
+from kioku._tools.search import search_long_term_memory
 from kioku.graphs import build_graph
-from kioku.mcp_server import KiokuMcp, McpScope
-from kioku.stm.store import ShortTermMemory
-from kioku.sweeper import sweep
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
-from kioku.tools.search import search_long_term_memory
 from tests.helpers import World, create_memory, make_world, server_key, update_memory
 
 ALICE_WORDS = ["ALICE-LIKES-JASMINE", "ALICE-OLD-FACT", "ALICE-GLOBAL-FACT", "ALICE-CHAT-LINE"]

@@ -28,10 +28,10 @@ from kioku import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
-from kioku.db.embedded import EmbeddedPostgres
-from kioku.db.engine import make_engine, normalise_url, ping_when_idle
+from kioku._db.embedded import EmbeddedPostgres
+from kioku._db.engine import make_engine, normalise_url, ping_when_idle
 from kioku.graphs import build_graph
-from kioku.graphs.repair import INTERRUPTED
+from kioku.graphs._repair import INTERRUPTED
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.helpers import World, make_world, run_tool, table_counts
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kioku.intent import IntentGate, LocalePhrases, detect_long_term_memory_intent
+from kioku._intent import IntentGate, LocalePhrases, detect_long_term_memory_intent
 
 POSITIVE = [
     "please remember my birthday",

@@ -11,7 +11,7 @@ from kioku import (
     Participant,
     update_long_term_memory_tool,
 )
-from kioku.context import Persona
+from kioku._context import Persona
 from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from kioku import KiokuStore, TurnContext
-from kioku.context_build.build import ContextBuilder
-from kioku.db.models import Memory
+from kioku._context_build.build import ContextBuilder
+from kioku._db.models import Memory
 from tests.isolation_corpus import Corpus, build_corpus, turns, violations
 
 EXAMPLES = int(os.environ.get("KIOKU_ISOLATION_EXAMPLES", "200"))

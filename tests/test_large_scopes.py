@@ -8,10 +8,10 @@ from langchain_core.messages import HumanMessage
 from sqlalchemy import insert
 
 from kioku import KiokuStore
-from kioku.context_build.build import ContextBuilder
-from kioku.db.models import Memory
-from kioku.memory.repository import ServerScope
-from kioku.store import MEMORY_WINDOW
+from kioku._context_build.build import ContextBuilder
+from kioku._db.models import Memory
+from kioku._memory.repository import ServerScope
+from kioku._store import MEMORY_WINDOW
 from tests.helpers import T0, make_world
 
 

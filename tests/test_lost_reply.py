@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import func, select
 
 from kioku import KiokuSettings, KiokuStore
-from kioku.db.engine import make_engine
-from kioku.db.models import Memory
-from kioku.memory import flow
-from kioku.tools.ltm import create_long_term_memory_tool, update_long_term_memory_tool
+from kioku._db.engine import make_engine
+from kioku._db.models import Memory
+from kioku._memory import flow
+from kioku._tools.ltm import create_long_term_memory_tool, update_long_term_memory_tool
 from tests.helpers import World, create_memory, make_world, run_tool
 from tests.lossy_proxy import LossyProxy
 

@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
 from kioku import KiokuStore
-from kioku.mcp_server import KiokuMcp, McpScope
+from kioku._mcp_server import KiokuMcp, McpScope
 from tests.helpers import process_env
 
 SCOPE = [
@@ -445,7 +445,7 @@ def test_langchain_mcp_adapters_load_the_tools_into_a_langgraph_tool_node(
     from langchain_mcp_adapters.client import MultiServerMCPClient
 
     from kioku import TurnContext
-    from kioku.tools.invoke import arun_tool_call
+    from kioku._tools.invoke import arun_tool_call
 
     client = MultiServerMCPClient(
         {
@@ -478,7 +478,7 @@ def test_mcp_lists_the_langchain_tools_as_they_are(store: KiokuStore) -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     from kioku import memory_tools
-    from kioku.mcp_server import KiokuMcp, McpScope
+    from kioku._mcp_server import KiokuMcp, McpScope
 
     app = KiokuMcp(store, McpScope())
     listed = {tool.name: tool for tool in app.tools()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import delete, insert, text, update
 
 from kioku import KiokuStore, create_long_term_memory_tool
-from kioku.db.models import Memory, Server
+from kioku._db.models import Memory, Server
 from tests.helpers import World, create_memory, make_world, update_memory
 
 COUNTED = "SELECT scope, owner_id, persona_lineage_id, active FROM memory_counts WHERE active <> 0"

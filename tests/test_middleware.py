@@ -29,9 +29,9 @@ from kioku import (
     build_graph,
     memory_tools,
 )
-from kioku.context import server_key
-from kioku.graphs.steps import since_latest_human
-from kioku.stm.store import entry_keys
+from kioku._context import server_key
+from kioku._stm.store import entry_keys
+from kioku.graphs._steps import since_latest_human
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.helpers import TABLES, World, make_world
 
@@ -210,7 +210,7 @@ def test_an_agent_without_a_turn_context_is_told_how_to_fix_it(store: KiokuStore
 
 
 def test_the_default_server_is_named_alike_in_python_and_sql() -> None:
-    migration = importlib.import_module("kioku.db.migrations.versions.0010_default_server")
+    migration = importlib.import_module("kioku._db.migrations.versions.0010_default_server")
     assert server_key(DEFAULT_SERVER_ID) == migration.DEFAULT_SERVER_KEY
 
 

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from kioku import KiokuStore, Participant
-from kioku.accounts import AccountRepository
-from kioku.context import dm_server_key, server_key
-from kioku.context_build.build import ContextBuilder
-from kioku.memory.resolution import NotFound, Resolved, match_directory, match_participants
-from kioku.memory.text import normalise_name
-from kioku.tools.search import search_long_term_memory
+from kioku._accounts import AccountRepository
+from kioku._context import dm_server_key, server_key
+from kioku._context_build.build import ContextBuilder
+from kioku._memory.resolution import NotFound, Resolved, match_directory, match_participants
+from kioku._memory.text import normalise_name
+from kioku._tools.search import search_long_term_memory
 from tests.helpers import World, create_memory, make_world, memory_row, update_memory
 
 NAMES = {
@@ -170,7 +170,7 @@ def test_sql_and_python_match_names_alike(store: KiokuStore, names: list[str], t
 @settings(max_examples=300, deadline=None)
 @given(st.text(), st.text(), st.text(), st.text())
 def test_short_term_memory_threads_never_collide(o1: str, c1: str, o2: str, c2: str) -> None:
-    from kioku.stm.model import StmKey
+    from kioku._stm.model import StmKey
 
     first, second = StmKey("server", o1, c1, 10000), StmKey("server", o2, c2, 10000)
     assert (first.thread_id == second.thread_id) == ((o1, c1) == (o2, c2))

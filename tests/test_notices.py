@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from kioku import NOTICE_STREAM_TYPE, KiokuStore, MemoryNotice, create_long_term_memory_tool
-from kioku.tools.ltm import update_long_term_memory_tool
+from kioku._tools.ltm import update_long_term_memory_tool
 from tests.helpers import make_world, run_tool, table_counts
 
 

@@ -13,8 +13,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from kioku import KiokuStore
+from kioku._models import openai_model_from_env
 from kioku.graphs import build_graph
-from kioku.models import openai_model_from_env
 from tests.helpers import make_world
 
 

@@ -23,15 +23,15 @@ from kioku import (
     KiokuStore,
     create_long_term_memory_tool,
 )
-from kioku.db.models import Memory
+from kioku._db.models import Memory
+from kioku._mcp_server import KiokuMcp, McpScope
+from kioku._memory.create import create_long_term_memory
+from kioku._search.engine import hybrid_search
+from kioku._stm.store import ShortTermMemory
+from kioku._tools.ltm import create_memory_tool
+from kioku._tools.search import search_long_term_memory, visibility_for
 from kioku.graphs import build_graph
-from kioku.mcp_server import KiokuMcp, McpScope
-from kioku.memory.create import create_long_term_memory
-from kioku.search.engine import hybrid_search
-from kioku.stm.store import ShortTermMemory
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
-from kioku.tools.ltm import create_memory_tool
-from kioku.tools.search import search_long_term_memory, visibility_for
 from tests.helpers import World, make_world, memory_row, run_tool, server_key, table_counts
 
 

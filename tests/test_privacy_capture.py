@@ -11,10 +11,10 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from sqlalchemy import text
 
 from kioku import KiokuStore, Participant, PrivacyLevel
-from kioku.context_build.build import ContextBuilder
+from kioku._context_build.build import ContextBuilder
+from kioku._stm.model import StmKey, StmMessage
+from kioku._stm.store import ShortTermMemory
 from kioku.graphs import build_graph
-from kioku.stm.model import StmKey, StmMessage
-from kioku.stm.store import ShortTermMemory
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.helpers import World, make_world
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from kioku import Participant, PrivacyLevel
-from kioku.memory.arguments import ArgumentError, parse_memory_id
-from kioku.memory.rendering import render_personal_memories, render_server_memories
-from kioku.memory.repository import MemoryRecord
-from kioku.memory.resolution import (
+from kioku._memory.arguments import ArgumentError, parse_memory_id
+from kioku._memory.rendering import render_personal_memories, render_server_memories
+from kioku._memory.repository import MemoryRecord
+from kioku._memory.resolution import (
     Ambiguous,
     DirectoryMember,
     NotFound,
@@ -18,8 +18,8 @@ from kioku.memory.resolution import (
     match_directory,
     match_participants,
 )
-from kioku.memory.text import normalise_name, sanitise_content
-from kioku.search.planning import choose_vector_plan
+from kioku._memory.text import normalise_name, sanitise_content
+from kioku._search.planning import choose_vector_plan
 
 
 @pytest.mark.parametrize(

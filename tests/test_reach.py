@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from kioku import KiokuSettings, KiokuStore, Participant, create_long_term_memory_tool
-from kioku.mcp_server import KiokuMcp, McpScope
-from kioku.tools.search import search_long_term_memory
+from kioku._mcp_server import KiokuMcp, McpScope
+from kioku._tools.search import search_long_term_memory
 from tests.helpers import World, create_memory, make_world, memory_row, update_memory
 
 SECRETS = ("ERIN-SECRET", "DAVE-SECRET", "ERIN-GLOBAL-SECRET", "CAROL-SECRET")

@@ -6,10 +6,10 @@ import pytest
 from sqlalchemy import select
 
 from kioku import ConfigurationError, KiokuSettings, KiokuStore, create_long_term_memory_tool
-from kioku.db.engine import make_engine
-from kioku.db.models import Memory
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.reembed import reembed
+from kioku._db.engine import make_engine
+from kioku._db.models import Memory
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._reembed import reembed
 from tests.helpers import make_world, run_tool
 from tests.test_embeddings import BrokenEmbeddings
 

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from kioku import KiokuStore
-from kioku.context_build.build import ContextBuilder
-from kioku.memory.text import as_data, quoted_data
-from kioku.stm.model import StmMessage
-from kioku.stm.store import ShortTermMemory
-from kioku.tools.search import search_long_term_memory
+from kioku._context_build.build import ContextBuilder
+from kioku._memory.text import as_data, quoted_data
+from kioku._stm.model import StmMessage
+from kioku._stm.store import ShortTermMemory
+from kioku._tools.search import search_long_term_memory
 from tests.helpers import T0, World, create_memory, make_world, msgs
 
 PAYLOADS = [

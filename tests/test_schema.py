@@ -13,10 +13,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from kioku import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
-from kioku.accounts import AccountRepository
-from kioku.db.engine import check_pgvector, make_engine, normalise_url
-from kioku.db.schema import alembic_config
-from kioku.memory.text import normalise_name
+from kioku._accounts import AccountRepository
+from kioku._db.engine import check_pgvector, make_engine, normalise_url
+from kioku._db.schema import alembic_config
+from kioku._memory.text import normalise_name
 
 
 def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
@@ -47,7 +47,7 @@ def test_setup_from_two_processes_at_once(database_url: str, engine: Engine) -> 
     script = textwrap.dedent(
         f"""
         from kioku import KiokuSettings, KiokuStore
-        from kioku.db.engine import make_engine
+        from kioku._db.engine import make_engine
         store = KiokuStore(make_engine({url!r}), settings=KiokuSettings(database_url={url!r}))
         store.setup()
         print("ok")

@@ -9,12 +9,12 @@ import pytest
 from sqlalchemy import Engine, insert, select, text
 
 from kioku import KiokuSettings, KiokuStore
-from kioku.db.engine import make_engine
-from kioku.db.models import Memory, Server
-from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS
-from kioku.embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.search.engine import vector_candidates
-from kioku.search.query import Visibility
+from kioku._db.engine import make_engine
+from kioku._db.models import Memory, Server
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._search.engine import vector_candidates
+from kioku._search.query import Visibility
 
 DIM = 32
 ROWS = 10_000

@@ -11,13 +11,13 @@ from sqlalchemy import create_engine, insert, select, text
 from sqlalchemy.orm import Session
 
 from kioku import KiokuStore
-from kioku.db.engine import normalise_url
-from kioku.db.models import Memory, Server, User
-from kioku.db.vectors import EXACT_SEARCH_MAX_ROWS
-from kioku.memory.repository import GLOBAL_LINEAGE
-from kioku.search.engine import _apply_hnsw_settings, vector_candidates
-from kioku.search.query import Visibility
-from kioku.search.sql import SearchShape, candidates_sql, search_params
+from kioku._db.engine import normalise_url
+from kioku._db.models import Memory, Server, User
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
+from kioku._memory.repository import GLOBAL_LINEAGE
+from kioku._search.engine import _apply_hnsw_settings, vector_candidates
+from kioku._search.query import Visibility
+from kioku._search.sql import SearchShape, candidates_sql, search_params
 
 SERVERS = ("s1", "s2")
 USERS = ("u1", "u2", "u3")

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import func, select
 
 from kioku import KiokuStore, PrivacyLevel, create_long_term_memory_tool
-from kioku.db.models import Memory, MemoryAccess
-from kioku.tools.invoke import run_tool_call
-from kioku.tools.search import search_long_term_memory_tool
+from kioku._db.models import Memory, MemoryAccess
+from kioku._tools.invoke import run_tool_call
+from kioku._tools.search import search_long_term_memory_tool
 from tests.helpers import World, make_world, run_tool
 
 

@@ -14,9 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import func, select, text
 
 from kioku import KiokuStore, PrivacyLevel
-from kioku.db.models import StmThread
-from kioku.stm.model import StmKey
-from kioku.stm.store import ShortTermMemory
+from kioku._db.models import StmThread
+from kioku._stm.model import StmKey
+from kioku._stm.store import ShortTermMemory
 from tests.helpers import T0, Clock, World, make_world, msgs, server_key, user_key
 
 
@@ -133,9 +133,9 @@ def test_survives_a_restart_and_is_shared_between_processes(
     script = textwrap.dedent(
         f"""
         from kioku import KiokuSettings, KiokuStore
-        from kioku.db.engine import make_engine
-        from kioku.stm.model import StmKey
-        from kioku.stm.store import ShortTermMemory
+        from kioku._db.engine import make_engine
+        from kioku._stm.model import StmKey
+        from kioku._stm.store import ShortTermMemory
         url = {database_url!r}
         store = KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url))
         stm = ShortTermMemory(store, store.checkpointer())

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from kioku import KiokuStore
-from kioku.stm.availability import stm_tool_refusal
-from kioku.stm.store import ShortTermMemory
-from kioku.tools.invoke import run_tool_call
-from kioku.tools.stm import update_short_term_memory_tool
+from kioku._stm.availability import stm_tool_refusal
+from kioku._stm.store import ShortTermMemory
+from kioku._tools.invoke import run_tool_call
+from kioku._tools.stm import update_short_term_memory_tool
 from tests.helpers import Clock, World, make_world, msgs, server_key, user_key
 
 
@@ -124,7 +124,7 @@ def test_one_successful_write_per_turn_even_for_parallel_calls(
     from langgraph.prebuilt import ToolNode
 
     from kioku import TurnContext
-    from kioku.state import TurnState
+    from kioku._state import TurnState
 
     builder = StateGraph(TurnState, context_schema=TurnContext)
     builder.add_node("tools", ToolNode([update_short_term_memory_tool(stm)]))

@@ -17,10 +17,10 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from sqlalchemy import func, select, text
 
 from kioku import KiokuSettings, KiokuStore
-from kioku.db.models import StmThread
-from kioku.stm import store as store_module
-from kioku.stm.model import StmMessage
-from kioku.stm.store import ShortTermMemory
+from kioku._db.models import StmThread
+from kioku._stm import store as store_module
+from kioku._stm.model import StmMessage
+from kioku._stm.store import ShortTermMemory
 from tests.helpers import World, make_world, msgs, server_key, user_key
 
 ROUNDS = 40
@@ -106,8 +106,8 @@ def test_two_processes_writing_one_entry_lose_nothing(world: World, database_url
         import sys
         from datetime import UTC, datetime, timedelta
         from kioku import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
-        from kioku.stm.model import StmMessage
-        from kioku.stm.store import ShortTermMemory
+        from kioku._stm.model import StmMessage
+        from kioku._stm.store import ShortTermMemory
         url, role, persona_id, lineage_id = sys.argv[1:5]
         store = KiokuStore.open(KiokuSettings(
             database_url=url, stm_max_messages_per_channel=500, sweep_interval_minutes=0))
@@ -181,7 +181,7 @@ def test_captured_messages_are_capped_with_a_marker(world: World) -> None:
 def test_short_messages_are_kept_whole() -> None:
     from datetime import UTC, datetime
 
-    from kioku.stm.model import StmPolicy, capped
+    from kioku._stm.model import StmPolicy, capped
 
     message = StmMessage("user", "Alice", "short", datetime(2026, 1, 1, tzinfo=UTC))
     assert capped(message, StmPolicy().max_message_length) is message

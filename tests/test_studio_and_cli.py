@@ -19,7 +19,7 @@ from langchain_core.messages import HumanMessage
 from rich.console import Console
 
 from kioku import KiokuStore
-from kioku.db.models import Server
+from kioku._db.models import Server
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.conftest import server_directory
 
@@ -64,7 +64,7 @@ def test_chat_without_a_key_explains(
 
 
 def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kioku.chat import run_chat
+    from kioku._chat import run_chat
 
     script = Script(
         [

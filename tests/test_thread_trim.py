@@ -15,11 +15,11 @@ from langchain_core.messages import (
 )
 
 from kioku import KiokuStore, load_settings
-from kioku.context_build.tokens import TiktokenCounter
+from kioku._context_build.tokens import TiktokenCounter
+from kioku._stm.model import StmKey
+from kioku._stm.store import ShortTermMemory
 from kioku.graphs import build_graph
-from kioku.graphs.trim import trim_removals, trim_start
-from kioku.stm.model import StmKey
-from kioku.stm.store import ShortTermMemory
+from kioku.graphs._trim import trim_removals, trim_start
 from kioku.testing import Script, ScriptedChatModel, call_tool, echo, say
 from tests.helpers import World, make_world
 from tests.test_erasure import everything_text

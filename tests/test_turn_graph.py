@@ -208,8 +208,8 @@ def test_the_graph_runs_async(store: KiokuStore, world: World) -> None:
 
 
 def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: World) -> None:
-    from kioku.context_build.render import ContextBudgets
-    from kioku.db.models import Memory
+    from kioku._context_build.render import ContextBudgets
+    from kioku._db.models import Memory
 
     with store.transaction() as session:
         for i in range(30):

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kioku import KiokuStore
-from kioku.search.scoring import relevance
-from kioku.tools.ltm import create_memory_tool
+from kioku._search.scoring import relevance
+from kioku._tools.ltm import create_memory_tool
 from tests.helpers import World, make_world, memory_row, run_tool, table_counts
 
 

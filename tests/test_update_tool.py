@@ -14,10 +14,10 @@ from kioku import (
     PrivacyLevel,
     update_long_term_memory_tool,
 )
-from kioku.db.models import Memory
-from kioku.memory.directory import UserDirectory
-from kioku.memory.repository import MemoryRepository
-from kioku.memory.resolution import DirectoryMember
+from kioku._db.models import Memory
+from kioku._memory.directory import UserDirectory
+from kioku._memory.repository import MemoryRepository
+from kioku._memory.resolution import DirectoryMember
 from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
 
 

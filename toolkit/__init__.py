@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from kioku._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from kioku.accounts import ServerSettings
-    from kioku.config import KiokuSettings, load_settings
-    from kioku.context import (
+    from kioku._accounts import ServerSettings
+    from kioku._config import KiokuSettings, load_settings
+    from kioku._context import (
         DEFAULT_PERSONA,
         DEFAULT_SERVER_ID,
         AppContext,
@@ -27,35 +27,36 @@ if TYPE_CHECKING:
         TurnContext,
         turn_context_of,
     )
-    from kioku.context_build.build import ContextBuilder
-    from kioku.context_build.items import BuiltContext
-    from kioku.context_build.render import ContextBudgets
-    from kioku.errors import ConfigurationError, DatabaseUnavailableError
-    from kioku.graphs.middleware import KiokuAgentState, KiokuMemoryMiddleware
-    from kioku.graphs.state import TurnGraphState
-    from kioku.graphs.turn import build_graph
-    from kioku.intent import IntentGate
-    from kioku.mcp_server import KiokuMcp, build_server
-    from kioku.memory.directory import DatabaseUserDirectory, UserDirectory
-    from kioku.memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
-    from kioku.memory.repository import PersonalScope, ServerScope
-    from kioku.memory.resolution import DirectoryMember
-    from kioku.memory.results import ToolResult
-    from kioku.memory.statuses import CreateStatus, UpdateStatus
-    from kioku.reach import Reach, reach_of
-    from kioku.stm.model import StmEntry, StmKey, StmMessage
-    from kioku.stm.store import ShortTermMemory
-    from kioku.store import KiokuStore
-    from kioku.tools.catalog import memory_tools
-    from kioku.tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
-    from kioku.tools.ltm import (
+    from kioku._context_build.build import ContextBuilder
+    from kioku._context_build.items import BuiltContext, ContextItem
+    from kioku._context_build.render import ContextBudgets
+    from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+    from kioku._errors import ConfigurationError, DatabaseUnavailableError
+    from kioku._intent import IntentGate
+    from kioku._mcp_server import KiokuMcp, build_server
+    from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
+    from kioku._memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
+    from kioku._memory.repository import PersonalScope, ServerScope
+    from kioku._memory.resolution import DirectoryMember
+    from kioku._memory.results import ToolResult
+    from kioku._memory.statuses import CreateStatus, UpdateStatus
+    from kioku._reach import Reach, reach_of
+    from kioku._stm.model import StmEntry, StmKey, StmMessage
+    from kioku._stm.store import ShortTermMemory
+    from kioku._store import KiokuStore
+    from kioku._tools.catalog import memory_tools
+    from kioku._tools.invoke import ToolCallOutcome, arun_tool_call, run_tool_call
+    from kioku._tools.ltm import (
         create_long_term_memory_tool,
         create_memory_tool,
         long_term_memory_tools,
         update_long_term_memory_tool,
     )
-    from kioku.tools.search import search_long_term_memory_tool
-    from kioku.tools.stm import update_short_term_memory_tool
+    from kioku._tools.search import search_long_term_memory_tool
+    from kioku._tools.stm import update_short_term_memory_tool
+    from kioku.graphs._middleware import KiokuAgentState, KiokuMemoryMiddleware
+    from kioku.graphs._state import TurnGraphState
+    from kioku.graphs._turn import build_graph
 
 __all__ = [
     "AppContext",
@@ -63,12 +64,15 @@ __all__ = [
     "ConfigurationError",
     "ContextBudgets",
     "ContextBuilder",
+    "ContextItem",
     "CreateStatus",
     "DEFAULT_PERSONA",
     "DEFAULT_SERVER_ID",
     "DatabaseUnavailableError",
     "DatabaseUserDirectory",
     "DirectoryMember",
+    "EmbedderSpec",
+    "HashingEmbeddings",
     "IntentGate",
     "KiokuAgentState",
     "KiokuMcp",
@@ -112,56 +116,59 @@ __all__ = [
 
 # Where each public name lives; kept in step with the TYPE_CHECKING imports above.
 _LAZY: dict[str, str] = {
-    "ServerSettings": "kioku.accounts",
-    "KiokuSettings": "kioku.config",
-    "load_settings": "kioku.config",
-    "Participant": "kioku.context",
-    "Persona": "kioku.context",
-    "PrivacyLevel": "kioku.context",
-    "TurnContext": "kioku.context",
-    "ConfigurationError": "kioku.errors",
-    "DatabaseUnavailableError": "kioku.errors",
-    "DatabaseUserDirectory": "kioku.memory.directory",
-    "UserDirectory": "kioku.memory.directory",
-    "NOTICE_STREAM_TYPE": "kioku.memory.notices",
-    "MemoryNotice": "kioku.memory.notices",
-    "DirectoryMember": "kioku.memory.resolution",
-    "ToolResult": "kioku.memory.results",
-    "CreateStatus": "kioku.memory.statuses",
-    "UpdateStatus": "kioku.memory.statuses",
-    "Reach": "kioku.reach",
-    "reach_of": "kioku.reach",
-    "KiokuStore": "kioku.store",
-    "ToolCallOutcome": "kioku.tools.invoke",
-    "arun_tool_call": "kioku.tools.invoke",
-    "run_tool_call": "kioku.tools.invoke",
-    "create_long_term_memory_tool": "kioku.tools.ltm",
-    "long_term_memory_tools": "kioku.tools.ltm",
-    "update_long_term_memory_tool": "kioku.tools.ltm",
-    "DEFAULT_PERSONA": "kioku.context",
-    "DEFAULT_SERVER_ID": "kioku.context",
-    "ContextBudgets": "kioku.context_build.render",
-    "ContextBuilder": "kioku.context_build.build",
-    "BuiltContext": "kioku.context_build.items",
-    "IntentGate": "kioku.intent",
-    "ShortTermMemory": "kioku.stm.store",
-    "memory_tools": "kioku.tools.catalog",
-    "create_memory_tool": "kioku.tools.ltm",
-    "search_long_term_memory_tool": "kioku.tools.search",
-    "update_short_term_memory_tool": "kioku.tools.stm",
-    "build_graph": "kioku.graphs.turn",
-    "TurnGraphState": "kioku.graphs.state",
-    "KiokuMemoryMiddleware": "kioku.graphs.middleware",
-    "KiokuAgentState": "kioku.graphs.middleware",
-    "KiokuMcp": "kioku.mcp_server",
-    "build_server": "kioku.mcp_server",
-    "StmMessage": "kioku.stm.model",
-    "AppContext": "kioku.context",
-    "turn_context_of": "kioku.context",
-    "PersonalScope": "kioku.memory.repository",
-    "ServerScope": "kioku.memory.repository",
-    "StmKey": "kioku.stm.model",
-    "StmEntry": "kioku.stm.model",
+    "ServerSettings": "kioku._accounts",
+    "KiokuSettings": "kioku._config",
+    "load_settings": "kioku._config",
+    "Participant": "kioku._context",
+    "Persona": "kioku._context",
+    "PrivacyLevel": "kioku._context",
+    "TurnContext": "kioku._context",
+    "ConfigurationError": "kioku._errors",
+    "DatabaseUnavailableError": "kioku._errors",
+    "DatabaseUserDirectory": "kioku._memory.directory",
+    "UserDirectory": "kioku._memory.directory",
+    "NOTICE_STREAM_TYPE": "kioku._memory.notices",
+    "MemoryNotice": "kioku._memory.notices",
+    "DirectoryMember": "kioku._memory.resolution",
+    "ToolResult": "kioku._memory.results",
+    "CreateStatus": "kioku._memory.statuses",
+    "UpdateStatus": "kioku._memory.statuses",
+    "Reach": "kioku._reach",
+    "reach_of": "kioku._reach",
+    "KiokuStore": "kioku._store",
+    "ToolCallOutcome": "kioku._tools.invoke",
+    "arun_tool_call": "kioku._tools.invoke",
+    "run_tool_call": "kioku._tools.invoke",
+    "create_long_term_memory_tool": "kioku._tools.ltm",
+    "long_term_memory_tools": "kioku._tools.ltm",
+    "update_long_term_memory_tool": "kioku._tools.ltm",
+    "DEFAULT_PERSONA": "kioku._context",
+    "DEFAULT_SERVER_ID": "kioku._context",
+    "ContextBudgets": "kioku._context_build.render",
+    "ContextBuilder": "kioku._context_build.build",
+    "BuiltContext": "kioku._context_build.items",
+    "IntentGate": "kioku._intent",
+    "ShortTermMemory": "kioku._stm.store",
+    "memory_tools": "kioku._tools.catalog",
+    "create_memory_tool": "kioku._tools.ltm",
+    "search_long_term_memory_tool": "kioku._tools.search",
+    "update_short_term_memory_tool": "kioku._tools.stm",
+    "build_graph": "kioku.graphs._turn",
+    "TurnGraphState": "kioku.graphs._state",
+    "KiokuMemoryMiddleware": "kioku.graphs._middleware",
+    "KiokuAgentState": "kioku.graphs._middleware",
+    "KiokuMcp": "kioku._mcp_server",
+    "build_server": "kioku._mcp_server",
+    "StmMessage": "kioku._stm.model",
+    "AppContext": "kioku._context",
+    "turn_context_of": "kioku._context",
+    "PersonalScope": "kioku._memory.repository",
+    "ServerScope": "kioku._memory.repository",
+    "StmKey": "kioku._stm.model",
+    "StmEntry": "kioku._stm.model",
+    "EmbedderSpec": "kioku._embeddings",
+    "HashingEmbeddings": "kioku._embeddings",
+    "ContextItem": "kioku._context_build.items",
 }
 
 

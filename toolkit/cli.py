@@ -13,15 +13,15 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from kioku.errors import ConfigurationError
+from kioku._errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from rich.console import Console
 
-    from kioku.db.schema import SchemaChange
-    from kioku.mcp_server import KiokuMcp
-    from kioku.store import KiokuStore
+    from kioku._db.schema import SchemaChange
+    from kioku._mcp_server import KiokuMcp
+    from kioku._store import KiokuStore
 
 _SETUP_REPORTS: dict[SchemaChange, str] = {
     "created": "Created the schema.",
@@ -32,8 +32,8 @@ _SETUP_REPORTS: dict[SchemaChange, str] = {
 
 def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, SchemaChange]:
     """Open the configured store and bring its schema up to date (what that did, too)."""
-    from kioku.config import load_settings
-    from kioku.store import KiokuStore
+    from kioku._config import load_settings
+    from kioku._store import KiokuStore
 
     settings = load_settings()
     if quiet:
@@ -61,9 +61,9 @@ def _failed(console: Console, exc: ConfigurationError) -> int:
 def _reembed(console: Console) -> int:
     from rich.progress import Progress
 
-    from kioku.config import load_settings
-    from kioku.reembed import reembed
-    from kioku.store import KiokuStore
+    from kioku._config import load_settings
+    from kioku._reembed import reembed
+    from kioku._store import KiokuStore
 
     try:
         store = KiokuStore.open(load_settings())
@@ -92,8 +92,8 @@ def _bench(console: Console, *, quick: bool) -> int:
 
 
 def _sweep(store: KiokuStore, *, since_hours: float) -> str:
-    from kioku.stm.model import utc_now
-    from kioku.sweeper import sweep
+    from kioku._stm.model import utc_now
+    from kioku._sweeper import sweep
 
     report = sweep(store, pruned_since=utc_now() - timedelta(hours=since_hours))
     if not report.ran:
@@ -122,7 +122,7 @@ def _server_settings(store: KiokuStore, server_id: str, self_teaching: str | Non
 def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
     import asyncio
 
-    from kioku.mcp_server import KiokuMcp, McpScope, serve_stdio
+    from kioku._mcp_server import KiokuMcp, McpScope, serve_stdio
 
     scope = McpScope(
         server_id=args.server_id,
@@ -141,7 +141,7 @@ def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
 
 
 def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) -> None:
-    from kioku.mcp_server import HttpOptions, http_token, serve_http
+    from kioku._mcp_server import HttpOptions, http_token, serve_http
 
     token, generated = http_token(store.settings)
     options = HttpOptions(
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=args.command == "mcp")  # stdout carries the MCP protocol
     model = None
     if args.command == "chat":
-        from kioku.models import openai_model_from_env
+        from kioku._models import openai_model_from_env
 
         try:
             model = openai_model_from_env()
@@ -309,12 +309,12 @@ def _run_command(
     elif args.command == "mcp":
         _serve_mcp(store, args)
     elif args.command == "chat":
-        from kioku.chat import run_chat
+        from kioku._chat import run_chat
 
         assert model is not None
         run_chat(store, model, console)
     else:
-        from kioku.demo import run_demo
+        from kioku._demo import run_demo
 
         console.rule("kioku demo: memory for LangGraph agents")
         run_demo(store, console)

@@ -135,7 +135,7 @@ def _speaker() -> str:
     """The display name of the turn's user, from the running graph's context."""
     from langgraph.runtime import get_runtime
 
-    from kioku.context import turn_context_of
+    from kioku._context import turn_context_of
 
     try:
         context = turn_context_of(get_runtime().context)

@@ -1,0 +1,242 @@
+"""Settings read from the environment (SPEC §12)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kioku._errors import ConfigurationError
+
+
+def default_data_dir() -> Path:
+    """Return the directory where the embedded database lives by default.
+
+    Per user; ``/var/lib/kioku`` for root, whose home the unprivileged account running
+    PostgreSQL cannot enter.
+    """
+    if os.name == "posix" and os.geteuid() == 0:
+        return Path("/var/lib/kioku")
+    return Path(platformdirs.user_data_dir("kioku", appauthor=False))
+
+
+class KiokuSettings(BaseSettings):
+    """Process-wide kioku settings.
+
+    Every field reads the environment variable named in its alias; per-server
+    settings (self-teaching, privacy options, limit overrides) live in the database.
+    """
+
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("KIOKU_DATABASE_URL", "database_url")
+    )
+    """SQLAlchemy or libpq URL of a PostgreSQL server with pgvector; unset starts an
+    embedded server in ``data_dir``."""
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        validation_alias=AliasChoices("KIOKU_DATA_DIR", "data_dir"),
+    )
+    """Directory holding the embedded server's data (reused across runs)."""
+
+    embedded_user: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("KIOKU_EMBEDDED_USER", "embedded_user"),
+    )
+    """Account the embedded server runs as when kioku runs as root (PostgreSQL refuses
+    root); unset uses the data directory's owner, else ``kioku-postgres`` (created once)."""
+
+    max_server_memories: int = Field(
+        default=100,
+        ge=1,
+        validation_alias=AliasChoices("MAX_SERVER_MEMORIES", "max_server_memories"),
+    )
+    """Server-wide memories allowed per (server, persona lineage)."""
+
+    max_personal_memories: int = Field(
+        default=100,
+        ge=1,
+        validation_alias=AliasChoices("MAX_PERSONAL_MEMORIES", "max_personal_memories"),
+    )
+    """Personal memories allowed per (user, persona lineage), global ones included."""
+
+    max_memory_length: int = Field(
+        default=1000, ge=1, validation_alias=AliasChoices("MAX_MEMORY_LENGTH", "max_memory_length")
+    )
+    """Longest memory text accepted, after trimming and sanitising."""
+
+    stm_ttl_hours: float = Field(
+        default=12,
+        gt=0,
+        validation_alias=AliasChoices("SHORT_TERM_MEMORY_TTL_HOURS", "stm_ttl_hours"),
+    )
+    """Short-term memory lifetime without a summary."""
+
+    stm_summary_ttl_hours: float = Field(
+        default=24,
+        gt=0,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS", "stm_summary_ttl_hours"
+        ),
+    )
+    """Short-term memory lifetime once a summary exists."""
+
+    stm_max_summary_length: int = Field(
+        default=1500,
+        ge=1,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH", "stm_max_summary_length"
+        ),
+    )
+    """Summaries longer than this are truncated silently."""
+
+    stm_max_messages_per_channel: int = Field(
+        default=10,
+        ge=1,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL", "stm_max_messages_per_channel"
+        ),
+    )
+    """Messages kept per short-term memory entry."""
+
+    stm_max_message_length: int = Field(
+        default=4000,
+        ge=100,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_MESSAGE_LENGTH", "stm_max_message_length"
+        ),
+    )
+    """Captured messages are cut to this many characters (with a truncation marker)."""
+
+    stm_min_messages_for_summary: int = Field(
+        default=6,
+        ge=1,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MIN_MESSAGES_FOR_SUMMARY", "stm_min_messages_for_summary"
+        ),
+    )
+    """Messages a channel needs before the model is asked to write a summary."""
+
+    stm_retention_days: float = Field(
+        default=7,
+        gt=0,
+        validation_alias=AliasChoices("SHORT_TERM_MEMORY_RETENTION_DAYS", "stm_retention_days"),
+    )
+    """Short-term memory threads idle this long are deleted by the sweeper."""
+
+    thread_max_messages: int = Field(
+        default=20,
+        ge=1,
+        validation_alias=AliasChoices("KIOKU_THREAD_MAX_MESSAGES", "thread_max_messages"),
+    )
+    """Messages a conversation thread of the per-turn graph keeps once a turn is captured
+    (the oldest whole turns are removed; the latest turn is always kept whole)."""
+
+    history_retention_days: float = Field(
+        default=365,
+        gt=0,
+        validation_alias=AliasChoices("KIOKU_HISTORY_RETENTION_DAYS", "history_retention_days"),
+    )
+    """Memory history rows older than this are deleted by the sweeper."""
+
+    sweep_interval_minutes: float = Field(
+        default=60,
+        ge=0,
+        validation_alias=AliasChoices("KIOKU_SWEEP_INTERVAL_MINUTES", "sweep_interval_minutes"),
+    )
+    """How often long-lived processes (the graph, the MCP server) run the sweeper; ``0``
+    turns the timer off (run ``kioku sweep`` yourself then)."""
+
+    embeddings: str = Field(
+        default="hashing", validation_alias=AliasChoices("KIOKU_EMBEDDINGS", "embeddings")
+    )
+    """Embedder: ``hashing`` (default, deterministic), ``openai`` or ``local`` (MiniLM)."""
+
+    embedding_dimension: int = Field(
+        default=384,
+        ge=8,
+        le=4096,
+        validation_alias=AliasChoices("KIOKU_EMBEDDING_DIMENSION", "embedding_dimension"),
+    )
+    """Vector size of the hashing embedder (the others have their own)."""
+
+    statement_timeout_ms: int = Field(
+        default=10_000,
+        ge=0,
+        validation_alias=AliasChoices("KIOKU_STATEMENT_TIMEOUT_MS", "statement_timeout_ms"),
+    )
+    """Database statements running longer are cancelled (the tool reports a database
+    error); ``0`` disables the limit. Schema setup is never limited."""
+
+    vector_index: Literal["auto", "hnsw", "exact"] = Field(
+        default="auto", validation_alias=AliasChoices("KIOKU_VECTOR_INDEX", "vector_index")
+    )
+    """``hnsw`` builds an HNSW index for scopes too large to search exactly; ``exact``
+    does without; ``auto`` builds it only when the memory limits allow such scopes."""
+
+    def wants_hnsw_index(self, exact_max_rows: int) -> bool:
+        """Whether setup should build the HNSW index, given the exact-search ceiling."""
+        if self.vector_index != "auto":
+            return self.vector_index == "hnsw"
+        return max(self.max_server_memories, self.max_personal_memories) > exact_max_rows
+
+    stm_max_other_channels: int = Field(
+        default=3,
+        ge=0,
+        validation_alias=AliasChoices(
+            "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS", "stm_max_other_channels"
+        ),
+    )
+    """Other-channel short-term memories rendered at most."""
+
+    mcp_token: SecretStr | None = Field(
+        default=None,
+        min_length=16,
+        validation_alias=AliasChoices("KIOKU_MCP_TOKEN", "mcp_token"),
+    )
+    """Bearer token ``kioku mcp --http`` requires of every request (at least 16
+    characters); unset, a random one is generated at each start and printed once."""
+
+
+def load_settings(**overrides: object) -> KiokuSettings:
+    """Read settings from the environment, applying keyword overrides.
+
+    Raises:
+        ConfigurationError: naming the variable whose value is malformed.
+    """
+    try:
+        return KiokuSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            info = _field(field)
+            name = field
+            if info is not None and isinstance(info.validation_alias, AliasChoices):
+                name = str(info.validation_alias.choices[0])
+            got = "hidden" if info is not None and _is_secret(info) else repr(error.get("input"))
+            problems.append(f"{name}: {error['msg']} (got {got})")
+        raise ConfigurationError(
+            "Invalid kioku configuration; fix these environment variables: " + "; ".join(problems)
+        ) from exc
+
+
+def _field(name: str) -> FieldInfo | None:
+    """The settings field called ``name``, or read from the variable ``name``."""
+    for field, info in KiokuSettings.model_fields.items():
+        alias = info.validation_alias
+        if field == name or (isinstance(alias, AliasChoices) and name in alias.choices):
+            return info
+    return None
+
+
+def _is_secret(info: FieldInfo) -> bool:
+    """Whether the field holds a secret, whose value an error must not repeat."""
+    return info.annotation is SecretStr or SecretStr in getattr(info.annotation, "__args__", ())

@@ -1,0 +1,296 @@
+"""The turn context: who is talking, where, and as which persona (SPEC §1).
+
+Passed to the graph as its ``context_schema`` and read by tools through LangGraph's
+``ToolRuntime``; never stored in globals.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Annotated, Any, Protocol, runtime_checkable
+
+from kioku._memory.notices import MemoryNotice
+
+GLOBAL_LINEAGE = 0
+"""Personal memories with this lineage are visible to every persona."""
+
+NO_STM_PROVIDERS: frozenset[str] = frozenset({"novelai"})
+"""Providers whose models cannot use the short-term-memory tool."""
+
+
+class _NotInSchema:
+    """``Annotated`` marker: pydantic leaves the field out of JSON schemas.
+
+    LangGraph derives the form LangGraph Studio shows from the context's JSON schema; a
+    callback has none, and without this marker the whole schema would be missing.
+    """
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        from pydantic_core import PydanticOmit
+
+        raise PydanticOmit
+
+
+NOT_IN_SCHEMA = _NotInSchema()
+
+DEFAULT_SERVER_ID = "default"
+"""The memory space of a one-user app (:meth:`TurnContext.for_user`)."""
+DEFAULT_BOT_USER_ID = "kioku"
+"""The assistant's own user id in :meth:`TurnContext.for_user` contexts."""
+
+
+class PrivacyLevel(IntEnum):
+    """How much of a user kioku may remember."""
+
+    MINIMAL = 0
+    """Full personalisation."""
+    PARTIAL = 1
+    """Messages visible, but no personal memories."""
+    FULL = 2
+    """Invisible: no memories, messages not captured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """A person taking part in the conversation."""
+
+    user_id: str
+    """External user id (platform-neutral string)."""
+    display_name: str
+    """The name shown in the conversation."""
+    aliases: tuple[str, ...] = ()
+    """Other names the person goes by (nicknames, usernames)."""
+    privacy: PrivacyLevel = PrivacyLevel.MINIMAL
+    """The person's privacy level."""
+    is_bridge: bool = False
+    """Relayed from another network: only server-wide memories may mention them."""
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Participant:
+        """Build from JSON-like data (``privacy`` as 0/1/2 or a level name)."""
+        privacy = data.get("privacy", PrivacyLevel.MINIMAL)
+        if isinstance(privacy, str):
+            privacy = PrivacyLevel[privacy.upper()]
+        return Participant(
+            user_id=str(data["user_id"]),
+            display_name=str(data["display_name"]),
+            aliases=tuple(data.get("aliases", ())),
+            privacy=PrivacyLevel(privacy),
+            is_bridge=bool(data.get("is_bridge", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    """The character the bot plays in this conversation."""
+
+    persona_id: int
+    """Persona id (attribution only)."""
+    name: str
+    """Name used for ``{bot}`` when memories are rendered."""
+    lineage_id: int
+    """Lineage (≥ 10000) that scopes memories; 0 means an un-migrated database."""
+
+
+DEFAULT_PERSONA = Persona(persona_id=0, name="Assistant", lineage_id=10000)
+"""The assistant of :meth:`TurnContext.for_user` contexts."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """Everything a memory tool needs to know about the current turn."""
+
+    channel_id: str
+    """Channel (conversation stream) id."""
+    user: Participant
+    """The person whose message triggered this turn."""
+    persona: Persona
+    """The active persona."""
+    bot_user_id: str
+    """The bot's own external user id."""
+    server_id: str | None = None
+    """Server id, or ``None`` in a direct-message conversation."""
+    server_name: str | None = None
+    """Server name used in rendered headers."""
+    channel_name: str | None = None
+    """Channel name used in rendered short-term memories."""
+    parent_channel_id: str | None = None
+    """Parent channel when this channel is a thread."""
+    is_private_channel: bool = False
+    """Whether this channel is private."""
+    participants: tuple[Participant, ...] = ()
+    """People in the conversation (the triggering user is added if missing)."""
+    provider: str = "openai"
+    """Chat-model provider of this turn."""
+    has_tools: bool = True
+    """``False`` means no tools are offered at all."""
+    notifier: Annotated[Callable[[MemoryNotice], object] | None, NOT_IN_SCHEMA] = field(
+        default=None, compare=False
+    )
+    """Optional callback receiving every long-term-memory notice."""
+    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Identifies the turn (one per context object); per-turn limits are keyed on it."""
+
+    @classmethod
+    def for_user(
+        cls,
+        user_id: str,
+        *,
+        thread_id: str,
+        display_name: str | None = None,
+        server_id: str = DEFAULT_SERVER_ID,
+        persona: Persona | None = None,
+        **fields: Any,
+    ) -> TurnContext:
+        """The context of a one-user app: a user id and a conversation (thread) id.
+
+        Args:
+            user_id: the user's id; their personal memories follow them across threads.
+            thread_id: the conversation; its short-term memory is kept per thread.
+            display_name: the name memories use for the user (``user_id`` by default).
+            server_id: the app's memory space (:data:`DEFAULT_SERVER_ID`, where the model
+                may save memories until ``accounts.upsert_server`` stores other settings);
+                its server-wide memories are shared by every user and thread of the app.
+            persona: the assistant (:data:`DEFAULT_PERSONA`, lineage 10000 — the lineage
+                of the first persona ``accounts.create_persona`` makes, so it keeps these
+                memories).
+            **fields: any other ``TurnContext`` field (``provider``, ``notifier``, …).
+        """
+        user = Participant(user_id, display_name or user_id)
+        return cls(
+            channel_id=thread_id,
+            user=user,
+            persona=persona or DEFAULT_PERSONA,
+            bot_user_id=fields.pop("bot_user_id", DEFAULT_BOT_USER_ID),
+            server_id=server_id,
+            participants=fields.pop("participants", (user,)),
+            **fields,
+        )
+
+    def __post_init__(self) -> None:
+        # LangGraph builds the context from a dict when a run comes over the API
+        # (LangGraph Studio, langgraph_sdk): accept nested dicts and lists there too.
+        if isinstance(self.user, dict):
+            object.__setattr__(self, "user", Participant.from_dict(self.user))
+        if isinstance(self.persona, dict):
+            object.__setattr__(self, "persona", Persona(**self.persona))
+        people = tuple(
+            Participant.from_dict(p) if isinstance(p, dict) else p for p in self.participants
+        )
+        object.__setattr__(self, "participants", people)
+
+    @property
+    def is_dm(self) -> bool:
+        """Whether this turn is a direct-message conversation."""
+        return self.server_id is None
+
+    @property
+    def memory_server_key(self) -> str:
+        """Key that scopes server-wide memories; a DM gets its own per-DM key."""
+        if self.server_id is None:
+            return dm_server_key(self.channel_id)
+        return server_key(self.server_id)
+
+    def all_participants(self) -> tuple[Participant, ...]:
+        """Participants with the triggering user included exactly once."""
+        if any(p.user_id == self.user.user_id for p in self.participants):
+            return self.participants
+        return (self.user, *self.participants)
+
+
+DM_KEY_PREFIX = "dm:"
+"""Keys of direct-message conversations start with this; no server's key does."""
+_ESCAPED_SERVER = "kioku-server:"
+
+
+def dm_server_key(channel_id: str) -> str:
+    """Server key under which a direct-message conversation keeps its memories."""
+    return DM_KEY_PREFIX + channel_id
+
+
+def server_key(server_id: str) -> str:
+    """The key a server's memories, settings and members are stored under.
+
+    Its id, unless the id could be mistaken for a direct-message key (or an escaped id):
+    those are prefixed, so a server called ``dm:c42`` never reaches the memories of the
+    direct-message conversation in channel ``c42``. Injective by construction.
+    """
+    if server_id.startswith((DM_KEY_PREFIX, _ESCAPED_SERVER)):
+        return _ESCAPED_SERVER + server_id
+    return server_id
+
+
+@runtime_checkable
+class ContextSource(Protocol):
+    """A graph context that stands for a :class:`TurnContext` (e.g. :class:`AppContext`)."""
+
+    def as_turn_context(self) -> TurnContext:
+        """The turn context (the same object on every call: per-turn limits key on it)."""
+        ...
+
+
+def turn_context_of(value: object) -> TurnContext | None:
+    """The :class:`TurnContext` a graph's runtime context stands for, or ``None``."""
+    if isinstance(value, TurnContext):
+        return value
+    if isinstance(value, ContextSource):
+        return value.as_turn_context()
+    return None
+
+
+def require_turn_context(value: object) -> TurnContext:
+    """:func:`turn_context_of` ``value``, for graph nodes and middleware hooks.
+
+    Raises:
+        ConfigurationError: the run has no context kioku can use; says how to give one.
+    """
+    context = turn_context_of(value)
+    if context is None:
+        from kioku._errors import ConfigurationError
+
+        raise ConfigurationError(
+            "kioku needs a TurnContext: compile the graph or agent with "
+            "context_schema=TurnContext (or AppContext) and run it with "
+            f"context=TurnContext(...) or TurnContext.for_user(...) (got {type(value).__name__})"
+        )
+    return context
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """A flat context for one-user apps and LangGraph Studio: every field has a default.
+
+    LangGraph Studio shows it as a form; runs that send no context get the defaults, and
+    ``thread_id`` is taken from the run's thread. Graphs and agents may use it as their
+    ``context_schema`` instead of :class:`TurnContext`; kioku's tools and nodes read the
+    :class:`TurnContext` it stands for (:meth:`TurnContext.for_user`).
+    """
+
+    user_id: str = "studio-user"
+    """The user's id; their personal memories follow them across threads."""
+    display_name: str = "You"
+    """The name memories use for the user."""
+    thread_id: str = "studio"
+    """The conversation (its short-term memory is kept per thread)."""
+    server_id: str = DEFAULT_SERVER_ID
+    """The app's memory space."""
+    persona_name: str = DEFAULT_PERSONA.name
+    """The assistant's name (lineage 10000, like :data:`DEFAULT_PERSONA`)."""
+
+    def __post_init__(self) -> None:
+        turn = TurnContext.for_user(
+            self.user_id,
+            thread_id=self.thread_id,
+            display_name=self.display_name,
+            server_id=self.server_id,
+            persona=Persona(0, self.persona_name, DEFAULT_PERSONA.lineage_id),
+        )
+        object.__setattr__(self, "_turn", turn)
+
+    def as_turn_context(self) -> TurnContext:
+        """The :class:`TurnContext` of this app context (made once)."""
+        turn: TurnContext = object.__getattribute__(self, "_turn")
+        return turn

@@ -1,0 +1,343 @@
+"""Assembling the context (SPEC §10): stages in order, each guarded, with token accounting."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlalchemy.orm import Session
+
+from kioku._accounts import ServerSettings
+from kioku._context import NO_STM_PROVIDERS, TurnContext
+from kioku._context_build import loader
+from kioku._context_build.items import (
+    DIALOGUE,
+    PERSONAL_MEMORIES,
+    SERVER_MEMORIES,
+    SYSTEM_PROMPT,
+    BuiltContext,
+    ContextItem,
+    total,
+)
+from kioku._context_build.render import (
+    ContextBudgets,
+    Names,
+    Rendered,
+    merge_lines,
+    other_channels_stage,
+    personal_memories_omitted,
+    personal_memories_stage,
+    personal_memory_lines,
+    same_channel_stage,
+    server_memories_omitted,
+    server_memories_stage,
+    server_memory_lines,
+    visible_participants,
+)
+from kioku._context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
+from kioku._memory.repository import MemoryRecord
+from kioku._reach import reach_of
+from kioku._search.engine import CandidateRow
+from kioku._search.query import Visibility
+from kioku._stm.availability import stm_tool_refusal
+from kioku._stm.model import utc_now
+from kioku._stm.store import ShortTermMemory
+from kioku._store import MEMORY_WINDOW, KiokuStore
+
+logger = logging.getLogger(__name__)
+
+RENDERED_ID = re.compile(r"\bID:(\d+) ")
+"""A memory's id as the memory blocks show it."""
+
+
+def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
+    """Text of the latest user message (the query when memories must be chosen)."""
+    for message in reversed(dialogue):
+        if isinstance(message, HumanMessage):
+            return message.text
+    return ""
+
+
+def insert_tail_directive(
+    dialogue: Sequence[BaseMessage], directive: BaseMessage
+) -> list[BaseMessage]:
+    """Insert ``directive`` just before the latest user/assistant pair of ``dialogue``."""
+    messages = list(dialogue)
+    position = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            position = index
+            if index > 0 and isinstance(messages[index - 1], AIMessage):
+                position = index - 1
+            break
+    messages.insert(position, directive)
+    return messages
+
+
+def wanted(total: int, omitted: int) -> int:
+    """How many memories to rank: a few more than the block showed, at most the window."""
+    shown = max(0, total - omitted)
+    return min(total, MEMORY_WINDOW, shown + shown // 4 + 5)
+
+
+def missing_from(
+    loaded: Sequence[MemoryRecord], found: Sequence[CandidateRow]
+) -> list[MemoryRecord]:
+    """The retrieved memories that ``loaded`` lacks, as records."""
+    have = {m.id for m in loaded}
+    return [
+        MemoryRecord(
+            hit.id,
+            hit.scope,
+            hit.server_id,
+            hit.user_id,
+            hit.persona_lineage_id,
+            hit.content,
+            hit.created_at,
+            hit.updated_at,
+        )
+        for hit in found
+        if hit.id not in have
+    ]
+
+
+@dataclass
+class ContextBuilder:
+    """Builds the model's context for one turn from kioku's memories.
+
+    Loading (database, checkpointer) and rendering (pure stages) are separate; a stage
+    whose loading or rendering fails is logged and contributes nothing.
+    """
+
+    store: KiokuStore
+    stm: ShortTermMemory | None = None
+    """Short-term memory; ``None`` leaves the STM stages out."""
+    counter: TokenCounter = field(default_factory=TiktokenCounter)
+    budgets: ContextBudgets = field(default_factory=ContextBudgets)
+    no_stm_providers: frozenset[str] = NO_STM_PROVIDERS
+    _names: dict[tuple[str, tuple[tuple[str, str], ...]], Names] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """The names of recent builds, reused (with their rendered lines) while they match."""
+
+    MAX_NAMES: ClassVar[int] = 32
+    """Participant sets whose names (and rendered lines) are kept; all are dropped beyond."""
+
+    def cached_lines(self) -> int:
+        """Rendered texts and memory lines kept for later builds (bounded)."""
+        return sum(names.cached_texts() for names in list(self._names.values()))
+
+    def _names_for(self, context: TurnContext) -> Names:
+        names = Names.of(context)
+        key = names.key()
+        known = self._names.get(key)
+        if known is not None:
+            return known
+        if len(self._names) >= self.MAX_NAMES:
+            self._names.clear()
+        self._names[key] = names
+        return names
+
+    def build(
+        self,
+        context: TurnContext,
+        dialogue: Sequence[BaseMessage],
+        *,
+        system_prompt: str = "",
+        ltm_intent: bool = False,
+        stm_updated: bool = False,
+        private_recent: bool = False,
+        now: datetime | None = None,
+    ) -> BuiltContext:
+        """Render every stage for ``context`` in SPEC order, followed by ``dialogue``."""
+        with self.store.reads() as session:
+            return self._build(
+                session,
+                context,
+                dialogue,
+                system_prompt=system_prompt,
+                ltm_intent=ltm_intent,
+                stm_updated=stm_updated,
+                private_recent=private_recent,
+                now=now or (self.stm.clock() if self.stm is not None else utc_now()),
+            )
+
+    def _build(
+        self,
+        session: Session,
+        context: TurnContext,
+        dialogue: Sequence[BaseMessage],
+        *,
+        system_prompt: str,
+        ltm_intent: bool,
+        stm_updated: bool,
+        private_recent: bool,
+        now: datetime,
+    ) -> BuiltContext:
+        names = self._names_for(context)
+        failed: list[str] = []
+
+        def guarded(stage: str, run: Callable[[], Rendered]) -> Rendered:
+            try:
+                return run()
+            except Exception:
+                logger.exception("kioku: context stage %s failed; it contributes nothing", stage)
+                failed.append(stage)
+                session.rollback()  # the next stage starts from a clean transaction
+                return Rendered()
+
+        state_box: list[loader.TurnState] = []
+
+        def settings_stage() -> Rendered:
+            state_box.append(loader.load_turn_state(session, context))
+            return Rendered()
+
+        guarded("settings", settings_stage)
+        state = state_box[0] if state_box else None  # the stages read their own on failure
+        settings = state.settings if state is not None else ServerSettings()
+        stm_available = (
+            stm_tool_refusal(
+                context,
+                ltm_intent=ltm_intent,
+                already_updated=stm_updated,
+                no_stm_providers=self.no_stm_providers,
+                private_recent=private_recent,
+            )
+            is None
+        )
+        participants = visible_participants(context)
+        counter, budgets = MemoCounter(self.counter), self.budgets
+        query = latest_user_text(dialogue)
+        retrieval: list[str] = []
+
+        reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+        loaded: list[loader.LoadedMemories] = []
+
+        def memories() -> loader.LoadedMemories:
+            if not loaded:  # once per build, for both stages
+                loaded.append(loader.load_memories(session, self.store, reach, state))
+            return loaded[0]
+
+        def ranked(visibility: Visibility, count: int) -> list[CandidateRow]:
+            return loader.rank_by_relevance(session, self.store, visibility, query, count)
+
+        def server_stage() -> Rendered:
+            window, budget = memories().server, budgets.server_memories
+            lines = server_memory_lines(window.records, names, counter)
+            omitted = server_memories_omitted(
+                lines, context, names, counter, budget, total=window.total
+            )
+            if not omitted or not query:
+                return server_memories_stage(
+                    lines, context, names, counter, budget, total=window.total
+                )
+            retrieval.append("server_memories")
+            scope = Visibility(reach.server_key, reach.lineage_id)
+            found = ranked(scope, wanted(window.total, omitted))
+            extra = server_memory_lines(missing_from(window.records, found), names, counter)
+            return server_memories_stage(
+                merge_lines(lines, extra),
+                context,
+                names,
+                counter,
+                budget,
+                priority=[hit.id for hit in found],
+                total=window.total,
+            )
+
+        def personal_stage() -> Rendered:
+            windows, budget = memories().personal, budgets.personal_memories
+            records = {user: window.records for user, window in windows.items()}
+            total = sum(window.total for window in windows.values())
+            lines = personal_memory_lines(participants, records, names, counter)
+            omitted = personal_memories_omitted(participants, lines, counter, budget, total=total)
+            if not omitted or not query:
+                return personal_memories_stage(participants, lines, counter, budget, total=total)
+            retrieval.append("personal_memories")
+            scope = Visibility(
+                reach.server_key, reach.lineage_id, tuple(windows), include_server=False
+            )
+            hits = ranked(scope, wanted(total, omitted))
+            every = [m for user_records in records.values() for m in user_records]
+            extra_by_user: dict[str, list[MemoryRecord]] = {}
+            for m in missing_from(every, hits):
+                if m.user_id in records:
+                    extra_by_user.setdefault(m.user_id, []).append(m)
+            extra = personal_memory_lines(participants, extra_by_user, names, counter)
+            return personal_memories_stage(
+                participants,
+                merge_lines(lines, extra),
+                counter,
+                budget,
+                priority=[hit.id for hit in hits],
+                total=total,
+            )
+
+        stages: list[tuple[str, Callable[[], Rendered]]] = [
+            ("server_memories", server_stage),
+            ("personal_memories", personal_stage),
+        ]
+        stm = self.stm
+        if stm is not None:
+            stages += [
+                (
+                    "stm_other_channels",
+                    lambda: other_channels_stage(
+                        loader.load_other_channel_entries(
+                            session, self.store, stm, context, settings
+                        ),
+                        context,
+                        names,
+                        now,
+                        counter,
+                        budgets.stm_other_channels,
+                    ),
+                ),
+                (
+                    "stm_same_channel",
+                    lambda: same_channel_stage(
+                        loader.load_same_channel_entry(session, stm, context, state),
+                        names,
+                        counter,
+                        budgets.stm_same_channel,
+                        stm_tool_available=stm_available,
+                        min_messages_for_summary=self.store.settings.stm_min_messages_for_summary,
+                    ),
+                ),
+            ]
+        items: list[ContextItem] = []
+        if system_prompt:
+            items.append(
+                ContextItem("system", system_prompt, SYSTEM_PROMPT, counter(system_prompt))
+            )
+        omitted: dict[str, int] = {}
+        tail: ContextItem | None = None
+        for name, run in stages:
+            rendered = guarded(name, run)
+            items.extend(rendered.items)
+            if rendered.omitted:
+                omitted[name] = rendered.omitted
+            tail = rendered.tail_directive or tail
+        self.store.access.record(
+            int(memory_id)
+            for item in items
+            if item.tag in (SERVER_MEMORIES, PERSONAL_MEMORIES)
+            for memory_id in RENDERED_ID.findall(item.text)
+        )
+        tokens: dict[str, int] = {}
+        for item in items:
+            tokens[item.tag] = tokens.get(item.tag, 0) + item.tokens
+        messages = list(dialogue)
+        if tail is not None:
+            messages = insert_tail_directive(messages, tail.to_message())
+            tokens[tail.tag] = tail.tokens
+        tokens[DIALOGUE] = sum(counter(str(m.content)) for m in dialogue)
+        tokens["total"] = total(items) + (tail.tokens if tail else 0) + tokens[DIALOGUE]
+        return BuiltContext(
+            tuple(items), tuple(messages), tokens, omitted, tuple(failed), tail, tuple(retrieval)
+        )

@@ -1,0 +1,191 @@
+"""Loading what the context stages render: the I/O side of the context build.
+
+Functions take the build's session (one unit of work per build) where they query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from kioku._accounts import (
+    SETTINGS_SOURCE,
+    AccountRepository,
+    ServerSettings,
+    settings_from_row,
+    settings_params,
+)
+from kioku._context import TurnContext
+from kioku._context_build.select import select_other_channels
+from kioku._memory.repository import (
+    VERSIONS_SQL,
+    PersonalScope,
+    ServerScope,
+    VersionKey,
+    version_params,
+    versions_of,
+)
+from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
+from kioku._search.engine import CandidateRow, rank_candidates
+from kioku._search.query import Visibility
+from kioku._stm.model import StmEntry, StmKey, utc_now
+from kioku._stm.registry import THREAD_VERSION_SQL, StmRegistry
+from kioku._stm.store import ShortTermMemory
+from kioku._store import KiokuStore, MemoryWindow
+
+
+@dataclass(frozen=True)
+class TurnState:
+    """What a build checks first, read in one round trip."""
+
+    settings: ServerSettings
+    versions: dict[VersionKey, int]
+    """Versions of every memory scope the turn could show (personal memories enabled or not)."""
+    channel_version: datetime | None
+    """``last_updated`` of this channel's short-term memory (``None``: none yet)."""
+
+
+_TURN_STATE = text(
+    f"SELECT s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version "
+    f"FROM {SETTINGS_SOURCE} AS s"
+)
+
+
+def load_turn_state(session: Session, context: TurnContext) -> TurnState:
+    """The turn's settings, the versions of its memory scopes and of its channel's entry."""
+    server, personal = _scopes(reach_of(context, personal_memories_enabled=True))
+    scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
+    keys = [k for scope in scopes for k in scope.version_keys()]
+    row = session.execute(
+        _TURN_STATE,
+        {
+            **settings_params(context.memory_server_key, context.is_dm),
+            **version_params(keys),
+            "thread": same_channel_key(context).thread_id,
+        },
+    ).one()
+    return TurnState(settings_from_row(row), versions_of(keys, row.versions), row.channel_version)
+
+
+def _scopes(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:
+    server = ServerScope(reach.server_key, reach.lineage_id)
+    return server, {user: PersonalScope(user, reach.lineage_id) for user in reach.visible_owners}
+
+
+@dataclass(frozen=True)
+class LoadedMemories:
+    """The memory windows a build renders: the server's and each shown person's."""
+
+    server: MemoryWindow
+    personal: dict[str, MemoryWindow]
+
+
+def load_memories(
+    session: Session, store: KiokuStore, reach: Reach, state: TurnState | None = None
+) -> LoadedMemories:
+    """The server's memories and those of the people the turn shows (:mod:`kioku._reach`).
+
+    The newest of each scope, and totals: cached, checked against the database's scope
+    versions (``state``'s, else read in one query).
+    """
+    server, personal = _scopes(reach)
+    windows = store.memory_windows(
+        session, [server, *personal.values()], state.versions if state is not None else None
+    )
+    return LoadedMemories(
+        windows[server], {user: windows[scope] for user, scope in personal.items()}
+    )
+
+
+def load_other_channel_entries(
+    session: Session,
+    store: KiokuStore,
+    stm: ShortTermMemory,
+    context: TurnContext,
+    settings: ServerSettings,
+) -> list[StmEntry]:
+    """Recallable entries of other channels, privacy-filtered, newest first, capped.
+
+    Messages of FULL-privacy people — the turn's, and anyone kioku's directory knows as
+    FULL now — are left out (:func:`kioku._reach.may_remember_message`).
+    """
+    candidates = stm.candidates(context, session=session)  # the opt-in read with them
+    if not candidates:
+        return []
+    settings_by_server = {context.server_id or "": settings}
+    accounts = AccountRepository(session)
+    for server_id in {c.server_id for c in candidates if c.server_id is not None}:
+        if server_id not in settings_by_server:
+            settings_by_server[server_id] = accounts.server_settings(server_id)
+    chosen = select_other_channels(
+        candidates, context, settings_by_server, limit=store.settings.stm_max_other_channels
+    )
+    loaded = [stm.load_version(c.key, c.last_updated) for c in chosen]
+    entries = [e for e in loaded if e is not None]
+    owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
+    hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
+    recalled = [
+        replace(
+            e,
+            messages=tuple(
+                m
+                for m in e.messages
+                if may_remember_message(m.user_id, marked_private=False, invisible=hidden)
+            ),
+        )
+        for e in entries
+    ]
+    return [e for e in recalled if e.messages or e.summary]
+
+
+def same_channel_key(context: TurnContext) -> StmKey:
+    """The entry rendered as this channel's memory: the server's, or the user's in a DM."""
+    if context.server_id is None:
+        return StmKey("user", context.user.user_id, context.channel_id, context.persona.lineage_id)
+    return StmKey("server", context.server_id, context.channel_id, context.persona.lineage_id)
+
+
+def load_same_channel_entry(
+    session: Session, stm: ShortTermMemory, context: TurnContext, state: TurnState | None = None
+) -> StmEntry | None:
+    """This channel's unexpired entry, if any (its version from ``state``, else read)."""
+    key = same_channel_key(context)
+    version = (
+        state.channel_version if state is not None else StmRegistry(session).version(key.thread_id)
+    )
+    if version is None:
+        return None
+    entry = stm.load_version(key, version)
+    if entry is None or stm.policy.is_expired(entry, stm.clock()):
+        return None
+    return entry
+
+
+def rank_by_relevance(
+    session: Session,
+    store: KiokuStore,
+    visibility: Visibility,
+    query: str,
+    count: int,
+) -> list[CandidateRow]:
+    """The memories ``visibility`` covers, most relevant to ``query`` first."""
+    if not query.strip():
+        return []
+    try:
+        vector = store.embedder.embeddings.embed_query(query)
+    except Exception:
+        vector = None  # rank by text and relevance alone
+    ranking = rank_candidates(
+        session,
+        visibility,
+        query,
+        vector,
+        now=utc_now(),
+        limit=count,
+        candidates=count,
+        aids=store.search_aids,
+    )
+    return ranking.best(count)

@@ -1,0 +1,169 @@
+"""Engine creation and the pgvector check."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
+
+from kioku._db.errors import describe
+from kioku._db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
+from kioku._errors import DatabaseUnavailableError
+
+MIN_PGVECTOR = (0, 8)
+"""Iterative index scans (filtered vector search) need pgvector 0.8."""
+
+_PGVECTOR_HELP = (
+    "kioku needs the pgvector extension (>= 0.8). Install it on the server "
+    "(e.g. `apt install postgresql-NN-pgvector`, or use a managed PostgreSQL that offers "
+    "`vector`), or unset KIOKU_DATABASE_URL to use the embedded server that ships it."
+)
+
+
+def normalise_url(url: str) -> str:
+    """Return ``url`` with the psycopg 3 driver selected.
+
+    Raises:
+        DatabaseUnavailableError: when ``url`` is not a PostgreSQL URL.
+    """
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise DatabaseUnavailableError(
+            f"KIOKU_DATABASE_URL is not a database URL ({exc}); expected "
+            "postgresql://user:password@host:5432/dbname"
+        ) from exc
+    if parsed.get_backend_name() != "postgresql":
+        raise DatabaseUnavailableError(
+            f"KIOKU_DATABASE_URL must point at PostgreSQL, got {parsed.get_backend_name()!r}"
+        )
+    return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+
+
+ENGINE_OPTIONS: dict[str, Any] = {
+    "pool_size": 10,
+    "max_overflow": 10,
+    "pool_timeout": 10,
+    "pool_use_lifo": True,
+}
+"""Pool settings shared by the sync and async engines (liveness: :func:`ping_when_idle`)."""
+
+PING_AFTER_IDLE_SECONDS = 1.0
+"""A pooled connection unused for longer is pinged before it is handed out."""
+
+_LAST_USED = "kioku_last_used"
+
+
+DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
+"""A statement slower than this is cancelled and its tool call reports a database error."""
+
+
+def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> dict[str, Any]:
+    """Pool settings plus per-connection settings.
+
+    The statement timeout (``0`` disables it) and kioku's HNSW search settings (pair the
+    engine with :func:`mark_search_settings`).
+    """
+    settings = {"statement_timeout": str(int(statement_timeout_ms)), **HNSW_SEARCH_SETTINGS}
+    return {
+        **ENGINE_OPTIONS,
+        "connect_args": {"options": " ".join(f"-c {k}={v}" for k, v in settings.items())},
+    }
+
+
+def mark_search_settings(engine: Engine) -> Engine:
+    """Mark each new connection of ``engine`` as carrying the HNSW search settings.
+
+    For engines made with :func:`engine_options`: searches then skip setting them.
+    """
+
+    def mark(dbapi_connection: Any, record: Any) -> None:
+        record.info[HNSW_SETTINGS_APPLIED] = True
+
+    event.listen(engine, "connect", mark)
+    return engine
+
+
+def ping_when_idle(engine: Engine, idle_seconds: float = PING_AFTER_IDLE_SECONDS) -> Engine:
+    """Check a pooled connection on checkout once it has been idle for ``idle_seconds``.
+
+    ``pool_pre_ping`` pings on every checkout: a round trip per unit of work, a tenth of
+    a memory write. Connections idle for a while (where a restarted server or a network
+    timeout leaves dead ones) are still pinged, and a dead one is replaced before use;
+    one that died within the last ``idle_seconds`` fails its statement instead, which
+    the tools report as a database error, and the pool then replaces every older one.
+    """
+
+    def stamp(dbapi_connection: Any, record: Any, *_: Any) -> None:
+        record.info[_LAST_USED] = time.monotonic()
+
+    def check(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if time.monotonic() - record.info.get(_LAST_USED, 0.0) < idle_seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"stale pooled connection ({exc})") from exc
+
+    event.listen(engine, "connect", stamp)
+    event.listen(engine, "checkin", stamp)
+    event.listen(engine, "checkout", check)
+    return engine
+
+
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
+) -> Engine:
+    """Create a pooled engine that survives server restarts (:func:`ping_when_idle`).
+
+    Every statement is cancelled after ``statement_timeout_ms`` (schema setup lifts
+    the limit for its own transaction).
+    """
+    options = {
+        **engine_options(statement_timeout_ms),
+        "pool_size": pool_size,
+        "max_overflow": pool_size,
+    }
+    return mark_search_settings(ping_when_idle(create_engine(normalise_url(url), **options)))
+
+
+def check_pgvector(engine: Engine) -> None:
+    """Fail fast unless the server is reachable and offers pgvector.
+
+    Raises:
+        DatabaseUnavailableError: with a message that says how to fix it.
+    """
+    try:
+        with engine.connect() as connection:
+            row = connection.execute(
+                text(
+                    "SELECT coalesce(installed_version, default_version) "
+                    "FROM pg_available_extensions WHERE name = 'vector'"
+                )
+            ).first()
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailableError(
+            f"Cannot connect to PostgreSQL at {engine.url.render_as_string()}: "
+            f"{describe(exc)}. Check KIOKU_DATABASE_URL, or unset it to use the "
+            "embedded server."
+        ) from exc
+    if row is None:
+        raise DatabaseUnavailableError(_PGVECTOR_HELP)
+    if version_tuple(str(row[0])) < MIN_PGVECTOR:
+        raise DatabaseUnavailableError(f"The server offers pgvector {row[0]}. {_PGVECTOR_HELP}")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"0.8.1"`` → ``(0, 8, 1)``; non-numeric parts count as 0."""
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def libpq_url(engine: Engine) -> str:
+    """The engine's URL as psycopg/libpq expects it (no SQLAlchemy driver suffix)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)

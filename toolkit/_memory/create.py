@@ -1,0 +1,239 @@
+"""The ``create_long_term_memory`` flow (SPEC §3), in the order the spec checks."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from kioku._context import PrivacyLevel, TurnContext
+from kioku._memory.arguments import CreateArgs, parse_create_args
+from kioku._memory.flow import (
+    FlowCall,
+    FlowStatuses,
+    confirm_outcome,
+    connection_lost,
+    disabled,
+    embed_or_queue,
+    fail,
+    notify,
+    require_context,
+    resolve_or_fail,
+    settings_first,
+    tool_flow,
+)
+from kioku._memory.notices import MemoryNotice, NoticeScope, footer_for
+from kioku._memory.repository import (
+    GLOBAL_LINEAGE,
+    CreateOutcome,
+    MemoryRepository,
+    NewMemory,
+    PersonalScope,
+    ServerScope,
+)
+from kioku._memory.resolution import Person
+from kioku._memory.results import ToolResult
+from kioku._memory.statuses import CreateStatus as S
+from kioku._memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
+from kioku._memory.typed import TypedFields
+from kioku._reach import reach_of
+
+logger = logging.getLogger("kioku._memory")
+
+STATUSES = FlowStatuses(
+    S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
+)
+
+
+def _create(call: FlowCall) -> ToolResult:
+    args = parse_create_args(call.arguments)
+    context = require_context(call, STATUSES)
+    with settings_first(call, context, STATUSES):
+        target, content = _resolve_target(call, context, args)
+        content = checked_content(call, context, content, field="memory_content")
+    scope: ServerScope | PersonalScope = (
+        PersonalScope(target.user_id, context.persona.lineage_id)
+        if target is not None
+        else ServerScope(context.memory_server_key, context.persona.lineage_id)
+    )
+    return save(call, context, scope, target, content)
+
+
+def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: str) -> str:
+    """Sanitised content within the length limit, for a persona with a lineage."""
+    content = sanitise_content(raw)
+    if not content:
+        raise fail(S.INVALID_CONTENT, f"{field} is empty after removing invalid characters")
+    max_length = call.store.settings.max_memory_length
+    if len(content) > max_length:
+        raise fail(
+            S.INVALID_CONTENT,
+            f"{field} is {len(content)} characters; the maximum is {max_length}. "
+            "Shorten it to the essential fact.",
+        )
+    if context.persona.lineage_id <= GLOBAL_LINEAGE:
+        raise fail(
+            S.INTERNAL_ERROR,
+            "The persona has no lineage (the database needs migrating); nothing was saved.",
+        )
+    return content
+
+
+def save(
+    call: FlowCall,
+    context: TurnContext,
+    scope: ServerScope | PersonalScope,
+    target: Person | None,
+    content: str,
+    typed: TypedFields | None = None,
+) -> ToolResult:
+    """Insert within the limit, commit, then invalidate the cache and emit the notice.
+
+    Whether self-teaching is on is decided here, by the write itself (SPEC §3 step 2 for
+    a call that passed every other check), so a successful save reads no settings first.
+    """
+    typed = typed or TypedFields()
+    saved = _insert(call, context, scope, target, content, typed)
+    assert saved.memory_id is not None  # saved and already_saved carry the id
+    record_id, personal_enabled = saved.memory_id, saved.personal_memories_enabled
+    effective: NoticeScope = "target_user" if target is not None else "server_wide"
+    data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
+    if target is not None:
+        data["target_user"] = target.display_name
+    if saved.outcome == "already_saved":
+        return ToolResult(
+            S.SAVED,
+            f"This exact memory is already saved as ID:{record_id}; nothing new was written.",
+            {**data, "already_saved": True},
+        )
+    call.store.invalidate(scope)
+    owner_name = target.display_name if target is not None else "User"
+    persona_name = context.persona.name
+    notify(
+        MemoryNotice(
+            kind="created",
+            scope=effective,
+            memory_id=record_id,
+            content=render_tokens(content, user_name=owner_name, bot_name=persona_name),
+            persona_name=persona_name,
+            target_user=target.display_name if target is not None else None,
+            footer=footer_for("created", effective, persona_name, record_id, personal_enabled),
+        ),
+        context,
+        call,
+    )
+    if typed.memory_type != "semantic" or typed.attributes:
+        data.update(memory_type=typed.memory_type, importance=typed.importance)
+    return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
+
+
+create_long_term_memory = tool_flow("create_long_term_memory", STATUSES, _create)
+"""Validate, resolve, check the limit and save one memory: one unit of work in ``session``.
+
+Commits on success; never raises (every failure is a status and writes nothing).
+"""
+
+
+def _resolve_target(
+    call: FlowCall, context: TurnContext, args: CreateArgs
+) -> tuple[Person | None, str]:
+    """The owner of a personal memory (``None`` for server-wide) and the content to save.
+
+    Personal memories may only be about the conversation's participants (see
+    :mod:`kioku._reach`), so nobody fills the quota of someone who is not there.
+    """
+    if args.scope == "server_wide" or args.target_user is None:
+        return None, args.content
+    person = resolve_or_fail(call, context, args.target_user, STATUSES)
+    if person.is_bot:
+        return None, args.content
+    if person.is_bridge:
+        # Tokens are normalised first, so {User} and {USER} name the bridged user too.
+        return None, with_bridge_name(args.content, person.display_name)
+    if not reach_of(context).is_participant(person.user_id):
+        raise fail(
+            S.USER_NOT_FOUND,
+            f"{person.display_name} is not taking part in this conversation; personal "
+            "memories can only be saved about its participants. Nothing was saved.",
+        )
+    if person.privacy != PrivacyLevel.MINIMAL:
+        raise fail(
+            S.PRIVACY_RESTRICTED,
+            f"{person.display_name}'s privacy settings do not allow personal memories. "
+            "Do not save it elsewhere; they can change the setting themselves.",
+        )
+    return person, args.content
+
+
+def _insert(
+    call: FlowCall,
+    context: TurnContext,
+    scope: ServerScope | PersonalScope,
+    target: Person | None,
+    content: str,
+    typed: TypedFields,
+) -> CreateOutcome:
+    """Save (committed) through the one-call create, or find the identical memory.
+
+    A disabled server or a full scope ends the flow.
+    """
+    defaults = call.store.settings
+    personal = isinstance(scope, PersonalScope)
+    embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
+    if not call.session.in_transaction():
+        # Nothing was read in this unit of work: the create is atomic on its own, so run it
+        # as a single statement and save the BEGIN and COMMIT round trips.
+        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    new = NewMemory(
+        scope=scope,
+        content=content,
+        server_key=context.memory_server_key,
+        server_name=context.server_name,
+        is_dm=context.is_dm,
+        default_limit=(
+            defaults.max_personal_memories if personal else defaults.max_server_memories
+        ),
+        owner_name=target.display_name if target is not None else None,
+        owner_key=name_key(target.display_name if target is not None else None),
+        persona_id=context.persona.persona_id,
+        created_by=context.user.user_id,
+        embedding=embedding,
+        memory_type=typed.memory_type,
+        importance=typed.importance,
+        decay_rate=typed.decay_rate,
+        attributes=typed.attributes,
+    )
+    call.session.connection()  # a failure to connect means nothing was sent
+    try:
+        saved = MemoryRepository(call.session).create_within_limit(new)
+        call.session.commit()
+    except SQLAlchemyError as exc:
+        if not connection_lost(exc):
+            raise
+        # The create may have committed before the reply was lost. It is idempotent (an
+        # identical memory answers already_saved), so running it again finds out.
+        logger.warning("kioku: the reply to a create was lost (%s); checking", exc)
+        saved = confirm_outcome(
+            call, STATUSES, lambda session: MemoryRepository(session).create_within_limit(new)
+        )
+        if saved.outcome == "already_saved":
+            # Almost surely the row this call committed before its reply was lost.
+            saved = replace(saved, outcome="saved")
+    if saved.outcome == "disabled":
+        raise disabled(STATUSES)
+    if saved.outcome == "limit_reached":
+        what = (
+            f"personal memories for {target.display_name if target else 'this user'}"
+            if personal
+            else "server-wide memories for this server"
+        )
+        raise fail(
+            S.LIMIT_EXCEEDED,
+            f"The limit of {saved.limit} {what} is reached ({saved.count} saved). Nothing was "
+            "saved; a person can delete memories (or ask you to) to make room.",
+            limit=saved.limit,
+            count=saved.count,
+        )
+    return saved

@@ -1,0 +1,327 @@
+"""What the create and update flows share.
+
+The call, the error boundary, the opening checks, target resolution and notices.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from kioku._accounts import AccountRepository, ServerSettings
+from kioku._awaiting import resolved
+from kioku._context import PrivacyLevel, TurnContext
+from kioku._db.errors import StorageError, storage_errors
+from kioku._memory.arguments import ArgumentError
+from kioku._memory.notices import MemoryNotice, emit_notice
+from kioku._memory.resolution import (
+    Ambiguous,
+    NotFound,
+    Person,
+    Resolution,
+    Resolved,
+    match_directory,
+    match_participants,
+)
+from kioku._memory.results import ToolResult
+from kioku._memory.text import echo, normalise_name
+from kioku._store import KiokuStore
+
+logger = logging.getLogger("kioku._memory")
+
+SELF_NAMES = frozenset({"self", "yourself"})
+HALF_MAX = 65504.0
+"""The largest magnitude the ``halfvec`` column stores."""
+StreamWriter = Callable[[Any], None]
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class FlowStatuses:
+    """The statuses a flow reports for the failures every flow shares."""
+
+    invalid_args: str
+    disabled: str
+    internal_error: str
+    db_error: str
+    ambiguous_user: str
+    user_not_found: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowCall:
+    """One tool call: the unit of work's session and what the call brought."""
+
+    session: Session
+    store: KiokuStore
+    raw_context: object
+    arguments: Mapping[str, Any]
+    stream_writer: StreamWriter | None
+
+
+class Flow(Protocol):
+    """A tool flow: one unit of work in the session it is given; never raises."""
+
+    def __call__(
+        self,
+        session: Session,
+        store: KiokuStore,
+        context: object,
+        arguments: Mapping[str, Any],
+        *,
+        stream_writer: StreamWriter | None = None,
+    ) -> ToolResult:
+        """Run the flow for one tool call."""
+        ...
+
+
+class FlowFailure(Exception):
+    """Ends a flow early with a result for the model."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.status)
+        self.result = result
+
+
+def fail(status: str, reason: str, **data: Any) -> FlowFailure:
+    """Build a :class:`FlowFailure` to ``raise``."""
+    return FlowFailure(ToolResult(status, reason, data))
+
+
+def tool_flow(
+    operation: str, statuses: FlowStatuses, body: Callable[[FlowCall], ToolResult]
+) -> Flow:
+    """Turn ``body`` into a :class:`Flow` that maps every failure onto a status."""
+
+    def flow(
+        session: Session,
+        store: KiokuStore,
+        context: object,
+        arguments: Mapping[str, Any],
+        *,
+        stream_writer: StreamWriter | None = None,
+    ) -> ToolResult:
+        call = FlowCall(session, store, context, arguments, stream_writer)
+        try:
+            with storage_errors(operation):
+                return body(call)
+        except FlowFailure as failure:
+            return failure.result
+        except ArgumentError as exc:
+            return ToolResult(statuses.invalid_args, str(exc))
+        except StorageError as exc:
+            return ToolResult(
+                statuses.db_error,
+                f"The memory database is unavailable ({echo(str(exc), 300)}). Nothing was changed; "
+                "tell the user and try again later.",
+            )
+        except Exception:
+            logger.exception("kioku: unexpected error in %s", operation)
+            return ToolResult(
+                statuses.internal_error, "An internal error occurred; nothing was changed."
+            )
+
+    flow.__name__ = flow.__qualname__ = operation
+    return flow
+
+
+UNKNOWN_OUTCOME = (
+    "The memory database became unavailable after the change was sent, so whether it took "
+    "effect is unknown. Check first (search your memories) before trying again."
+)
+CHECKED_NOTHING_CHANGED = (
+    "The database connection broke while saving; checked afterwards, nothing was changed. "
+    "Tell the user and try again later."
+)
+LOST_CONNECTION_STATES = frozenset({"57P01", "57P02", "57P03"})
+"""Administrator, crash and startup shutdowns: the server went away mid-statement."""
+CONFIRM_ATTEMPTS = (0.0, 1.0, 3.0)
+"""Pauses before each attempt to find out what a write whose reply was lost did."""
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection failed, so a write sent on it may have happened.
+
+    Errors the server answered (a statement timeout, a constraint) are not: the server
+    said the statement failed, so it changed nothing.
+    """
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate is None:
+        return isinstance(exc, (OperationalError, InterfaceError))
+    return sqlstate.startswith("08") or sqlstate in LOST_CONNECTION_STATES
+
+
+def confirm_outcome(
+    call: FlowCall, statuses: FlowStatuses, check: Callable[[Session], R | None]
+) -> R:
+    """What a write whose reply was lost did, found out on a fresh connection.
+
+    ``check`` looks (or idempotently retries) and returns the outcome, or ``None`` when the
+    write did not happen. When the database cannot be asked, the answer says the outcome is
+    unknown, never that nothing changed.
+    """
+    for pause in CONFIRM_ATTEMPTS:
+        time.sleep(pause)
+        try:
+            with call.store.sessions() as session:
+                outcome = check(session)
+                session.commit()
+        except SQLAlchemyError as exc:
+            logger.warning("kioku: could not yet confirm a write after a lost reply: %s", exc)
+            continue
+        if outcome is None:
+            raise fail(statuses.db_error, CHECKED_NOTHING_CHANGED)
+        return outcome
+    raise fail(statuses.db_error, UNKNOWN_OUTCOME, outcome_unknown=True)
+
+
+def commit_or_confirm(
+    call: FlowCall, statuses: FlowStatuses, applied: Callable[[Session], bool]
+) -> bool:
+    """Commit the unit of work; if the reply to COMMIT is lost, check it with ``applied``.
+
+    Returns whether the commit was answered (``False``: confirmed by the check instead).
+    """
+    try:
+        call.session.commit()
+    except SQLAlchemyError as exc:
+        if not connection_lost(exc):
+            raise
+        logger.warning("kioku: the reply to a commit was lost (%s); checking", exc)
+        confirm_outcome(call, statuses, lambda session: True if applied(session) else None)
+        return False
+    return True
+
+
+def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, ServerSettings]:
+    """The turn context and server settings, once self-teaching is known to be on."""
+    context = require_context(call, statuses)
+    settings = _settings(call, context)
+    if not settings.self_teaching_enabled:
+        raise disabled(statuses)
+    return context, settings
+
+
+def require_context(call: FlowCall, statuses: FlowStatuses) -> TurnContext:
+    """The call's turn context, complete enough to write with (a setup problem otherwise)."""
+    context = call.raw_context
+    if not isinstance(context, TurnContext):
+        raise fail(
+            statuses.internal_error,
+            "No turn context was provided to the memory tool (a setup problem).",
+        )
+    if not context.channel_id or not context.user.user_id or not context.persona.name:
+        raise fail(
+            statuses.internal_error,
+            "The turn context lacks the channel, user or persona (a setup problem).",
+        )
+    return context
+
+
+@contextmanager
+def settings_first(call: FlowCall, context: TurnContext, statuses: FlowStatuses) -> Iterator[None]:
+    """Let a disabled server's answer win over the failures of the checks inside.
+
+    For flows whose write re-checks self-teaching itself: the settings are read only when
+    a check fails, so the spec's order holds without a read on the successful path.
+    """
+    try:
+        yield
+    except (FlowFailure, ArgumentError):
+        if not _settings(call, context).self_teaching_enabled:
+            raise disabled(statuses) from None
+        raise
+
+
+def disabled(statuses: FlowStatuses) -> FlowFailure:
+    """The failure of a write where self-teaching is off."""
+    return fail(
+        statuses.disabled,
+        "Self-teaching is turned off here, so long-term memories cannot be saved or "
+        "changed. A server admin can enable it.",
+    )
+
+
+def _settings(call: FlowCall, context: TurnContext) -> ServerSettings:
+    return AccountRepository(call.session).settings_for(context)
+
+
+def resolve_or_fail(
+    call: FlowCall, context: TurnContext, name: str, statuses: FlowStatuses
+) -> Person:
+    """The one person ``name`` refers to; ambiguous or unknown names end the flow."""
+    found = resolve_person(call.store, call.session, context, name)
+    if isinstance(found, Ambiguous):
+        raise fail(
+            statuses.ambiguous_user,
+            f"'{echo(name)}' matches several people: {', '.join(found.candidates)}. "
+            "Use the exact name shown in the conversation.",
+            candidates=list(found.candidates),
+        )
+    if isinstance(found, NotFound):
+        raise fail(
+            statuses.user_not_found,
+            f"Nobody called '{echo(name)}' is in this conversation or server. "
+            "Use the name as shown in the conversation.",
+        )
+    return found.person
+
+
+def resolve_person(
+    store: KiokuStore, session: Session, context: TurnContext, name: str
+) -> Resolution:
+    """Resolve a model-supplied name to a person (SPEC §6); ``self`` is the bot."""
+    key = normalise_name(name)
+    bot = Person(context.bot_user_id, context.persona.name, PrivacyLevel.MINIMAL, False, True)
+    if key in SELF_NAMES:
+        return Resolved(bot)
+    found = match_participants(key, context.all_participants(), context.bot_user_id)
+    if isinstance(found, NotFound) and context.server_id is not None:
+        members = resolved(store.directory_for(session).find_members(context.server_id, key))
+        found = match_directory(key, members, context.bot_user_id)
+    if isinstance(found, NotFound) and key == normalise_name(context.persona.name):
+        return Resolved(bot)
+    return found
+
+
+def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
+    """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
+    spec = store.embedder
+    try:
+        [vector] = spec.embeddings.embed_documents([content])
+    except Exception as exc:
+        logger.warning("kioku: embedding failed (%s); the memory is queued for re-embedding", exc)
+        return None
+    if len(vector) != spec.dimension:
+        logger.warning(
+            "kioku: %s returned %d dimensions, expected %d; queued for re-embedding",
+            spec.model,
+            len(vector),
+            spec.dimension,
+        )
+        return None
+    if not all(abs(x) <= HALF_MAX for x in vector):  # also false for NaN
+        logger.warning(
+            "kioku: %s returned values a half-precision vector cannot hold (NaN or beyond "
+            "±%g); queued for re-embedding",
+            spec.model,
+            HALF_MAX,
+        )
+        return None
+    return list(vector)
+
+
+def notify(notice: MemoryNotice, context: TurnContext, call: FlowCall) -> None:
+    """Emit a notice after commit; never changes the tool's result."""
+    emit_notice(notice, stream_writer=call.stream_writer, notifier=context.notifier)

@@ -1,0 +1,391 @@
+"""Memory rows and their history, in the caller's session (the caller commits)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, ClassVar, Literal, cast
+
+from psycopg.types.json import Jsonb
+from sqlalchemy import TextClause, func, select, text
+from sqlalchemy.orm import Session
+
+from kioku._context import GLOBAL_LINEAGE
+from kioku._db.models import Memory, MemoryHistory
+from kioku._db.vectors import halfvec_text
+from kioku._search.query import Visibility
+from kioku._search.sql import search_params
+
+__all__ = ["GLOBAL_LINEAGE", "MemoryRepository", "PersonalScope", "ServerScope"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerScope:
+    """Server-wide memories of one persona lineage."""
+
+    server_id: str
+    lineage_id: int
+
+    kind: ClassVar[Literal["server"]] = "server"
+    """The ``scope`` column of its memories."""
+
+    @property
+    def owner_id(self) -> str:
+        """The key its memories are stored under (the server)."""
+        return self.server_id
+
+    @property
+    def lock_key(self) -> str:
+        """Text hashed into the advisory lock that serialises writers of this scope."""
+        return f"server:{self.server_id}:{self.lineage_id}"
+
+    def visibility(self) -> Visibility:
+        """The filter selecting this scope's memories."""
+        return Visibility(self.server_id, self.lineage_id)
+
+    def version_keys(self) -> tuple[tuple[str, str, int], ...]:
+        """The ``memory_counts`` rows whose versions tell whether the scope changed."""
+        return (("server", self.server_id, self.lineage_id),)
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalScope:
+    """Personal memories of one user for one lineage (global ones included on reads)."""
+
+    user_id: str
+    lineage_id: int
+
+    kind: ClassVar[Literal["personal"]] = "personal"
+    """The ``scope`` column of its memories."""
+
+    @property
+    def owner_id(self) -> str:
+        """The key its memories are stored under (the user)."""
+        return self.user_id
+
+    @property
+    def lock_key(self) -> str:
+        """Text hashed into the advisory lock; globals share it, as they count too."""
+        return f"personal:{self.user_id}"
+
+    def visibility(self) -> Visibility:
+        """The filter selecting this scope's memories (global ones included)."""
+        return Visibility("", self.lineage_id, (self.user_id,), include_server=False)
+
+    def version_keys(self) -> tuple[tuple[str, str, int], ...]:
+        """The ``memory_counts`` rows whose versions tell whether the scope changed."""
+        return (
+            ("personal", self.user_id, self.lineage_id),
+            ("personal", self.user_id, GLOBAL_LINEAGE),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A memory as the rest of kioku sees it (detached from the session)."""
+
+    id: int
+    scope: str
+    server_id: str | None
+    user_id: str | None
+    persona_lineage_id: int
+    content: str
+    created_at: datetime
+    updated_at: datetime
+
+
+_RECORD_COLUMNS = (
+    Memory.id,
+    Memory.scope,
+    Memory.server_id,
+    Memory.user_id,
+    Memory.persona_lineage_id,
+    Memory.content,
+    Memory.created_at,
+    Memory.updated_at,
+)
+"""The columns of :class:`MemoryRecord`, in its field order."""
+
+
+def _record(row: Memory) -> MemoryRecord:
+    return MemoryRecord(
+        id=row.id,
+        scope=row.scope,
+        server_id=row.server_id,
+        user_id=row.user_id,
+        persona_lineage_id=row.persona_lineage_id,
+        content=row.content,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A memory to save in ``scope``, with what the write needs to check and attribute it."""
+
+    scope: ServerScope | PersonalScope
+    content: str
+    server_key: str
+    """The server (or DM key) whose settings govern the write."""
+    server_name: str | None
+    is_dm: bool
+    default_limit: int
+    """The scope's limit unless the server's row overrides it."""
+    owner_name: str | None = None
+    """Display name of a personal memory's owner (their user row is created if missing)."""
+    owner_key: str | None = None
+    """``owner_name`` normalised for matching."""
+    persona_id: int | None = None
+    created_by: str | None = None
+    embedding: Sequence[float] | None = None
+    memory_type: str = "semantic"
+    importance: float = 0.5
+    decay_rate: float = 0.01
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOutcome:
+    """What :meth:`MemoryRepository.create_within_limit` did."""
+
+    outcome: Literal["saved", "already_saved", "disabled", "limit_reached"]
+    memory_id: int | None
+    """The new memory's id when ``outcome`` is ``saved``; the existing one's when the scope
+    already held exactly this content (``already_saved``, migration 0007)."""
+    count: int | None
+    """Active memories in the scope before the write (``None`` when disabled)."""
+    limit: int
+    personal_memories_enabled: bool
+
+
+_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 18))
+"""The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
+statement compilation and SQLAlchemy's parameter processing."""
+
+
+_UPDATE_IN_SCOPE = (
+    "WITH target AS MATERIALIZED (SELECT {columns} FROM memories "
+    "WHERE id = :id AND status = 'active' AND ({owners}) FOR NO KEY UPDATE) "
+    "SELECT target.*, changed.* FROM target CROSS JOIN LATERAL "
+    "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
+    ":actor, :persona) AS changed"
+)
+"""Lock the memory if it lies in the scope, and update it: new content and embedding, its
+history row (a trigger) naming the actor (migrations 0006, 0009); answers with the row as
+it was and the scope version the update replaced and made. No row: not in the scope."""
+
+
+@lru_cache(maxsize=8)
+def _update_in_scope_statement(owners: tuple[str, ...]) -> TextClause:
+    return text(
+        _UPDATE_IN_SCOPE.format(
+            columns=", ".join(column.key for column in _RECORD_COLUMNS),
+            owners=" OR ".join(f"({sql})" for sql in owners),
+        )
+    )
+
+
+VersionKey = tuple[str, str, int]
+"""A ``memory_counts`` key: ``(scope, owner, lineage)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContentChange:
+    """A committed-to-be content update and the scope version it moved from and to."""
+
+    memory_id: int
+    content: str
+    changed_at: datetime | None
+    key: VersionKey | None
+    """The ``memory_counts`` key of the memory's scope."""
+    version_before: int | None
+    version_after: int | None
+
+
+VERSIONS_SQL = (
+    "ARRAY(SELECT c.version FROM unnest(CAST(:s AS text[]), CAST(:o AS text[]), "
+    "CAST(:l AS bigint[])) WITH ORDINALITY AS k(scope, owner_id, lineage, n) "
+    "LEFT JOIN memory_counts AS c "
+    "ON (c.scope, c.owner_id, c.persona_lineage_id) = (k.scope, k.owner_id, k.lineage) "
+    "ORDER BY k.n)"
+)
+"""The versions of the ``(scope, owner, lineage)`` keys bound as ``:s``, ``:o``, ``:l``, in
+their order (``NULL`` for a key without a row): an expression other reads embed."""
+
+
+def version_params(keys: Sequence[VersionKey]) -> dict[str, list[Any]]:
+    """Bind parameters of :data:`VERSIONS_SQL` for ``keys``."""
+    return {
+        "s": [k[0] for k in keys],
+        "o": [k[1] for k in keys],
+        "l": [k[2] for k in keys],
+    }
+
+
+def versions_of(keys: Sequence[VersionKey], found: Sequence[int | None]) -> dict[VersionKey, int]:
+    """:data:`VERSIONS_SQL`'s answer as a map (keys without a row left out)."""
+    return {key: version for key, version in zip(keys, found, strict=True) if version is not None}
+
+
+class MemoryRepository:
+    """Queries and writes on ``memories`` and ``memory_history``."""
+
+    def __init__(self, session: Session) -> None:
+        """Work inside ``session``; the caller opens the transaction and commits."""
+        self.session = session
+
+    def window(
+        self, scope: ServerScope | PersonalScope, limit: int
+    ) -> tuple[list[MemoryRecord], int]:
+        """The ``limit`` newest active memories of ``scope`` and how many it holds in all."""
+        rows = self.session.execute(
+            select(*_RECORD_COLUMNS, func.count().over().label("total"))
+            .where(Memory.status == "active", *self._scope_filter(scope))
+            .order_by(Memory.created_at.desc(), Memory.id.desc())
+            .limit(limit)
+        ).all()
+        total = int(rows[0].total) if rows else 0
+        return [MemoryRecord(*cast(tuple[Any, ...], row)[:-1]) for row in rows], total
+
+    def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
+        """Active memories in ``scope``, newest first (only the columns a record needs)."""
+        rows = self.session.execute(
+            select(*_RECORD_COLUMNS)
+            .where(Memory.status == "active", *self._scope_filter(scope))
+            .order_by(Memory.created_at.desc(), Memory.id.desc())
+        )
+        return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
+
+    def create_within_limit(self, new: NewMemory) -> CreateOutcome:
+        """Save ``new`` unless self-teaching is off or its scope is full: one round trip.
+
+        The server-side ``kioku_create_memory`` (migrations 0005, 0006) reads the server's
+        settings, takes the scope's advisory lock (serialising writers, so the limit holds
+        under concurrency), counts, inserts the row and its ``create`` history row, and
+        inserts the server (and the owner of a personal memory) when missing. Without an
+        embedding the row is queued for re-embedding (``needs_embedding``).
+
+        Run it as its own statement outside a transaction (it is atomic) or inside one.
+        """
+        scope = new.scope
+        parameters = (
+            new.server_key,
+            new.server_name,
+            new.is_dm,
+            scope.kind,
+            scope.owner_id,
+            new.owner_name,
+            new.owner_key,
+            scope.lineage_id,
+            scope.lock_key,
+            new.default_limit,
+            new.persona_id,
+            new.created_by,
+            new.content,
+            halfvec_text(new.embedding) if new.embedding is not None else None,
+            new.memory_type,
+            new.importance,
+            new.decay_rate,
+            Jsonb(new.attributes),
+        )
+        row = self.session.connection().exec_driver_sql(_CREATE_MEMORY, parameters).one()
+        return CreateOutcome(
+            outcome=row.outcome,
+            memory_id=row.memory_id,
+            count=row.saved_count,
+            limit=row.memory_limit,
+            personal_memories_enabled=row.personal_memories_enabled,
+        )
+
+    def find_for_update(
+        self, memory_id: int, scope: ServerScope | PersonalScope
+    ) -> MemoryRecord | None:
+        """The memory ``memory_id`` if it lies in ``scope``, locked for this transaction.
+
+        ``FOR NO KEY UPDATE``: writers of the row wait, the access-count flush (which only
+        references the row) does not.
+        """
+        row = self.session.execute(
+            select(*_RECORD_COLUMNS)
+            .where(Memory.id == memory_id, Memory.status == "active", *self._scope_filter(scope))
+            .with_for_update(key_share=True)
+        ).first()
+        return MemoryRecord(*cast(tuple[Any, ...], row)) if row is not None else None
+
+    def settled_content(self, memory_id: int) -> str | None:
+        """The active memory's content once no transaction is changing it (``None``: gone)."""
+        return self.session.scalar(
+            select(Memory.content)
+            .where(Memory.id == memory_id, Memory.status == "active")
+            .with_for_update(read=True)
+        )
+
+    def get(self, memory_id: int) -> MemoryRecord | None:
+        """The memory ``memory_id`` in any scope (for hints and tests)."""
+        row = self.session.get(Memory, memory_id)
+        return _record(row) if row is not None else None
+
+    def update_in_scope(
+        self,
+        memory_id: int,
+        scope: ServerScope | PersonalScope,
+        new: str,
+        *,
+        actor: str | None,
+        persona_id: int | None,
+        embedding: Sequence[float] | None = None,
+    ) -> tuple[MemoryRecord, ContentChange] | None:
+        """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
+
+        One statement locks the row (as :meth:`find_for_update`) and updates it
+        (``created_at`` kept; a trigger logs it). Returns the row as it was and the change,
+        or ``None`` when the memory is not in ``scope``.
+        """
+        visibility = scope.visibility()
+        row = self.session.execute(
+            _update_in_scope_statement(tuple(visibility.owners_sql())),
+            {
+                **search_params(visibility),
+                "id": memory_id,
+                "content": new,
+                "embedding": halfvec_text(embedding) if embedding is not None else None,
+                "actor": actor,
+                "persona": persona_id,
+            },
+        ).first()
+        if row is None:
+            return None
+        old = MemoryRecord(*cast(tuple[Any, ...], row)[: len(_RECORD_COLUMNS)])
+        key = (row.scope_kind, row.scope_owner, row.scope_lineage) if row.scope_kind else None
+        return old, ContentChange(
+            memory_id, new, row.changed_at, key, row.version_before, row.version_after
+        )
+
+    def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:
+        """Delete the memory (its ``delete`` history row names ``actor``)."""
+        self.session.execute(
+            text("SELECT kioku_delete_memory(:id, :actor, :persona)"),
+            {"id": memory_id, "actor": actor, "persona": persona_id},
+        )
+
+    def versions(self, keys: Sequence[tuple[str, str, int]]) -> dict[tuple[str, str, int], int]:
+        """The current version of each ``(scope, owner, lineage)`` that has one."""
+        if not keys:
+            return {}
+        found = self.session.execute(text(f"SELECT {VERSIONS_SQL}"), version_params(keys))
+        return versions_of(keys, found.scalar_one())
+
+    def history(self, memory_id: int) -> Sequence[MemoryHistory]:
+        """Every change to ``memory_id``, oldest first."""
+        return self.session.scalars(
+            select(MemoryHistory)
+            .where(MemoryHistory.memory_id == memory_id)
+            .order_by(MemoryHistory.id)
+        ).all()
+
+    @staticmethod
+    def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[TextClause, ...]:
+        return tuple(scope.visibility().owners())

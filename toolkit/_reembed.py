@@ -1,0 +1,66 @@
+"""``kioku reembed``: embed queued memories, or every memory after switching embedders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import func, select, text, update
+
+from kioku._db.models import Memory
+from kioku._db.schema import serialised_setup, upgrade_schema
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
+from kioku._store import KiokuStore
+
+Progress = Callable[[int, int], None]
+"""Called with (done, total) after each batch."""
+
+
+def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | None = None) -> int:
+    """Bring every vector in line with ``store.embedder``; returns how many were embedded.
+
+    When the configured embedder differs from the one the database records, the column is
+    retyped for the new dimension and every memory is queued; otherwise only memories
+    whose embedding failed earlier are (re)embedded.
+    """
+    spec = store.embedder
+    with serialised_setup(store.engine):
+        upgrade_schema(store.engine)
+        with store.engine.begin() as connection:
+            if stored_embedder(connection) != (spec.model, spec.dimension):
+                set_vector_schema(
+                    connection,
+                    spec.model,
+                    spec.dimension,
+                    hnsw=store.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
+                )
+                connection.execute(update(Memory).values(embedding=None, needs_embedding=True))
+            connection.execute(
+                update(Memory).where(Memory.embedding.is_(None)).values(needs_embedding=True)
+            )
+    with store.sessions() as session:
+        total = int(session.scalar(select(func.count()).where(Memory.needs_embedding)) or 0)
+    done = 0
+    while True:
+        with store.transaction() as session:
+            rows = session.execute(
+                select(Memory.id, Memory.content)
+                .where(Memory.needs_embedding)
+                .order_by(Memory.id)
+                .limit(batch_size)
+                .with_for_update(skip_locked=True)
+            ).all()
+            if not rows:
+                break
+            vectors = spec.embeddings.embed_documents([content for _, content in rows])
+            for (memory_id, _), vector in zip(rows, vectors, strict=True):
+                session.execute(
+                    update(Memory)
+                    .where(Memory.id == memory_id)
+                    .values(embedding=list(vector), needs_embedding=False)
+                )
+        done += len(rows)
+        if progress is not None:
+            progress(done, total)
+    with store.engine.begin() as connection:
+        connection.execute(text("ANALYZE memories"))
+    return done

@@ -1,0 +1,373 @@
+"""Hybrid search: vector candidates + full-text candidates + relevance, fused by RRF."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from kioku._db.vectors import (
+    EXACT_SEARCH_MAX_ROWS,
+    HNSW_SEARCH_SETTINGS,
+    HNSW_SETTINGS_APPLIED,
+)
+from kioku._search.aids import SearchAids
+from kioku._search.planning import VectorPlan, choose_vector_plan
+from kioku._search.query import Visibility, or_tsquery, query_words
+from kioku._search.scoring import FusionWeights, fuse, relevance
+from kioku._search.sizes import ScopeSizes
+from kioku._search.sql import (
+    DETAIL_COLUMNS,
+    SearchShape,
+    candidates_sql,
+    scope_size_sql,
+    search_params,
+)
+from kioku._search.terms import distinctive_words
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One memory found, with why it ranked where it did."""
+
+    id: int
+    scope: str
+    server_id: str | None
+    user_id: str | None
+    memory_type: str
+    content: str
+    importance: float
+    relevance: float
+    created_at: datetime
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+
+    def to_artifact(self) -> dict[str, Any]:
+        """JSON-friendly record for the tool artifact."""
+        record = asdict(self)
+        record["created_at"] = self.created_at.isoformat()
+        return record
+
+
+_HNSW_LOCAL = text(
+    "SELECT "
+    + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in HNSW_SEARCH_SETTINGS.items())
+)
+_HNSW_SESSION = text(
+    "SELECT "
+    + ", ".join(f"set_config('{k}', '{v}', false)" for k, v in HNSW_SEARCH_SETTINGS.items())
+)
+
+
+def _apply_hnsw_settings(session: Session) -> None:
+    """Make sure the search's connection has :data:`HNSW_SEARCH_SETTINGS`.
+
+    Connections of kioku's engines carry them from the start. On others they are set for
+    the transaction, or, outside one (autocommit), for the connection, once.
+    """
+    connection = session.connection()
+    if connection.info.get(HNSW_SETTINGS_APPLIED):
+        return
+    if getattr(connection.connection.driver_connection, "autocommit", False):
+        connection.execute(_HNSW_SESSION)
+        connection.info[HNSW_SETTINGS_APPLIED] = True
+    else:
+        connection.execute(_HNSW_LOCAL)
+
+
+SIZE_COUNT_CAP = 100_000
+"""Scope sizes are counted up to this many rows (once a minute, see ``ScopeSizes``); a larger
+scope counts as this many, which errs toward the exact scan only in tables of over 10
+million memories."""
+_TABLE_ROWS = text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass")
+_TABLE_KEY = "memories table"
+"""The key under which ``ScopeSizes`` keeps the table's estimated row count."""
+
+
+def _counted(sizes: ScopeSizes | None, key: Hashable, count: Callable[[], int]) -> int:
+    size = sizes.get(key) if sizes is not None else None
+    if size is None:
+        size = count()
+        if sizes is not None:
+            sizes.put(key, size)
+    return size
+
+
+def _vector_plan(
+    session: Session,
+    visibility: Visibility,
+    *,
+    pool: int,
+    exact_max_rows: int,
+    sizes: ScopeSizes | None,
+) -> VectorPlan:
+    """Exact search or HNSW (its settings applied), by :func:`choose_vector_plan`.
+
+    ``sizes`` spares most searches the counts that make this choice.
+    """
+    shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
+    size = _counted(
+        sizes,
+        visibility,
+        lambda: int(
+            session.execute(
+                text(scope_size_sql(shape)), search_params(visibility, cap=SIZE_COUNT_CAP)
+            ).scalar_one()
+        ),
+    )
+    table: int | None = None
+    if 0 < exact_max_rows < size:
+        estimate = _counted(
+            sizes, _TABLE_KEY, lambda: int(session.execute(_TABLE_ROWS).scalar_one())
+        )
+        table = estimate if estimate >= 0 else None  # never analysed: unknown
+    plan = choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows)
+    if plan == "hnsw":
+        _apply_hnsw_settings(session)
+    return plan
+
+
+def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
+    words = query_words(query)
+    if shares is not None:
+        words = distinctive_words(words, shares)
+    return or_tsquery(query, words)
+
+
+class CandidateRow(NamedTuple):
+    """One candidate memory as the search statement returns it.
+
+    ``DETAIL_COLUMNS``, then ``score`` (a distance or a text rank) and ``source``.
+    """
+
+    id: int
+    scope: str
+    server_id: str | None
+    user_id: str | None
+    memory_type: str
+    content: str
+    importance: float
+    decay_rate: float
+    created_at: datetime
+    persona_lineage_id: int
+    updated_at: datetime
+    score: float
+    source: str
+
+
+assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source")
+
+
+def _candidates(
+    session: Session,
+    visibility: Visibility,
+    *,
+    query_vector: Sequence[float] | None,
+    terms: str | None,
+    memory_type: str | None,
+    pool: int,
+    min_importance: float | None = None,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
+) -> dict[str, list[CandidateRow]]:
+    """Vector and text candidates in one statement: rows per source, best first."""
+    plan = (
+        _vector_plan(session, visibility, pool=pool, exact_max_rows=exact_max_rows, sizes=sizes)
+        if query_vector is not None
+        else None
+    )
+    shape = SearchShape.of(
+        visibility,
+        memory_type=memory_type,
+        vector=plan,
+        text=terms is not None,
+        min_importance=min_importance,
+    )
+    params = search_params(
+        visibility,
+        memory_type=memory_type,
+        min_importance=min_importance,
+        vector=query_vector,
+        terms=terms,
+        pool=pool,
+    )
+    found: dict[str, list[CandidateRow]] = {"vector": [], "text": []}
+    for row in session.execute(text(candidates_sql(shape)), params).all():
+        candidate = CandidateRow._make(row)
+        found[candidate.source].append(candidate)
+    # Vector scores are distances (smaller is better); text scores are ranks.
+    found["vector"].sort(key=lambda row: (row.score, row.id))
+    found["text"].sort(key=lambda row: (-row.score, row.id))
+    return found
+
+
+def vector_candidates(
+    session: Session,
+    visibility: Visibility,
+    query_vector: Sequence[float],
+    *,
+    memory_type: str | None,
+    limit: int,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
+) -> list[int]:
+    """Nearest memories in scope, nearest first.
+
+    Scopes of at most ``exact_max_rows`` memories are searched exactly. Larger ones use
+    pgvector's iterative index scan, which keeps walking the HNSW graph until enough rows
+    pass the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
+    """
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=query_vector,
+        terms=None,
+        memory_type=memory_type,
+        pool=limit,
+        exact_max_rows=exact_max_rows,
+        sizes=sizes,
+    )
+    return [row.id for row in found["vector"]]
+
+
+def text_candidates(
+    session: Session, visibility: Visibility, query: str, *, memory_type: str | None, limit: int
+) -> list[int]:
+    """Memories matching any query word (English stemming), best ``ts_rank_cd`` first."""
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=None,
+        terms=or_tsquery(query),
+        memory_type=memory_type,
+        pool=limit,
+    )
+    return [row.id for row in found["text"]]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates fused into one order, with what each ranking said of them."""
+
+    fused: list[tuple[int, float]]
+    """``(memory id, fused score)``, best first."""
+    rows: dict[int, CandidateRow]
+    relevance: dict[int, float]
+    vector_rank: dict[int, int]
+    text_rank: dict[int, int]
+
+    def best(self, limit: int) -> list[CandidateRow]:
+        """The ``limit`` best candidates, best first."""
+        return [self.rows[memory_id] for memory_id, _ in self.fused[:limit]]
+
+
+def rank_candidates(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
+    *,
+    now: datetime,
+    memory_type: str | None = None,
+    min_importance: float | None = None,
+    limit: int = 5,
+    candidates: int | None = None,
+    weights: FusionWeights | None = None,
+    aids: SearchAids | None = None,
+) -> Ranking:
+    """The hybrid ranking :func:`hybrid_search` reports (same arguments), as rows."""
+    weights = weights or FusionWeights()
+    # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
+    # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
+    pool = max(candidates or 2 * limit, limit, 20)
+    shares = aids.term_shares.get(session) if aids is not None else None
+    found = _candidates(
+        session,
+        visibility,
+        query_vector=query_vector,
+        terms=_text_terms(query, shares),
+        memory_type=memory_type,
+        min_importance=min_importance,
+        pool=pool,
+        sizes=aids.sizes if aids is not None else None,
+    )
+    vector_rows, text_rows = found["vector"], found["text"]
+    rows = {row.id: row for row in (*vector_rows, *text_rows)}
+    by_vector = [row.id for row in vector_rows]
+    by_text = [row.id for row in text_rows]
+    scores = {
+        memory_id: relevance(
+            row.importance, row.decay_rate, (now - row.created_at).total_seconds() / 86400
+        )
+        for memory_id, row in rows.items()
+    }
+    by_relevance = sorted(rows, key=lambda memory_id: (-scores[memory_id], memory_id))
+    fused = fuse(
+        {"vector": by_vector, "text": by_text, "relevance": by_relevance},
+        {"vector": weights.vector, "text": weights.text, "relevance": weights.relevance},
+    )
+    return Ranking(
+        fused,
+        rows,
+        scores,
+        {memory_id: rank for rank, memory_id in enumerate(by_vector, start=1)},
+        {memory_id: rank for rank, memory_id in enumerate(by_text, start=1)},
+    )
+
+
+def hybrid_search(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
+    *,
+    now: datetime,
+    memory_type: str | None = None,
+    min_importance: float | None = None,
+    limit: int = 5,
+    candidates: int | None = None,
+    weights: FusionWeights | None = None,
+    aids: SearchAids | None = None,
+) -> list[SearchHit]:
+    """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
+
+    Vector and text candidates come back in one statement. ``aids`` (a store's
+    ``search_aids``) remembers scope sizes and word statistics between searches:
+    without them every search counts its scope and searches by every word.
+    """
+    ranking = rank_candidates(
+        session,
+        visibility,
+        query,
+        query_vector,
+        now=now,
+        memory_type=memory_type,
+        min_importance=min_importance,
+        limit=limit,
+        candidates=candidates,
+        weights=weights,
+        aids=aids,
+    )
+    return [
+        SearchHit(
+            id=memory_id,
+            scope=row.scope,
+            server_id=row.server_id,
+            user_id=row.user_id,
+            memory_type=row.memory_type,
+            content=row.content,
+            importance=row.importance,
+            relevance=ranking.relevance[memory_id],
+            created_at=row.created_at,
+            score=score,
+            vector_rank=ranking.vector_rank.get(memory_id),
+            text_rank=ranking.text_rank.get(memory_id),
+        )
+        for memory_id, score in ranking.fused[:limit]
+        for row in (ranking.rows[memory_id],)
+    ]

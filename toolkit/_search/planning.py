@@ -1,0 +1,34 @@
+"""Exact scan or HNSW index for a scope's vector candidates: a pure cost rule."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+VectorPlan = Literal["exact", "hnsw"]
+
+HNSW_MAX_VISITS = 20_000
+"""Rows a filtered HNSW scan is expected to visit at most; a scope whose rows are rarer
+than ``pool`` in this many is scanned exactly. The scan itself may visit five times as
+many (``hnsw.max_scan_tuples``, ``kioku._db.vectors.HNSW_SEARCH_SETTINGS``) before it
+gives up, room for stale estimates and for filters on type or importance."""
+HNSW_SAVING = 4
+"""The index must visit at most a quarter of the rows an exact scan reads."""
+
+
+def choose_vector_plan(
+    scope_rows: int, table_rows: int | None, pool: int, *, exact_max_rows: int
+) -> VectorPlan:
+    """How to find the ``pool`` nearest of ``scope_rows`` memories among ``table_rows``.
+
+    Scopes of at most ``exact_max_rows`` are scanned exactly (``0`` sends every scope
+    through the index). A filtered HNSW scan visits about ``pool × table_rows /
+    scope_rows`` rows before it has ``pool`` of the scope's; it is chosen when that is
+    both within :data:`HNSW_MAX_VISITS` and a fraction (:data:`HNSW_SAVING`) of the exact
+    scan. Unknown table sizes keep the exact scan.
+    """
+    if exact_max_rows <= 0:
+        return "hnsw"
+    if scope_rows <= exact_max_rows or table_rows is None:
+        return "exact"
+    visits = pool * max(table_rows, scope_rows) / scope_rows
+    return "hnsw" if visits <= min(HNSW_MAX_VISITS, scope_rows / HNSW_SAVING) else "exact"

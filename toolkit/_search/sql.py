@@ -1,0 +1,182 @@
+"""The search statements as SQL text: pure rendering, cached per shape.
+
+Search runs on every turn that retrieves, so its statements are written out once per
+shape (which scope kinds, which candidate searches) instead of being rebuilt by the
+SQL expression language on every call: that alone cost more than the query for small
+scopes (measured in bench/RESULTS.md). ``Visibility.condition`` is the same filter
+for the expression language; tests check both select the same memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from kioku._db.vectors import halfvec_text
+from kioku._search.planning import VectorPlan
+from kioku._search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
+
+DETAIL_COLUMNS = (
+    "id",
+    "scope",
+    "server_id",
+    "user_id",
+    "memory_type",
+    "content",
+    "importance",
+    "decay_rate",
+    "created_at",
+    "persona_lineage_id",
+    "updated_at",
+)
+"""Columns every candidate row carries, besides ``score`` and ``source``."""
+
+
+@dataclass(frozen=True)
+class SearchShape:
+    """What varies between search statements."""
+
+    server: bool
+    """Server memories of the lineage are visible."""
+    personal: bool
+    """Some participants' personal memories are visible."""
+    typed: bool
+    """Only memories of one ``memory_type``."""
+    important: bool
+    """Only memories of at least ``min_importance``."""
+    vector: VectorPlan | None
+    """How vector candidates are found (``None``: no query vector)."""
+    text: bool
+    """Whether full-text candidates are wanted."""
+
+    @classmethod
+    def of(
+        cls,
+        visibility: Visibility,
+        *,
+        memory_type: str | None,
+        vector: VectorPlan | None,
+        text: bool,
+        min_importance: float | None = None,
+    ) -> SearchShape:
+        """The shape of a search over ``visibility``."""
+        return cls(
+            server=visibility.include_server,
+            personal=bool(visibility.personal_user_ids),
+            typed=memory_type is not None,
+            important=min_importance is not None,
+            vector=vector,
+            text=text,
+        )
+
+
+def _owners(shape: SearchShape) -> list[str]:
+    """The scope-key filter of each visible scope kind, each served by its own index."""
+    owners = []
+    if shape.server:
+        owners.append(SERVER_OWNER_SQL)
+    if shape.personal:
+        owners.append(PERSONAL_OWNER_SQL)
+    return owners
+
+
+def _parts(shape: SearchShape) -> list[str]:
+    """One filter per visible scope kind, each answered by its own (covering) index."""
+    extra = " AND status = 'active'"
+    if shape.typed:
+        extra += " AND memory_type = :memory_type"
+    if shape.important:
+        extra += " AND importance >= :min_importance"  # a float column: compared as numbers
+    return [owner + extra for owner in _owners(shape)]
+
+
+def _any_part(shape: SearchShape) -> str:
+    parts = _parts(shape)
+    return "(" + " OR ".join(f"({part})" for part in parts) + ")" if parts else "false"
+
+
+_DISTANCE = "embedding <=> CAST(:vector AS halfvec)"
+
+
+def _vector_hits(shape: SearchShape) -> str:
+    if shape.vector == "hnsw":
+        # One filtered index scan; pgvector's iterative scan fills the limit.
+        return (
+            f"SELECT id, {_DISTANCE} AS score FROM memories "
+            f"WHERE {_any_part(shape)} AND embedding IS NOT NULL "
+            f"ORDER BY {_DISTANCE} LIMIT :pool"
+        )
+    # Exact: each scope kind from its covering index. The distance is computed once, in
+    # a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.
+    per_part = [
+        f"(SELECT id, score FROM (SELECT id, {_DISTANCE} AS score FROM memories "
+        f"WHERE {part} AND embedding IS NOT NULL OFFSET 0) AS scored "
+        "ORDER BY score, id LIMIT :pool)"
+        for part in _parts(shape)
+    ] or ["(SELECT NULL::bigint AS id, NULL::float8 AS score WHERE false)"]
+    return f"SELECT id, score FROM ({' UNION ALL '.join(per_part)}) AS nearest"
+
+
+def _text_hits(shape: SearchShape) -> str:
+    return (
+        "SELECT id, ts_rank_cd(search_vector, query) AS score "
+        "FROM memories, to_tsquery('english', :terms) AS query "
+        f"WHERE {_any_part(shape)} AND search_vector @@ query "
+        "ORDER BY score DESC, id LIMIT :pool"
+    )
+
+
+@lru_cache(maxsize=128)
+def candidates_sql(shape: SearchShape) -> str:
+    """One statement returning the vector and text candidates, tagged by ``source``."""
+    details = ", ".join(f"m.{column}" for column in DETAIL_COLUMNS)
+    searches = []
+    if shape.vector is not None:
+        searches.append(("vector", _vector_hits(shape)))
+    if shape.text:
+        searches.append(("text", _text_hits(shape)))
+    if not searches:
+        return f"SELECT {details}, 0.0 AS score, '' AS source FROM memories AS m WHERE false"
+    return " UNION ALL ".join(
+        f"(SELECT {details}, hits.score::float8 AS score, '{name}' AS source "
+        f"FROM ({sql}) AS hits JOIN memories AS m ON m.id = hits.id)"
+        for name, sql in searches
+    )
+
+
+@lru_cache(maxsize=16)
+def scope_size_sql(shape: SearchShape) -> str:
+    """Memories in scope (any status or type), each kind counted up to ``:cap``."""
+    counts = [
+        f"(SELECT count(*) FROM (SELECT 1 FROM memories WHERE {owner} LIMIT :cap) AS bounded)"
+        for owner in _owners(shape)
+    ] or ["0"]
+    return "SELECT " + " + ".join(counts)
+
+
+def search_params(
+    visibility: Visibility,
+    *,
+    memory_type: str | None = None,
+    min_importance: float | None = None,
+    vector: Sequence[float] | None = None,
+    terms: str | None = None,
+    pool: int = 0,
+    cap: int = 0,
+) -> dict[str, Any]:
+    """Bind parameters for the statements above."""
+    params: dict[str, Any] = {
+        "server": visibility.server_key,
+        "lineage": visibility.lineage_id,
+        "users": list(visibility.personal_user_ids),
+        "memory_type": memory_type,
+        "min_importance": min_importance,
+        "terms": terms,
+        "pool": pool,
+        "cap": cap,
+    }
+    if vector is not None:
+        params["vector"] = halfvec_text(vector)
+    return params

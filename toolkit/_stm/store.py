@@ -1,0 +1,542 @@
+"""Short-term memory kept in LangGraph persistence, indexed by ``stm_threads``.
+
+Each entry (SPEC §7: scope kind, owner, channel, persona lineage) is one LangGraph thread
+in the per-turn graph's checkpointer, one checkpoint per version
+(:mod:`kioku._stm.checkpoints`); so entries survive restarts and are shared by every
+process that uses the same database (``PostgresSaver``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import psycopg
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from sqlalchemy.orm import Session
+
+from kioku._context import PrivacyLevel, TurnContext
+from kioku._reach import invisible_people, may_remember_message
+from kioku._stm.checkpoints import postgres_writes, put_entry, read_entry
+from kioku._stm.model import (
+    Clock,
+    StmCandidate,
+    StmEntry,
+    StmKey,
+    StmMessage,
+    StmPolicy,
+    utc_now,
+    with_captured,
+    with_summary,
+    without_person,
+)
+from kioku._stm.registry import RECORD_SQL, StmRegistry, record_params
+from kioku._store import KiokuStore
+
+logger = logging.getLogger(__name__)
+
+ENTRY_CACHE_SIZE = 10_000
+"""Entries kept in process; each is revalidated against the registry before use."""
+
+REMEMBERED_TURNS = 10_000
+"""Turns whose summary claim is remembered (oldest forgotten first)."""
+
+CANDIDATE_LIMIT = 50
+"""Registry rows read per other-channel look-up, before privacy filtering."""
+
+
+WRITE_LOCK_SPACE = 0x6B696F
+"""First key of the advisory locks taken by short-term memory writes."""
+
+EntryChange = Callable[[StmKey, "StmEntry | None", datetime], "StmEntry | None"]
+"""Turns a stored entry (or ``None``) into the one to store (``None``: leave it)."""
+
+
+STM_CHANGED = "KIO01"
+"""SQLSTATE of ``kioku_stm_lock`` when an entry changed since this process read it."""
+
+_LOCK_SQL = "SELECT thread_id, last_updated FROM kioku_stm_lock(%(threads)s, %(expected)s)"
+
+
+def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetime]:
+    """Wait for, then hold off, other writers of these entries until the transaction ends.
+
+    Taken in thread-id order (so two writers of overlapping entries cannot deadlock) by
+    ``kioku_stm_lock``; returns the registry versions of the entries that exist.
+    """
+    rows = session.connection().exec_driver_sql(
+        _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": None}
+    )
+    return {thread_id: version for thread_id, version in rows if version is not None}
+
+
+@contextmanager
+def _pipelined(driver: psycopg.Connection[Any]) -> Iterator[psycopg.Cursor[Any]]:
+    """A cursor whose statements are sent together, unprepared.
+
+    psycopg would prepare repeated statements inside the pipeline; when a statement of
+    the pipeline fails, the rest are skipped, preparations included, yet psycopg would
+    count them as prepared.
+    """
+    threshold = driver.prepare_threshold
+    driver.prepare_threshold = None
+    try:
+        with driver.pipeline(), driver.cursor(binary=True) as cursor:
+            yield cursor
+    finally:
+        driver.prepare_threshold = threshold
+
+
+def _replacing_with(entry: StmEntry) -> EntryChange:
+    """A change that stores ``entry`` whatever is stored."""
+    return lambda key, stored, now: entry
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReport:
+    """What :meth:`ShortTermMemory.forget_person` / ``forget_server`` did."""
+
+    entries_deleted: int = 0
+    entries_scrubbed: int = 0
+    messages_removed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    """What :meth:`ShortTermMemory.sweep` did."""
+
+    pruned_threads: int
+    deleted_threads: int
+
+
+def policy_from(store: KiokuStore) -> StmPolicy:
+    """Lengths and lifetimes from the store's settings."""
+    s = store.settings
+    return StmPolicy(
+        max_messages=s.stm_max_messages_per_channel,
+        max_summary_length=s.stm_max_summary_length,
+        max_message_length=s.stm_max_message_length,
+        ttl=timedelta(hours=s.stm_ttl_hours),
+        summary_ttl=timedelta(hours=s.stm_summary_ttl_hours),
+    )
+
+
+def entry_keys(context: TurnContext) -> list[StmKey]:
+    """The entries a turn writes: the user's, plus the server's outside DMs."""
+    lineage = context.persona.lineage_id
+    keys = [StmKey("user", context.user.user_id, context.channel_id, lineage)]
+    if context.server_id is not None:
+        keys.append(StmKey("server", context.server_id, context.channel_id, lineage))
+    return keys
+
+
+class ShortTermMemory:
+    """Reads and writes short-term memory entries.
+
+    Args:
+        store: the kioku store (its database holds the ``stm_threads`` index).
+        checkpointer: the per-turn graph's checkpointer (``PostgresSaver`` in production,
+            ``InMemorySaver`` for throwaway use).
+        clock: returns "now"; tests inject one to move time.
+    """
+
+    def __init__(
+        self, store: KiokuStore, checkpointer: BaseCheckpointSaver[Any], *, clock: Clock = utc_now
+    ) -> None:
+        """See the class docstring."""
+        self.store = store
+        self.checkpointer = checkpointer
+        self.clock = clock
+        self.policy = policy_from(store)
+        self._entries: dict[str, StmEntry] = {}
+        """Entries last read or written, reused while the registry shows no newer write."""
+        self._summarised_turns: OrderedDict[str, None] = OrderedDict()
+        self._turn_lock = threading.Lock()
+
+    def load(self, key: StmKey, saver: BaseCheckpointSaver[Any] | None = None) -> StmEntry | None:
+        """The stored entry, expired or not (``None`` if there is none)."""
+        entry = read_entry(saver or self.checkpointer, key)
+        if entry is not None:
+            self._remember(entry)
+        return entry
+
+    def load_version(
+        self, key: StmKey, last_updated: datetime, saver: BaseCheckpointSaver[Any] | None = None
+    ) -> StmEntry | None:
+        """The entry as of ``last_updated`` (the registry's version of it).
+
+        Read from the checkpointer only when this process has not seen that version yet.
+        """
+        cached = self._entries.get(key.thread_id)
+        if cached is not None and cached.last_updated == last_updated:
+            return cached
+        return self.load(key, saver)
+
+    def _remember(self, entry: StmEntry) -> None:
+        if len(self._entries) >= ENTRY_CACHE_SIZE:
+            self._entries.clear()
+        self._entries[entry.key.thread_id] = entry
+
+    def get(self, key: StmKey) -> StmEntry | None:
+        """The entry unless it is missing or expired (TTL judged now)."""
+        entry = self.load(key)
+        if entry is None or self.policy.is_expired(entry, self.clock()):
+            return None
+        return entry
+
+    def _change(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
+        """Read, change and store ``keys``' entries in one transaction, or not at all.
+
+        Writers of the same entries, in any process, are serialised by a transaction
+        advisory lock per thread (``kioku_stm_lock``), and an entry is only written over
+        the version it was computed from, so a capture and a summary written at once both
+        survive. With ``PostgresSaver`` the checkpoints are written on the transaction's
+        own connection, so the user and server entries and their registry rows commit
+        together. ``change`` gets the stored entry (or ``None``) and "now"; it returns the
+        entry to store, or ``None`` to leave it.
+
+        When this process holds every entry's latest version (the usual case: it wrote or
+        read them last), the change is computed from them and sent with its lock, version
+        check, checkpoints and registry rows in one pipelined round trip; if another
+        writer came first, the database undoes it and the change is made again under the
+        lock from the stored entries.
+        """
+        written = self._write_from_cache(keys, change)
+        if written is None:
+            written = self._write_locked(keys, change)
+        for entry in written:
+            self._remember(entry)
+        return written
+
+    def _changed(
+        self,
+        keys: Sequence[StmKey],
+        stored: dict[str, StmEntry],
+        versions: dict[str, datetime],
+        change: EntryChange,
+    ) -> list[StmEntry]:
+        """The entries ``change`` makes of ``stored``, each with a version of its own."""
+        now = self.clock()
+        written: list[StmEntry] = []
+        for key in keys:
+            version = versions.get(key.thread_id)
+            entry = change(key, stored.get(key.thread_id), now)
+            if entry is None:
+                continue
+            if entry.last_updated == version:
+                # A new version, so every process sees that the entry changed.
+                entry = replace(entry, last_updated=version + timedelta(microseconds=1))
+            written.append(entry)
+        return written
+
+    def _write_from_cache(
+        self, keys: Sequence[StmKey], change: EntryChange
+    ) -> list[StmEntry] | None:
+        """The optimistic write; ``None`` when it could not be made (nothing written)."""
+        if not isinstance(self.checkpointer, PostgresSaver):
+            return None
+        cached = {key.thread_id: self._entries.get(key.thread_id) for key in keys}
+        stored = {t: e for t, e in cached.items() if e is not None}
+        if len(stored) < len(cached):
+            return None
+        versions = {t: e.last_updated for t, e in stored.items()}
+        entries = self._changed(keys, stored, versions, change)
+        if not entries:
+            return []
+        expected = [versions[key.thread_id] for key in keys]
+        try:
+            with self.store.autocommit_engine.connect() as connection:
+                driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+                # One implicit transaction: an error undoes the statements before it.
+                with _pipelined(driver) as cursor:
+                    self._queue_write(cursor, keys, expected, entries)
+        except psycopg.Error as exc:
+            if exc.sqlstate != STM_CHANGED:
+                raise
+            for key in keys:
+                self._entries.pop(key.thread_id, None)
+            return None
+        return entries
+
+    def _write_locked(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
+        """Lock, read what this process lacks, change and write, in one transaction."""
+        with self.store.transaction() as session:
+            saver = self._write_saver(session)
+            versions = _lock_threads(session, keys)
+            stored: dict[str, StmEntry] = {}
+            for key in keys:
+                version = versions.get(key.thread_id)
+                entry = self.load_version(key, version, saver) if version is not None else None
+                if entry is not None:
+                    stored[key.thread_id] = entry
+            entries = self._changed(keys, stored, versions, change)
+            if not entries:
+                return []
+            if isinstance(saver, PostgresSaver):
+                driver = cast(
+                    "psycopg.Connection[Any]", session.connection().connection.driver_connection
+                )
+                with _pipelined(driver) as cursor:
+                    self._queue_write(cursor, [], None, entries)
+            else:
+                for entry in entries:
+                    put_entry(saver, entry)
+                StmRegistry(session).record(entries)
+        return entries
+
+    def _queue_write(
+        self,
+        cursor: psycopg.Cursor[Any],
+        keys: Sequence[StmKey],
+        expected: list[datetime] | None,
+        entries: Sequence[StmEntry],
+    ) -> None:
+        """Queue the version check (when ``keys``), checkpoints and registry rows."""
+        assert isinstance(self.checkpointer, PostgresSaver)
+        if keys:
+            cursor.execute(
+                _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": expected}
+            )
+        for entry in entries:
+            for sql, params, many in postgres_writes(self.checkpointer, entry):
+                if many:
+                    if params:
+                        cursor.executemany(sql, params)
+                else:
+                    cursor.execute(sql, params)
+        cursor.execute(RECORD_SQL, record_params(entries))
+
+    def _write_saver(self, session: Session) -> BaseCheckpointSaver[Any]:
+        """The checkpointer of a write: ``PostgresSaver`` on the session's own connection."""
+        if not isinstance(self.checkpointer, PostgresSaver):
+            return self.checkpointer
+        connection = cast(
+            "psycopg.Connection[Any]", session.connection().connection.driver_connection
+        )
+        return PostgresSaver(connection, serde=self.checkpointer.serde)
+
+    def _fresh_or_new(
+        self, key: StmKey, stored: StmEntry | None, context: TurnContext, now: datetime
+    ) -> StmEntry:
+        """The stored entry unless missing or expired, else a new one for this channel."""
+        if stored is not None and not self.policy.is_expired(stored, now):
+            return stored
+        return StmEntry(
+            key=key,
+            summary=None,
+            server_id=context.server_id,
+            server_name=context.server_name,
+            channel_name=context.channel_name,
+            parent_channel_id=context.parent_channel_id,
+            persona_id=context.persona.persona_id,
+            last_updated=now,
+        )
+
+    def capture(self, context: TurnContext, messages: Sequence[StmMessage]) -> bool:
+        """Passive capture after a turn; skipped (``False``) for FULL-privacy triggerers.
+
+        Messages of FULL-privacy participants (and replies to them) are never kept
+        (:func:`kioku._reach.may_remember_message`).
+        """
+        if context.user.privacy == PrivacyLevel.FULL:
+            return False
+        invisible = invisible_people(context)
+        messages = [
+            m
+            for m in messages
+            if may_remember_message(m.user_id, marked_private=False, invisible=invisible)
+        ]
+        self._change(
+            entry_keys(context),
+            lambda key, stored, now: with_captured(
+                self._fresh_or_new(key, stored, context, now), messages, self.policy, now
+            ),
+        )
+        return True
+
+    def write_summary(self, context: TurnContext, summary: str) -> str:
+        """Store ``summary`` (truncated silently) in this channel's entries; returns it."""
+        written = self._change(
+            entry_keys(context),
+            lambda key, stored, now: with_summary(
+                self._fresh_or_new(key, stored, context, now), summary, self.policy, now
+            ),
+        )
+        return written[0].summary or ""
+
+    def claim_summary_turn(self, turn_id: str) -> bool:
+        """Reserve this turn's one summary write; ``False`` if it was already taken.
+
+        Atomic within the process, so parallel tool calls of one turn cannot both write.
+        """
+        with self._turn_lock:
+            if turn_id in self._summarised_turns:
+                return False
+            self._summarised_turns[turn_id] = None
+            while len(self._summarised_turns) > REMEMBERED_TURNS:
+                self._summarised_turns.popitem(last=False)
+            return True
+
+    def release_summary_turn(self, turn_id: str) -> None:
+        """Give a claim back after a failed write."""
+        with self._turn_lock:
+            self._summarised_turns.pop(turn_id, None)
+
+    def candidates(
+        self,
+        context: TurnContext,
+        *,
+        cross_server: bool | None = None,
+        session: Session | None = None,
+    ) -> list[StmCandidate]:
+        """Other-channel entries this turn might recall, newest first, before privacy filtering.
+
+        The user's own entries of other servers' channels (and, in a DM, of any server's)
+        only with the user's cross-server opt-in: ``cross_server``, or when ``None`` the
+        ``users`` row's flag, read in the same statement. Uses ``session`` when given (the
+        caller's unit of work), else a session of its own.
+        """
+        in_dm = context.server_id is None
+        with ExitStack() as stack:
+            if session is None:
+                session = stack.enter_context(self.store.sessions())
+            rows = StmRegistry(session).recent(
+                user_id=context.user.user_id,
+                server_id=context.server_id,
+                cross_server=cross_server,
+                lineage_id=context.persona.lineage_id,
+                exclude_channel=context.channel_id,
+                now=self.clock(),
+                ttl=self.policy.ttl,
+                summary_ttl=self.policy.summary_ttl,
+                limit=CANDIDATE_LIMIT,
+            )
+        # The user's own entries of this server's channels duplicate the server's entries.
+        return [
+            row
+            for row in rows
+            if in_dm or row.key.kind == "server" or row.server_id != context.server_id
+        ]
+
+    def forget(
+        self,
+        user_id: str | None,
+        name_keys: frozenset[str] = frozenset(),
+        fragments: frozenset[str] = frozenset(),
+    ) -> ForgetReport:
+        """Remove a person's messages, and replies to them, from every entry.
+
+        Their own user entries (``user_id``) are deleted; other entries are rewritten
+        without their messages, without the bot's messages repeating an erased memory's
+        ``fragments``, and without a summary that may retell either. Then every entry
+        keeps only its latest checkpoint version (older ones may hold messages that have
+        since rotated out). Entries written meanwhile by another process are checked again
+        once.
+        """
+        started = self.clock()
+        deleted = scrubbed = removed = 0
+        for since in (None, started):
+            with self.store.sessions() as session:
+                candidates = StmRegistry(session).entries(since=since)
+            own = [c.key for c in candidates if c.key.kind == "user" and c.key.owner_id == user_id]
+            deleted += self._delete(own)
+            others = [c.key for c in candidates if c.key not in own]
+            for key in others:
+                count = self._scrub(key, user_id, name_keys, fragments)
+                if count is not None:
+                    scrubbed += 1
+                    removed += count
+            self._prune(others)
+        return ForgetReport(deleted, scrubbed, removed)
+
+    def _scrub(
+        self,
+        key: StmKey,
+        user_id: str | None,
+        name_keys: frozenset[str],
+        fragments: frozenset[str],
+    ) -> int | None:
+        """Rewrite one entry without the person; messages removed, ``None`` if unchanged."""
+        counts: list[int] = []
+
+        def scrub(_: StmKey, stored: StmEntry | None, now: datetime) -> StmEntry | None:
+            if stored is None:
+                return None
+            cleaned, count = without_person(stored, user_id, name_keys, fragments)
+            counts[:] = [count]  # the change may be made twice (see _change)
+            return None if cleaned is stored else cleaned
+
+        return sum(counts) if self._change([key], scrub) else None
+
+    def forget_server(self, server_id: str) -> ForgetReport:
+        """Delete every entry of the server's channels (server and user entries alike)."""
+        with self.store.sessions() as session:
+            candidates = StmRegistry(session).entries()
+        doomed = [
+            c.key
+            for c in candidates
+            if c.server_id == server_id or (c.key.kind == "server" and c.key.owner_id == server_id)
+        ]
+        return ForgetReport(entries_deleted=self._delete(doomed))
+
+    def _delete(self, keys: Sequence[StmKey]) -> int:
+        """Delete entries and their registry rows in one transaction, after their writers."""
+        if not keys:
+            return 0
+        with self.store.transaction() as session:
+            saver = self._write_saver(session)
+            _lock_threads(session, keys)
+            for key in keys:
+                saver.delete_thread(key.thread_id)
+            StmRegistry(session).forget([key.thread_id for key in keys])
+        for key in keys:
+            self._entries.pop(key.thread_id, None)
+        return len(keys)
+
+    def _prune(self, keys: Sequence[StmKey]) -> None:
+        """Keep only the latest checkpoint of each entry's thread."""
+        if not keys:
+            return
+        try:
+            self.checkpointer.prune([key.thread_id for key in keys], strategy="keep_latest")
+        except NotImplementedError:
+            # A saver without pruning (InMemorySaver): store each entry as its only version.
+            for key in keys:
+                entry = self.load(key)
+                self.checkpointer.delete_thread(key.thread_id)
+                if entry is not None:
+                    self._change([key], _replacing_with(entry))
+
+    def sweep(self, *, retention: timedelta, pruned_since: datetime | None = None) -> SweepReport:
+        """Keep checkpoint tables bounded.
+
+        Threads idle longer than ``retention`` are deleted with their registry rows;
+        threads updated since ``pruned_since`` keep only their latest checkpoint.
+        """
+        now = self.clock()
+        with self.store.sessions() as session:
+            registry = StmRegistry(session)
+            idle = registry.idle_since(now - retention)
+            active = registry.updated_since(pruned_since) if pruned_since else []
+        if idle:
+            for thread_id in idle:
+                self.checkpointer.delete_thread(thread_id)
+            with self.store.transaction() as session:
+                StmRegistry(session).forget(idle)
+        pruned = 0
+        if active:
+            try:
+                self.checkpointer.prune(active, strategy="keep_latest")
+                pruned = len(active)
+            except NotImplementedError:
+                logger.info(
+                    "kioku: %s cannot prune history; skipped", type(self.checkpointer).__name__
+                )
+        return SweepReport(pruned_threads=pruned, deleted_threads=len(idle))

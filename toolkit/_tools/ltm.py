@@ -1,0 +1,235 @@
+"""``create_long_term_memory`` and ``update_long_term_memory`` as LangChain ``StructuredTool``s.
+
+The model-facing schemas are plain JSON schemas, so malformed arguments reach the
+flow (which answers with ``…_invalid_args``) instead of failing validation inside
+the tool node. The turn context arrives through LangGraph's ``ToolRuntime``.
+
+Each call is one unit of work in one ``Session``. Called asynchronously (``ainvoke``, an
+async graph or agent), the same function runs in a worker thread: the flow's database
+work, the embedder, the user directory and the notifier never block the event loop, and
+concurrent calls overlap (see ``ArgumentSafeTool``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+
+from kioku._context import turn_context_of
+from kioku._memory.create import create_long_term_memory
+from kioku._memory.create_typed import create_memory
+from kioku._memory.flow import Flow
+from kioku._memory.results import ToolResult
+from kioku._memory.statuses import CreateStatus, UpdateStatus
+from kioku._memory.update import update_long_term_memory
+from kioku._store import KiokuStore
+from kioku._tools.safe import ArgumentSafeTool
+
+logger = logging.getLogger(__name__)
+
+CREATE_DESCRIPTION = (
+    "Save a NEW, distinct, durable fact or preference to long-term memory so you remember it "
+    "in future conversations. Use it when someone asks you to remember something, or when "
+    "you learn something lasting that will clearly matter later. Write in the third person "
+    "and use {user} for the person the memory is about and {bot} for yourself; never "
+    "hard-code names. Do not save facts that are already in your memories (update those "
+    "instead), small talk, or personal identifying data (real names, addresses, contact "
+    "details). Returns JSON with a status and, on failure, a reason to tell the user."
+)
+UPDATE_DESCRIPTION = (
+    "Correct or delete an existing long-term memory, identified by the N of the ID:N shown "
+    "in your context. memory_content is the full replacement text (use {user} and {bot} "
+    "tokens, third person); an empty string deletes the memory. Pass target_user only for "
+    "a personal memory, naming its owner as shown in the conversation; omit it for "
+    "server-wide memories. Returns JSON with a status and, on failure, a reason."
+)
+
+CREATE_SCHEMA: dict[str, Any] = {
+    "title": "create_long_term_memory",
+    "type": "object",
+    "properties": {
+        "memory_content": {
+            "type": "string",
+            "description": (
+                "The fact to remember, third person, with {user}/{bot} tokens instead of "
+                "names, e.g. '{user} prefers tea over coffee'."
+            ),
+        },
+        "memory_scope": {
+            "type": "string",
+            "enum": ["server_wide", "target_user"],
+            "description": (
+                "'server_wide' for facts about this server or everyone; 'target_user' for a "
+                "personal fact about one person."
+            ),
+        },
+        "target_user": {
+            "type": "string",
+            "description": (
+                "Required when memory_scope is 'target_user': the name, as shown in the "
+                "conversation, of a person taking part in it (not an id)."
+            ),
+        },
+    },
+    "required": ["memory_content", "memory_scope"],
+}
+UPDATE_SCHEMA: dict[str, Any] = {
+    "title": "update_long_term_memory",
+    "type": "object",
+    "properties": {
+        "memory_id": {
+            "type": "integer",
+            "description": "The N of the ID:N shown before the memory in your context.",
+        },
+        "memory_content": {
+            "type": "string",
+            "description": "Full replacement text; an empty string deletes the memory.",
+        },
+        "target_user": {
+            "type": "string",
+            "description": (
+                "Only for a personal memory: its owner's name as shown in the conversation."
+            ),
+        },
+    },
+    "required": ["memory_id", "memory_content"],
+}
+
+
+def _build(
+    flow: Flow,
+    store: KiokuStore,
+    *,
+    name: str,
+    description: str,
+    schema: dict[str, Any],
+    internal_error: str,
+) -> StructuredTool:
+    """Wrap ``flow`` as a tool; the session (the unit of work) is opened here, at the edge."""
+
+    def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
+        context, writer = _unpack(runtime)
+        result = None
+        try:
+            with store.sessions() as session:
+                result = flow(session, store, context, arguments, stream_writer=writer)
+        except Exception:
+            logger.exception("kioku: %s failed while opening or closing its session", name)
+        return _answer(result, internal_error)
+
+    return ArgumentSafeTool.from_function(
+        func=run,
+        name=name,
+        description=description,
+        args_schema=schema,
+        infer_schema=False,
+    )
+
+
+def _unpack(runtime: ToolRuntime | None) -> tuple[object, Callable[[Any], None] | None]:
+    if runtime is None:
+        return None, None
+    return turn_context_of(runtime.context) or runtime.context, runtime.stream_writer
+
+
+def _answer(result: ToolResult | None, internal_error: str) -> str:
+    # The flows map their own errors; only opening or closing the session can leave no
+    # result. A result that exists stands: its transaction had already ended.
+    if result is None:
+        result = ToolResult(internal_error, "An internal error occurred; nothing was changed.")
+    return result.to_json()
+
+
+def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build the ``create_long_term_memory`` tool over ``store``.
+
+    The turn context (:class:`toolkit.TurnContext`) is read from the LangGraph runtime
+    of the call, so the same tool object serves every conversation.
+    """
+    return _build(
+        create_long_term_memory,
+        store,
+        name="create_long_term_memory",
+        description=CREATE_DESCRIPTION,
+        schema=CREATE_SCHEMA,
+        internal_error=CreateStatus.INTERNAL_ERROR,
+    )
+
+
+def update_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build the ``update_long_term_memory`` tool over ``store``."""
+    return _build(
+        update_long_term_memory,
+        store,
+        name="update_long_term_memory",
+        description=UPDATE_DESCRIPTION,
+        schema=UPDATE_SCHEMA,
+        internal_error=UpdateStatus.INTERNAL_ERROR,
+    )
+
+
+CREATE_MEMORY_DESCRIPTION = (
+    "Create a new typed memory (episodic: something that happened; semantic: a fact; "
+    "procedural: how to do something, with steps; strategic: a pattern that works) with "
+    "optional type-specific metadata. It is saved server-wide for this conversation's "
+    "server and persona. 'embedding' is accepted for compatibility and ignored: kioku "
+    "computes embeddings itself."
+)
+CREATE_MEMORY_SCHEMA: dict[str, Any] = {
+    "title": "create_memory",
+    "type": "object",
+    "properties": {
+        "memory_type": {
+            "type": "string",
+            "enum": ["episodic", "semantic", "procedural", "strategic"],
+            "description": "Type of memory to create",
+        },
+        "memory_content": {
+            "type": "string",
+            "description": "The main content/text of the memory",
+        },
+        "importance": {
+            "type": "number",
+            "description": "Importance score (0.0 to 1.0), default 0.5",
+        },
+        "metadata": {
+            "type": "object",
+            "description": (
+                "Type-specific metadata: episodic action_taken, context, result, "
+                "emotional_valence (-1..1), event_time, verification_status; semantic "
+                "confidence (0..1), category, related_concepts, source_references, "
+                "contradictions; procedural steps (required), prerequisites, success_count, "
+                "total_attempts, failure_points; strategic pattern_description, "
+                "confidence_score (0..1), supporting_evidence, success_metrics, "
+                "adaptation_history, context_applicability; any type: decay_rate (per day)."
+            ),
+        },
+        "embedding": {
+            "type": "array",
+            "items": {"type": "number"},
+            "description": "Ignored: kioku embeds the content itself.",
+        },
+    },
+    "required": ["memory_type", "memory_content"],
+}
+
+
+def create_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build ``create_memory`` (the typed-memory reference's argument names)."""
+    return _build(
+        create_memory,
+        store,
+        name="create_memory",
+        description=CREATE_MEMORY_DESCRIPTION,
+        schema=CREATE_MEMORY_SCHEMA,
+        internal_error=CreateStatus.INTERNAL_ERROR,
+    )
+
+
+def long_term_memory_tools(store: KiokuStore) -> list[StructuredTool]:
+    """Both long-term memory tools, ready to bind to a chat model or a ``ToolNode``."""
+    return [create_long_term_memory_tool(store), update_long_term_memory_tool(store)]

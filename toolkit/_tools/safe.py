@@ -1,0 +1,85 @@
+"""A ``StructuredTool`` that survives any argument name a model invents.
+
+LangChain passes tool arguments as keywords to ``StructuredTool._run(self, *, config,
+run_manager, ...)``: a model that sends an argument called ``self`` or ``config`` makes
+that call raise ``TypeError`` inside the graph. This tool carries such arguments past the
+call under one private name and hands them back to the function, whose own validation
+then answers with a status (``unknown argument(s) self``) like for any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.messages import ToolCall
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+
+from kioku._awaiting import remember_caller_loop
+
+RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
+_PACKED = "kioku_reserved_arguments"
+_CARRIED = RESERVED | {_PACKED}
+"""Carried under ``_PACKED``: a model's own ``kioku_reserved_arguments`` too, never unpacked."""
+
+
+class ArgumentSafeTool(StructuredTool):
+    """``StructuredTool`` whose model-supplied arguments never clash with its own names."""
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        args, kwargs = super()._to_args_and_kwargs(tool_input, tool_call_id)
+        reserved = {key: kwargs.pop(key) for key in list(kwargs) if key in _CARRIED}
+        if reserved:
+            kwargs[_PACKED] = reserved
+        return args, kwargs
+
+    def _run(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if self.func is None:
+            raise NotImplementedError(f"{self.name} has no synchronous function")
+        return self.func(*args, **_unpacked(kwargs))
+
+    async def _arun(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        arguments = _unpacked(kwargs)
+        if self.coroutine is not None:
+            return await self.coroutine(*args, **arguments)
+        if self.func is None:
+            raise NotImplementedError(f"{self.name} has no function")
+        # The tools' work is blocking I/O: a worker thread keeps the event loop free
+        # (contextvars copied, so LangGraph's runtime and config reach the function).
+        return await asyncio.to_thread(partial(self.func, *args, **arguments))
+
+    async def ainvoke(
+        self,
+        input: str | dict[str, Any] | ToolCall,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the tool in a worker thread (LangChain's fallback for tools without a coroutine).
+
+        The event loop is remembered first: an ``async def`` notifier or user directory
+        the call needs is awaited back on it (:mod:`kioku._awaiting`).
+        """
+        remember_caller_loop()
+        return await super().ainvoke(input, config, **kwargs)
+
+
+def _unpacked(kwargs: dict[str, Any]) -> dict[str, Any]:
+    reserved = kwargs.pop(_PACKED, None) or {}
+    return {**kwargs, **reserved}

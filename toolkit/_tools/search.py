@@ -1,0 +1,206 @@
+"""``search_long_term_memory``: hybrid search over what this turn may see (issue #5)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+from sqlalchemy.orm import Session
+
+from kioku._accounts import AccountRepository
+from kioku._context import TurnContext, turn_context_of
+from kioku._context_build.mentions import convert_mentions
+from kioku._db.errors import StorageError, storage_errors
+from kioku._memory.arguments import ArgumentError, check_text, reject_unknown
+from kioku._memory.text import as_data, echo
+from kioku._memory.typed import MEMORY_TYPES
+from kioku._reach import reach_of
+from kioku._search.engine import SearchHit, hybrid_search
+from kioku._search.query import Visibility
+from kioku._stm.model import utc_now
+from kioku._store import KiokuStore
+from kioku._tools.safe import ArgumentSafeTool
+
+logger = logging.getLogger(__name__)
+
+MAX_LIMIT = 20
+MAX_QUERY_LENGTH = 1000
+
+
+class SearchStatus(StrEnum):
+    """Outcomes of ``search_long_term_memory``."""
+
+    FOUND = "memories_found"
+    NONE = "no_memories_found"
+    INVALID_ARGS = "search_failed_invalid_args"
+    INTERNAL_ERROR = "search_failed_internal_error"
+    DB_ERROR = "search_failed_db_error"
+
+
+DESCRIPTION = (
+    "Search your long-term memories (server-wide ones and those about the people in this "
+    "conversation) for facts relevant to a question. Use it when your context says more "
+    "memories exist than are shown, or when you need something specific. Returns the best "
+    "matches as 'ID:N content'."
+)
+SCHEMA: dict[str, Any] = {
+    "title": "search_long_term_memory",
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for, in plain words."},
+        "memory_type": {
+            "type": "string",
+            "enum": list(MEMORY_TYPES),
+            "description": "Only memories of this type (optional).",
+        },
+        "min_importance": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "Only memories at least this important, 0 to 1 (optional).",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": "How many memories to return (default 5).",
+        },
+    },
+    "required": ["query"],
+}
+
+
+def visibility_for(session: Session, context: TurnContext) -> Visibility:
+    """What the turn may read (:mod:`kioku._reach`), with the server's settings."""
+    settings = AccountRepository(session).settings_for(context)
+    return reach_of(
+        context, personal_memories_enabled=settings.personal_memories_enabled
+    ).visibility()
+
+
+def render_hit(hit: SearchHit, context: TurnContext) -> str:
+    """``ID:N content`` with names rendered as in the context blocks (one line of data)."""
+    names = {p.user_id: p.display_name for p in context.all_participants()}
+    owner = names.get(hit.user_id or "", "User") if hit.scope == "personal" else "User"
+    text = convert_mentions(
+        hit.content, user_name=owner, bot_name=context.persona.name, names_by_id=names
+    )
+    return f"ID:{hit.id} {as_data(text)}"
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    """Validated search arguments."""
+
+    query: str
+    memory_type: str | None
+    min_importance: float | None
+    limit: int
+
+
+ARGUMENTS = ("query", "memory_type", "min_importance", "limit")
+
+
+def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
+    """Validate the search arguments.
+
+    Raises:
+        ArgumentError: with a reason naming the argument.
+    """
+    reject_unknown(arguments, ARGUMENTS)
+    query = arguments.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ArgumentError("query is required: a few words describing what to find")
+    check_text("query", query, MAX_QUERY_LENGTH)
+    memory_type = arguments.get("memory_type")
+    if memory_type is not None and memory_type not in MEMORY_TYPES:
+        raise ArgumentError(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted")
+    min_importance = arguments.get("min_importance")
+    if min_importance is not None and (
+        isinstance(min_importance, bool)
+        or not isinstance(min_importance, int | float)
+        or not 0 <= min_importance <= 1
+    ):
+        raise ArgumentError("min_importance must be a number from 0 to 1, or omitted")
+    limit = arguments.get("limit", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    return SearchArgs(
+        query.strip(),
+        memory_type,
+        float(min_importance) if min_importance is not None else None,
+        limit,
+    )
+
+
+def search_long_term_memory(
+    store: KiokuStore, context: object, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run one search; returns (payload for the model, records for the artifact)."""
+    if not isinstance(context, TurnContext):
+        return {
+            "status": SearchStatus.INTERNAL_ERROR,
+            "reason": "No turn context (a setup problem).",
+        }, []
+    try:
+        parsed = parse_search_args(arguments)
+    except ArgumentError as exc:
+        return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
+    try:
+        vector = store.embedder.embeddings.embed_query(parsed.query)
+    except Exception as exc:
+        logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
+        vector = None
+    try:
+        with storage_errors("search_long_term_memory"), store.sessions() as session:
+            hits = hybrid_search(
+                session,
+                visibility_for(session, context),
+                parsed.query,
+                vector,
+                now=utc_now(),
+                memory_type=parsed.memory_type,
+                min_importance=parsed.min_importance,
+                limit=parsed.limit,
+                aids=store.search_aids,
+            )
+    except StorageError as exc:
+        return {
+            "status": SearchStatus.DB_ERROR,
+            "reason": f"The memory database is unavailable ({echo(str(exc), 300)}).",
+        }, []
+    except Exception:
+        logger.exception("kioku: unexpected error in search_long_term_memory")
+        return {"status": SearchStatus.INTERNAL_ERROR, "reason": "An internal error occurred."}, []
+    store.access.record(hit.id for hit in hits)
+    if not hits:
+        return {"status": SearchStatus.NONE, "reason": "Nothing in memory matches that query."}, []
+    return (
+        {"status": SearchStatus.FOUND, "memories": [render_hit(h, context) for h in hits]},
+        [h.to_artifact() for h in hits],
+    )
+
+
+def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+    """Build the search tool (``response_format="content_and_artifact"``)."""
+
+    def run(
+        runtime: ToolRuntime | None = None, **arguments: Any
+    ) -> tuple[str, list[dict[str, Any]]]:
+        context = turn_context_of(runtime.context) if runtime is not None else None
+        payload, artifact = search_long_term_memory(store, context, arguments)
+        return json.dumps(payload, ensure_ascii=False), artifact
+
+    return ArgumentSafeTool.from_function(
+        func=run,
+        name="search_long_term_memory",
+        description=DESCRIPTION,
+        args_schema=SCHEMA,
+        infer_schema=False,
+        response_format="content_and_artifact",
+    )

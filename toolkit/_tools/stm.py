@@ -1,0 +1,131 @@
+"""``update_short_term_memory`` as a LangChain ``StructuredTool`` (SPEC §7).
+
+Silent: no notice. The per-turn flags (long-term intent, already updated) are read from
+the graph state at execution, so a call that slips past the tool list is refused with a
+reason and told not to retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+from typing import Any
+
+import psycopg
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import ToolRuntime
+from sqlalchemy.exc import SQLAlchemyError
+
+from kioku._context import NO_STM_PROVIDERS, TurnContext, turn_context_of
+from kioku._memory.results import ToolResult
+from kioku._memory.text import sanitise_content
+from kioku._stm.availability import private_recent, stm_tool_refusal, turn_flags
+from kioku._stm.store import ShortTermMemory
+from kioku._tools.safe import ArgumentSafeTool
+
+logger = logging.getLogger(__name__)
+
+
+class StmStatus(StrEnum):
+    """Outcomes of ``update_short_term_memory``."""
+
+    UPDATED = "short_term_memory_updated_successfully"
+    REFUSED = "short_term_memory_update_refused"
+    INVALID_ARGS = "short_term_memory_update_failed_invalid_args"
+    INTERNAL_ERROR = "short_term_memory_update_failed_internal_error"
+    DB_ERROR = "short_term_memory_update_failed_db_error"
+
+
+DESCRIPTION = (
+    "Replace the short-term memory of this conversation with a compact summary of what is "
+    "going on (topic, decisions, open questions, who said what that matters). Call it "
+    "silently after responding, when the topic changed or when asked to. Not for things "
+    "the user asks you to remember long-term: use create_long_term_memory for those."
+)
+SCHEMA: dict[str, Any] = {
+    "title": "update_short_term_memory",
+    "type": "object",
+    "properties": {
+        "summary": {
+            "type": "string",
+            "description": "The new summary of the ongoing conversation, a few sentences.",
+        }
+    },
+    "required": ["summary"],
+}
+
+
+def update_short_term_memory(
+    stm: ShortTermMemory,
+    context: object,
+    state: object,
+    arguments: dict[str, Any],
+    *,
+    no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
+) -> ToolResult:
+    """Validate, re-check availability (flags from graph ``state``) and write; never raises."""
+    if not isinstance(context, TurnContext):
+        return ToolResult(
+            StmStatus.INTERNAL_ERROR, "No turn context was provided (a setup problem)."
+        )
+    intent, updated = turn_flags(state)
+    refusal = stm_tool_refusal(
+        context,
+        ltm_intent=intent,
+        already_updated=updated,
+        no_stm_providers=no_stm_providers,
+        private_recent=private_recent(state),
+    )
+    if refusal is not None:
+        return ToolResult(StmStatus.REFUSED, f"{refusal} Do not call this tool again this turn.")
+    extra = sorted(k for k in arguments if k != "summary")
+    summary = arguments.get("summary")
+    if extra or not isinstance(summary, str):
+        return ToolResult(StmStatus.INVALID_ARGS, "Pass exactly one argument, summary (a string).")
+    summary = sanitise_content(summary)
+    if not summary:
+        return ToolResult(StmStatus.INVALID_ARGS, "summary is blank; write the summary text.")
+    if not stm.claim_summary_turn(context.turn_id):
+        return ToolResult(
+            StmStatus.REFUSED,
+            "Short-term memory was already updated this turn. Do not call this tool again "
+            "this turn.",
+        )
+    try:
+        stored = stm.write_summary(context, summary)
+    except Exception as exc:
+        stm.release_summary_turn(context.turn_id)
+        if isinstance(exc, SQLAlchemyError | psycopg.Error):
+            logger.error("kioku: database error during update_short_term_memory: %s", exc)
+            return ToolResult(
+                StmStatus.DB_ERROR,
+                "The memory database is unavailable; the summary was not saved.",
+            )
+        logger.exception("kioku: unexpected error in update_short_term_memory")
+        return ToolResult(
+            StmStatus.INTERNAL_ERROR, "An internal error occurred; nothing was saved."
+        )
+    return ToolResult(
+        StmStatus.UPDATED, "Short-term memory updated.", {"summary_length": len(stored)}
+    )
+
+
+def update_short_term_memory_tool(
+    stm: ShortTermMemory, *, no_stm_providers: frozenset[str] = NO_STM_PROVIDERS
+) -> StructuredTool:
+    """Build the ``update_short_term_memory`` tool over ``stm``."""
+
+    def run(runtime: ToolRuntime | None = None, **arguments: Any) -> str:
+        context = turn_context_of(runtime.context) if runtime is not None else None
+        state = runtime.state if runtime is not None else None
+        return update_short_term_memory(
+            stm, context, state, arguments, no_stm_providers=no_stm_providers
+        ).to_json()
+
+    return ArgumentSafeTool.from_function(
+        func=run,
+        name="update_short_term_memory",
+        description=DESCRIPTION,
+        args_schema=SCHEMA,
+        infer_schema=False,
+    )

@@ -20,7 +20,6 @@ capture into short-term memory and trimming of the thread.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired, cast
 
@@ -37,7 +36,7 @@ from langgraph.channels import UntrackedValue
 from langgraph.runtime import Runtime
 
 from kioku._authorship import stamp_reply
-from kioku._awaiting import remember_caller_loop
+from kioku._awaiting import off_loop
 from kioku._context import NO_STM_PROVIDERS, TurnContext, require_turn_context
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
@@ -153,8 +152,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         self, state: KiokuAgentState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any] | None:
         """:meth:`before_agent` off the event loop."""
-        remember_caller_loop()
-        return await asyncio.to_thread(self.before_agent, state, runtime)
+        return await off_loop(self.before_agent, state, runtime)
 
     # before each model call: the summary dedup flag --------------------------------------
 
@@ -244,8 +242,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         self, state: KiokuAgentState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any] | None:
         """:meth:`after_agent` off the event loop."""
-        remember_caller_loop()
-        return await asyncio.to_thread(self.after_agent, state, runtime)
+        return await off_loop(self.after_agent, state, runtime)
 
 
 def _tool_name(tool: BaseTool | dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ intent gate → context build → generate ⇄ tools → STM-summary dedup → �
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
@@ -21,7 +20,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from kioku._authorship import stamp_reply
-from kioku._awaiting import remember_caller_loop
+from kioku._awaiting import off_loop
 from kioku._context import NO_STM_PROVIDERS, TurnContext, require_turn_context
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
@@ -102,8 +101,7 @@ class TurnGraph:
         self, state: TurnGraphState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any]:
         """:meth:`context_node` off the event loop."""
-        remember_caller_loop()
-        return await asyncio.to_thread(self.context_node, state, runtime)
+        return await off_loop(self.context_node, state, runtime)
 
     async def agenerate_node(
         self, state: TurnGraphState, runtime: Runtime[TurnContext]
@@ -119,8 +117,7 @@ class TurnGraph:
         self, state: TurnGraphState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any]:
         """:meth:`capture_node` off the event loop."""
-        remember_caller_loop()
-        return await asyncio.to_thread(self.capture_node, state, runtime)
+        return await off_loop(self.capture_node, state, runtime)
 
     # routing -----------------------------------------------------------------------------
 

@@ -183,3 +183,50 @@ def test_async_notifiers_and_directories_are_awaited(store: KiokuStore, mode: st
         assert [memory_id for memory_id, _ in notified] == [result["memory_id"]]
     finally:
         with_directory.close()
+
+
+class CountingEmbeddings(Embeddings):
+    """Counts which API kioku uses: the sync one, or the awaited one."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbeddings(384)
+        self.calls: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append("sync")
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls.append("sync")
+        return self.inner.embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0)
+        self.calls.append("async")
+        return self.inner.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        await asyncio.sleep(0)
+        self.calls.append("async")
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.parametrize("runner", ["graph", "agent"])
+def test_async_turns_await_the_embedder(store: KiokuStore, runner: str) -> None:
+    counting = CountingEmbeddings()
+    spec = EmbedderSpec(counting, store.embedder.model, store.embedder.dimension)
+    embedded = KiokuStore(store.engine, settings=store.settings, embedder=spec)
+    try:
+        app = _app(embedded, runner)
+        assert asyncio.run(_turn(app, 1)) == "memory_saved_successfully"
+        assert counting.calls and set(counting.calls) == {"async"}
+        counting.calls.clear()
+        state = app.invoke(
+            {"messages": [HumanMessage("fact number 2 is worth keeping too")]},
+            {"configurable": {"thread_id": "t2"}},
+            context=TurnContext.for_user("user-2", thread_id="t2"),
+        )
+        assert state["messages"][-1].content == "memory_saved_successfully"
+        assert counting.calls and set(counting.calls) == {"sync"}
+    finally:
+        embedded.close()

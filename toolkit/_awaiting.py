@@ -1,29 +1,58 @@
-"""Application callbacks that may be ``async``, called from kioku's worker threads.
+"""Blocking work off the event loop, and async callbacks and embedders awaited from it.
 
 Async entry points (tools' ``ainvoke``, async graph nodes and middleware hooks) run
-kioku's blocking work in a worker thread and remember the event loop they came from. A
-callback the application wrote as ``async def`` (a notifier, a user directory) then runs
-on that loop, where its own connections live, while the worker waits for its result.
+kioku's blocking work (the database, the flows) with :func:`off_loop`, in kioku's own
+worker threads, and remember the event loop they came from. From there, an embedder is
+awaited (``aembed_*``) on that loop, and a callback the application wrote as ``async def``
+(a notifier, a user directory) runs on it too, where its own connections live, while the
+worker waits for the result.
+
+kioku's workers are a pool of their own: an embedder without native async support falls
+back (in LangChain) to the loop's default executor, which a pool shared with kioku's
+waiting workers could leave without a free thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
-from collections.abc import Awaitable
-from contextvars import ContextVar
-from typing import TypeVar, cast
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar, cast
+
+from langchain_core.embeddings import Embeddings
 
 T = TypeVar("T")
 
-_CALLER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar(
+WORKERS = 32
+"""Threads doing kioku's blocking work for async callers (the database pool bounds what
+runs at once)."""
+_pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="kioku")
+_CALLER_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
     "kioku_caller_loop", default=None
 )
 
 
-def remember_caller_loop() -> None:
-    """Record the running loop for the work this task hands to worker threads."""
-    _CALLER_LOOP.set(asyncio.get_running_loop())
+async def off_loop(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``function(*args, **kwargs)`` in a kioku worker thread (context variables copied)."""
+    loop = asyncio.get_running_loop()
+    _CALLER_LOOP.set(loop)
+    context = contextvars.copy_context()
+    return await loop.run_in_executor(_pool, partial(context.run, function, *args, **kwargs))
+
+
+def _caller_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop this worker works for, when it runs for one and is not on it."""
+    loop = _CALLER_LOOP.get()
+    if loop is None or not loop.is_running():
+        return None
+    try:
+        on_loop = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        on_loop = False
+    return None if on_loop else loop
 
 
 def resolved(value: T | Awaitable[T]) -> T:
@@ -38,17 +67,23 @@ def resolved(value: T | Awaitable[T]) -> T:
     async def wait() -> T:
         return await cast(Awaitable[T], value)
 
-    loop = _CALLER_LOOP.get()
-    if loop is not None and loop.is_running() and not _on_loop_thread(loop):
+    loop = _caller_loop()
+    if loop is not None:
         return asyncio.run_coroutine_threadsafe(wait(), loop).result()
     return asyncio.run(wait())
 
 
-def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
+def embed_documents(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
+    """``embed_documents``, or ``aembed_documents`` awaited on the caller's loop."""
+    loop = _caller_loop()
+    if loop is None:
+        return embeddings.embed_documents(texts)
+    return asyncio.run_coroutine_threadsafe(embeddings.aembed_documents(texts), loop).result()
 
 
-__all__ = ["remember_caller_loop", "resolved"]
+def embed_query(embeddings: Embeddings, text: str) -> list[float]:
+    """``embed_query``, or ``aembed_query`` awaited on the caller's loop."""
+    loop = _caller_loop()
+    if loop is None:
+        return embeddings.embed_query(text)
+    return asyncio.run_coroutine_threadsafe(embeddings.aembed_query(text), loop).result()

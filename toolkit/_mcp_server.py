@@ -14,7 +14,6 @@ bearer token, and its Host and Origin headers must name this server (DNS rebindi
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import ipaddress
@@ -39,6 +38,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kioku._accounts import AccountRepository
+from kioku._awaiting import off_loop
 from kioku._config import KiokuSettings
 from kioku._context import Participant, Persona, TurnContext
 from kioku._db.errors import StorageError, storage_errors
@@ -341,7 +341,7 @@ def build_server(app: KiokuMcp) -> Server[Any, Any]:
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
-            result = await asyncio.to_thread(app.call, name, arguments)
+            result = await off_loop(app.call, name, arguments)
         except Exception:  # the exception's text is not for the client
             logger.exception("kioku: unexpected error in MCP tool %s", name)
             result = {"status": INTERNAL_ERROR, "reason": "An internal error occurred."}

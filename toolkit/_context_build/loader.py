@@ -18,6 +18,7 @@ from kioku._accounts import (
     settings_from_row,
     settings_params,
 )
+from kioku._awaiting import embed_query
 from kioku._context import TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._memory.repository import (
@@ -175,7 +176,7 @@ def rank_by_relevance(
     if not query.strip():
         return []
     try:
-        vector = store.embedder.embeddings.embed_query(query)
+        vector = embed_query(store.embedder.embeddings, query)
     except Exception:
         vector = None  # rank by text and relevance alone
     ranking = rank_candidates(

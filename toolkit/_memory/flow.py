@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository, ServerSettings
-from kioku._awaiting import resolved
+from kioku._awaiting import embed_documents, resolved
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._db.errors import StorageError, storage_errors
 from kioku._memory.arguments import ArgumentError
@@ -299,7 +299,7 @@ def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
     """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
     spec = store.embedder
     try:
-        [vector] = spec.embeddings.embed_documents([content])
+        [vector] = embed_documents(spec.embeddings, [content])
     except Exception as exc:
         logger.warning("kioku: embedding failed (%s); the memory is queued for re-embedding", exc)
         return None

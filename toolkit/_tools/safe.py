@@ -9,7 +9,6 @@ then answers with a status (``unknown argument(s) self``) like for any other.
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import Any
 
@@ -18,7 +17,7 @@ from langchain_core.messages import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 
-from kioku._awaiting import remember_caller_loop
+from kioku._awaiting import off_loop
 
 RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
 _PACKED = "kioku_reserved_arguments"
@@ -63,7 +62,7 @@ class ArgumentSafeTool(StructuredTool):
             raise NotImplementedError(f"{self.name} has no function")
         # The tools' work is blocking I/O: a worker thread keeps the event loop free
         # (contextvars copied, so LangGraph's runtime and config reach the function).
-        return await asyncio.to_thread(partial(self.func, *args, **arguments))
+        return await off_loop(partial(self.func, *args, **arguments))
 
     async def ainvoke(
         self,
@@ -71,13 +70,12 @@ class ArgumentSafeTool(StructuredTool):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run the tool in a worker thread (LangChain's fallback for tools without a coroutine).
+        """Run the tool in one of kioku's worker threads (:func:`kioku._awaiting.off_loop`).
 
-        The event loop is remembered first: an ``async def`` notifier or user directory
-        the call needs is awaited back on it (:mod:`kioku._awaiting`).
+        The embedder (``aembed_*``) and an ``async def`` notifier or user directory the call
+        needs are awaited back on this event loop.
         """
-        remember_caller_loop()
-        return await super().ainvoke(input, config, **kwargs)
+        return await off_loop(self.invoke, input, config, **kwargs)
 
 
 def _unpacked(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from langgraph.prebuilt import ToolRuntime
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
+from kioku._awaiting import embed_query
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
@@ -152,7 +153,7 @@ def search_long_term_memory(
     except ArgumentError as exc:
         return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
     try:
-        vector = store.embedder.embeddings.embed_query(parsed.query)
+        vector = embed_query(store.embedder.embeddings, parsed.query)
     except Exception as exc:
         logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
         vector = None

@@ -253,3 +253,20 @@ def test_a_data_directory_the_shell_would_interpret_is_refused(tmp_path: Path) -
     with pytest.raises(ConfigurationError, match="cannot carry safely"):
         EmbeddedPostgres(tmp_path / "data$(id>PWNED)")
     assert not (tmp_path / "data$(id>PWNED)").exists()
+
+
+def test_an_exited_process_not_yet_reaped_counts_as_gone() -> None:
+    """A zombie (e.g. a reaper this process started and never waited for) is not alive."""
+    from kioku._db.embedded import _alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    deadline = time.monotonic() + 60
+    while stat.exists() and " Z " not in stat.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        if stat.exists():  # Linux: the child is a zombie until we wait for it
+            assert not _alive(child.pid)
+    finally:
+        child.wait(timeout=60)
+    assert not _alive(child.pid)

@@ -104,12 +104,10 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message.model_copy())])
 
 
-_REMEMBER = re.compile(
-    r"^\s*(?:please\s+)?remember\s+(?:that\s+)?(?P<fact>.+?)[.!]*\s*$", re.I | re.S
-)
-_FORGET = re.compile(
-    r"^\s*(?:please\s+)?forget\s+(?:that\s+|about\s+)?(?P<what>.+?)[.!]*\s*$", re.I | re.S
-)
+# Linear-time patterns (untrusted chat text): trailing punctuation is stripped afterwards.
+_REMEMBER = re.compile(r"\s*(?:please\s+)?remember\s+(?:that\s+)?(?P<fact>\S.*)", re.I | re.S)
+_FORGET = re.compile(r"\s*(?:please\s+)?forget\s+(?:that\s+|about\s+)?(?P<what>\S.*)", re.I | re.S)
+_TRAILING = " \t\r\n.!"
 _RECALL = re.compile(r"what\s+do\s+you\s+(?:remember|know)", re.I)
 _MEMORY = re.compile(r"ID:(?P<id>\d+) (?P<text>.+?)(?=; ID:\d+ |\n|$)")
 _WORDS = re.compile(r"[a-z0-9']+")
@@ -180,10 +178,11 @@ def memory_commands(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> 
         return say(" ".join(reversed(results)) or "Done.")
     said = latest.text if isinstance(latest, HumanMessage) else ""
     if (asked := _REMEMBER.match(said)) and "create_long_term_memory" in offered:
-        personal = _about_the_speaker(asked["fact"])
+        fact = asked["fact"].rstrip(_TRAILING)
+        personal = _about_the_speaker(fact)
         if personal is None:
             return call_tool(
-                "create_long_term_memory", memory_content=asked["fact"], memory_scope="server_wide"
+                "create_long_term_memory", memory_content=fact, memory_scope="server_wide"
             )
         return call_tool(
             "create_long_term_memory",
@@ -193,8 +192,9 @@ def memory_commands(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> 
         )
     if (asked := _FORGET.match(said)) and "update_long_term_memory" in offered:
         shown = _shown_memories(prompt)
-        best = max(shown, key=lambda m: _shared_words(asked["what"], m[1]), default=None)
-        if best is None or _shared_words(asked["what"], best[1]) == 0:
+        what = asked["what"].rstrip(_TRAILING)
+        best = max(shown, key=lambda m: _shared_words(what, m[1]), default=None)
+        if best is None or _shared_words(what, best[1]) == 0:
             return say("I have no memory like that.")
         if best[2]:
             return call_tool(

@@ -20,7 +20,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import Engine, text
 
 from kioku import (
-    DEFAULT_SERVER_ID,
     ConfigurationError,
     KiokuMemoryMiddleware,
     KiokuSettings,
@@ -29,7 +28,7 @@ from kioku import (
     build_graph,
     memory_tools,
 )
-from kioku._context import server_key
+from kioku._context import server_key, user_space
 from kioku._stm.store import entry_keys
 from kioku.graphs._steps import since_latest_human
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
@@ -209,9 +208,9 @@ def test_an_agent_without_a_turn_context_is_told_how_to_fix_it(store: KiokuStore
         agent.invoke({"messages": [HumanMessage("hi")]})
 
 
-def test_the_default_server_is_named_alike_in_python_and_sql() -> None:
+def test_user_spaces_are_named_alike_in_python_and_sql() -> None:
     migration = importlib.import_module("kioku._db.migrations.versions.0010_default_server")
-    assert server_key(DEFAULT_SERVER_ID) == migration.DEFAULT_SERVER_KEY
+    assert server_key(user_space("u1")) == migration.USER_SPACE_PREFIX + "u1"
 
 
 def test_a_one_user_app_needs_a_user_id_and_a_thread_id(store: KiokuStore) -> None:

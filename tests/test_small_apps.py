@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kioku import DEFAULT_PERSONA, DEFAULT_SERVER_ID, ConfigurationError, KiokuStore, TurnContext
+from kioku import DEFAULT_PERSONA, ConfigurationError, KiokuStore, TurnContext, user_space
 
 
 def test_a_persona_before_its_server_says_what_to_call_first(store: KiokuStore) -> None:
@@ -36,7 +36,7 @@ def test_ensure_persona_returns_the_same_persona_every_run(store: KiokuStore) ->
 
 def test_for_user_fills_in_documented_defaults() -> None:
     context = TurnContext.for_user("u1", thread_id="t1")
-    assert context.server_id == DEFAULT_SERVER_ID
+    assert context.server_id == user_space("u1")
     assert context.channel_id == "t1"
     assert context.persona == DEFAULT_PERSONA
     assert context.user.user_id == "u1" and context.user.display_name == "u1"
@@ -45,10 +45,54 @@ def test_for_user_fills_in_documented_defaults() -> None:
     assert named.user.display_name == "Alice" and named.provider == "x"
 
 
-def test_the_default_server_learns_until_configured(store: KiokuStore) -> None:
+def test_a_user_space_learns_until_configured(store: KiokuStore) -> None:
     with store.accounts() as accounts:
-        assert accounts.server_settings(DEFAULT_SERVER_ID).self_teaching_enabled
+        assert accounts.server_settings(user_space("u1")).self_teaching_enabled
         assert not accounts.server_settings("some-other-server").self_teaching_enabled
-        accounts.upsert_server(DEFAULT_SERVER_ID, self_teaching_enabled=False)
+        assert not accounts.server_settings("default").self_teaching_enabled
+        accounts.upsert_server(user_space("u1"), self_teaching_enabled=False)
     with store.accounts() as accounts:
-        assert not accounts.server_settings(DEFAULT_SERVER_ID).self_teaching_enabled
+        assert not accounts.server_settings(user_space("u1")).self_teaching_enabled
+
+
+def test_two_users_of_one_app_never_see_each_other(store: KiokuStore) -> None:
+    """Their memories and conversations stay in their own spaces."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+
+    from kioku import KiokuMemoryMiddleware, memory_tools
+    from kioku.testing import Script, ScriptedChatModel, call_tool, say
+
+    script = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="The vault code is 4921",
+                memory_scope="server_wide",
+            ),
+            say("Noted."),
+            call_tool("update_short_term_memory", summary="Alice shared the vault code."),
+            say("ok"),
+            say("Hello Bob."),
+        ]
+    )
+    agent = create_agent(
+        ScriptedChatModel(script=script),
+        tools=memory_tools(store),
+        middleware=[KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+        checkpointer=store.checkpointer(),
+    )
+
+    def turn(user: str, thread: str, text: str) -> None:
+        agent.invoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": thread}},
+            context=TurnContext.for_user(user, thread_id=thread),
+        )
+
+    turn("alice", "alice-chat", "remember the vault code is 4921")
+    turn("alice", "alice-chat", "my bank PIN is 4921, keep it between us")
+    turn("bob", "bob-chat", "hi")
+    seen_by_bob = "\n".join(m.text for m in script.prompts[-1])
+    assert "4921" not in seen_by_bob and "alice" not in seen_by_bob.lower()

@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from kioku._config import KiokuSettings, load_settings
     from kioku._context import (
         DEFAULT_PERSONA,
-        DEFAULT_SERVER_ID,
         AppContext,
         Participant,
         Persona,
         PrivacyLevel,
         TurnContext,
         turn_context_of,
+        user_space,
     )
     from kioku._context_build.build import ContextBuilder
     from kioku._context_build.items import BuiltContext, ContextItem
@@ -67,7 +67,6 @@ __all__ = [
     "ContextItem",
     "CreateStatus",
     "DEFAULT_PERSONA",
-    "DEFAULT_SERVER_ID",
     "DatabaseUnavailableError",
     "DatabaseUserDirectory",
     "DirectoryMember",
@@ -112,6 +111,7 @@ __all__ = [
     "turn_context_of",
     "update_long_term_memory_tool",
     "update_short_term_memory_tool",
+    "user_space",
 ]
 
 # Where each public name lives; kept in step with the TYPE_CHECKING imports above.
@@ -143,7 +143,7 @@ _LAZY: dict[str, str] = {
     "long_term_memory_tools": "kioku._tools.ltm",
     "update_long_term_memory_tool": "kioku._tools.ltm",
     "DEFAULT_PERSONA": "kioku._context",
-    "DEFAULT_SERVER_ID": "kioku._context",
+    "user_space": "kioku._context",
     "ContextBudgets": "kioku._context_build.render",
     "ContextBuilder": "kioku._context_build.build",
     "BuiltContext": "kioku._context_build.items",

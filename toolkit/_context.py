@@ -36,8 +36,18 @@ class _NotInSchema:
 
 NOT_IN_SCHEMA = _NotInSchema()
 
-DEFAULT_SERVER_ID = "default"
-"""The memory space of a one-user app (:meth:`TurnContext.for_user`)."""
+USER_SPACE_PREFIX = "user-space:"
+"""Server keys of the memory spaces :meth:`TurnContext.for_user` gives each user."""
+
+
+def user_space(user_id: str) -> str:
+    """The memory space of ``user_id`` in apps that use :meth:`TurnContext.for_user`.
+
+    One space per user: its server-wide memories and its conversations (recalled in the
+    user's other threads) are that user's alone, so two users of the same app never see
+    each other's. The model may save memories there until settings are stored for it.
+    """
+    return USER_SPACE_PREFIX + user_id
 DEFAULT_BOT_USER_ID = "kioku"
 """The assistant's own user id in :meth:`TurnContext.for_user` contexts."""
 
@@ -141,7 +151,7 @@ class TurnContext:
         *,
         thread_id: str,
         display_name: str | None = None,
-        server_id: str = DEFAULT_SERVER_ID,
+        server_id: str | None = None,
         persona: Persona | None = None,
         **fields: Any,
     ) -> TurnContext:
@@ -151,9 +161,10 @@ class TurnContext:
             user_id: the user's id; their personal memories follow them across threads.
             thread_id: the conversation; its short-term memory is kept per thread.
             display_name: the name memories use for the user (``user_id`` by default).
-            server_id: the app's memory space (:data:`DEFAULT_SERVER_ID`, where the model
-                may save memories until ``accounts.upsert_server`` stores other settings);
-                its server-wide memories are shared by every user and thread of the app.
+            server_id: the memory space; by default the user's own (:func:`user_space`),
+                where the model may save memories until ``accounts.upsert_server`` stores
+                other settings. Pass a shared server id only for users who may see each
+                other's server-wide memories and conversations.
             persona: the assistant (:data:`DEFAULT_PERSONA`, lineage 10000 — the lineage
                 of the first persona ``accounts.create_persona`` makes, so it keeps these
                 memories).
@@ -165,7 +176,7 @@ class TurnContext:
             user=user,
             persona=persona or DEFAULT_PERSONA,
             bot_user_id=fields.pop("bot_user_id", DEFAULT_BOT_USER_ID),
-            server_id=server_id,
+            server_id=server_id or user_space(user_id),
             participants=fields.pop("participants", (user,)),
             **fields,
         )
@@ -275,8 +286,8 @@ class AppContext:
     """The name memories use for the user."""
     thread_id: str = "studio"
     """The conversation (its short-term memory is kept per thread)."""
-    server_id: str = DEFAULT_SERVER_ID
-    """The app's memory space."""
+    server_id: str = ""
+    """The memory space; empty: the user's own (:func:`user_space`)."""
     persona_name: str = DEFAULT_PERSONA.name
     """The assistant's name (lineage 10000, like :data:`DEFAULT_PERSONA`)."""
 
@@ -285,7 +296,7 @@ class AppContext:
             self.user_id,
             thread_id=self.thread_id,
             display_name=self.display_name,
-            server_id=self.server_id,
+            server_id=self.server_id or None,
             persona=Persona(0, self.persona_name, DEFAULT_PERSONA.lineage_id),
         )
         object.__setattr__(self, "_turn", turn)

@@ -368,7 +368,8 @@ class EmbeddedPostgres:
         except (OSError, ValueError):
             pass
         reaper = subprocess.Popen(
-            [sys.executable, "-m", "kioku._db.reaper", str(self.data_dir), self.account.name],
+            # -P: not the working directory first on the path (kioku may run as root).
+            [sys.executable, "-P", "-m", "kioku._db.reaper", str(self.data_dir), self.account.name],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -30,10 +30,12 @@ from langchain.agents.middleware import (
     ModelResponse,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.channels import UntrackedValue
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from kioku._authorship import stamp_reply
 from kioku._awaiting import off_loop
@@ -211,10 +213,16 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
     def after_model(
         self, state: KiokuAgentState, runtime: Runtime[TurnContext]
     ) -> dict[str, Any] | None:
-        """Answer tool calls made past the round limit and end the turn."""
+        """Past the round limit, answer a call of memory tools only and end the turn.
+
+        (Mixed with the agent's own tools, the memory calls are answered one by one in
+        :meth:`wrap_tool_call` and the agent goes on.)
+        """
         messages = state["messages"]
         last = messages[-1] if messages else None
         if not isinstance(last, AIMessage) or not last.tool_calls:
+            return None
+        if not all(call["name"] in TOOL_NAMES for call in last.tool_calls):
             return None
         if tool_rounds(messages) <= self.steps.max_tool_rounds:
             return None
@@ -229,6 +237,32 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
     ) -> dict[str, Any] | None:
         """:meth:`after_model` (no I/O)."""
         return self.after_model(state, runtime)
+
+    # each tool call: memory tools past the round limit -----------------------------------
+
+    def _past_limit(self, request: ToolCallRequest) -> ToolMessage | None:
+        call = request.tool_call
+        if call["name"] not in TOOL_NAMES:
+            return None
+        if tool_rounds(request.state["messages"]) <= self.steps.max_tool_rounds:
+            return None
+        return round_limit_answer(call)
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Answer a memory tool call made past the round limit instead of running it."""
+        return self._past_limit(request) or handler(request)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async :meth:`wrap_tool_call`."""
+        return self._past_limit(request) or await handler(request)
 
     # after the agent: passive capture and trimming ---------------------------------------
 

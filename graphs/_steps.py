@@ -38,7 +38,7 @@ from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
-from kioku._tools.catalog import LONG_TERM_WRITES, SEARCH_LTM, UPDATE_STM
+from kioku._tools.catalog import LONG_TERM_WRITES, SEARCH_LTM, TOOL_NAMES, UPDATE_STM
 from kioku._tools.stm import StmStatus
 from kioku.graphs._repair import with_answered_calls
 from kioku.graphs._trim import trim_removals
@@ -72,9 +72,14 @@ def since_latest_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 def tool_rounds(messages: Sequence[BaseMessage]) -> int:
-    """Model calls with tool calls this turn (each one a tool round)."""
+    """Model calls this turn that called memory tools (each one a tool round).
+
+    Calls of an agent's own tools do not count: the limit is on kioku's tools.
+    """
     return sum(
-        1 for m in since_latest_human(messages) if isinstance(m, AIMessage) and m.tool_calls
+        1
+        for m in since_latest_human(messages)
+        if isinstance(m, AIMessage) and any(c["name"] in TOOL_NAMES for c in m.tool_calls)
     )
 
 

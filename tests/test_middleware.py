@@ -244,3 +244,48 @@ def test_a_one_user_app_needs_a_user_id_and_a_thread_id(store: KiokuStore) -> No
     ]
     first("t2", "what do I like?")  # another conversation of the same user
     assert any("u1 likes tea" in m.text for m in script.prompts[-1])
+
+
+def test_the_agents_own_tools_do_not_use_up_memory_tool_rounds(store: KiokuStore) -> None:
+    world = make_world(store)
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    memory_call = {
+        "name": "update_long_term_memory",
+        "args": {"memory_id": 999, "memory_content": "x"},
+    }
+    rounds = [call_tool("weather", city=f"c{n}") for n in range(4)]
+    rounds += [call_tool("update_long_term_memory", memory_id=999, memory_content="x")] * 2
+    mixed = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "weather", "args": {"city": "Kyoto"}, "id": "w1"},
+            {**memory_call, "id": "m1"},  # type: ignore[typeddict-item]
+        ],
+    )
+    script = Script([*rounds, mixed, say("Sunny everywhere.")])
+    agent = create_agent(
+        ScriptedChatModel(script=script),
+        tools=[weather, *memory_tools(store)],
+        middleware=[KiokuMemoryMiddleware(store, max_tool_rounds=2)],
+        context_schema=TurnContext,
+    )
+    state = agent.invoke(
+        {"messages": [HumanMessage("weather?", name="Alice")]}, context=world.context()
+    )
+    answers = [(m.name, m.text) for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [text for name, text in answers if name == "weather"] == [
+        "sunny in c0",
+        "sunny in c1",
+        "sunny in c2",
+        "sunny in c3",
+        "sunny in Kyoto",  # own tools keep running past kioku's limit
+    ]
+    memory = [json.loads(text)["status"] for name, text in answers if name != "weather"]
+    assert memory[-1] == "tool_round_limit_reached"
+    assert "tool_round_limit_reached" not in memory[:2]
+    assert state["messages"][-1].text == "Sunny everywhere."
+    assert "update_long_term_memory" not in script.offered[-1]

@@ -38,8 +38,8 @@ _CALLER_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = context
 async def off_loop(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``function(*args, **kwargs)`` in a kioku worker thread (context variables copied)."""
     loop = asyncio.get_running_loop()
-    _CALLER_LOOP.set(loop)
     context = contextvars.copy_context()
+    context.run(_CALLER_LOOP.set, loop)  # for the worker only, not left in the caller
     return await loop.run_in_executor(_pool, partial(context.run, function, *args, **kwargs))
 
 

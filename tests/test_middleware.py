@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import Engine, text
 
 from kioku import (
@@ -89,9 +88,7 @@ def _tool_answers(messages: list[BaseMessage]) -> list[tuple[str, str]]:
 def _run(store: KiokuStore, world: World, runner: str, mode: str) -> Transcript:
     script = Script()
     model = ScriptedChatModel(script=script)
-    # PostgresSaver has no async methods: async runs keep the conversation in memory
-    # (short-term memory stays in the store's PostgresSaver either way).
-    checkpointer = store.checkpointer() if mode == "sync" else InMemorySaver()
+    checkpointer = store.checkpointer()  # its async methods work too
     if runner == "graph":
         app: Any = build_graph(
             model,

@@ -25,6 +25,7 @@ from kioku._db.engine import (
     libpq_url,
     make_engine,
 )
+from kioku._db.saver import PostgresSaverForBoth
 from kioku._db.schema import SchemaChange, serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
 from kioku._embeddings import EmbedderSpec, embedder_from_settings
@@ -159,6 +160,9 @@ class KiokuStore:
     def checkpointer(self) -> PostgresSaver:
         """LangGraph's ``PostgresSaver`` on this database, pooled (made on first use).
 
+        Its async methods work too (in a worker thread), so async graphs and agents
+        (``ainvoke``/``astream``) can use it.
+
         Pass it to the per-turn graph; short-term memory entries are its threads too.
         """
         with self._checkpointer_lock:  # the sweeper and erasures may ask from other threads
@@ -175,7 +179,7 @@ class KiokuStore:
                 timeout=5,
                 open=True,
             )
-            self._checkpointer = PostgresSaver(self._checkpoint_pool)
+            self._checkpointer = PostgresSaverForBoth(self._checkpoint_pool)
         return self._checkpointer
 
     def short_term_memory(self) -> ShortTermMemory:

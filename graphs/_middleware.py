@@ -20,7 +20,7 @@ capture into short-term memory and trimming of the thread.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import (
@@ -176,9 +176,10 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
 
     # around each model call: memory blocks and this turn's tools -------------------------
 
-    def _request(self, request: ModelRequest[TurnContext]) -> ModelRequest[TurnContext]:
+    def _request(
+        self, request: ModelRequest[TurnContext], state: Mapping[str, Any]
+    ) -> ModelRequest[TurnContext]:
         context = _context_of(request.runtime)
-        state = request.state
         messages = request.messages
         offered = self.steps.offered_tools(context, TurnFlags.of(state), tool_rounds(messages))
         tools = [
@@ -189,13 +190,32 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         prompt = cast("list[AnyMessage]", TurnSteps.prompt(state, messages))
         return request.override(messages=prompt, tools=tools)
 
+    def _rebuilt(self, request: ModelRequest[TurnContext]) -> dict[str, Any]:
+        """The turn's memory context, built again (it is never checkpointed)."""
+        state = request.state
+        return self.steps.build_context(
+            state["messages"], _context_of(request.runtime), TurnFlags.of(state)
+        )
+
+    @staticmethod
+    def _lost(request: ModelRequest[TurnContext]) -> bool:
+        """Whether the memory context is missing.
+
+        A run resumed after an interrupt starts from the checkpoint, which does not keep
+        the context, and ``before_agent`` does not run again.
+        """
+        return not request.state.get("kioku_memory_context")
+
     def wrap_model_call(
         self,
         request: ModelRequest[TurnContext],
         handler: Callable[[ModelRequest[TurnContext]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Call the model with the memory context and this turn's memory tools."""
-        response = handler(self._request(request))
+        state: Mapping[str, Any] = request.state
+        if self._lost(request):
+            state = {**state, **self._rebuilt(request)}
+        response = handler(self._request(request, state))
         return _stamped(response, _context_of(request.runtime))
 
     async def awrap_model_call(
@@ -204,7 +224,10 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         handler: Callable[[ModelRequest[TurnContext]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        response = await handler(self._request(request))
+        state: Mapping[str, Any] = request.state
+        if self._lost(request):
+            state = {**state, **await off_loop(self._rebuilt, request)}
+        response = await handler(self._request(request, state))
         return _stamped(response, _context_of(request.runtime))
 
     # after each model call: the tool-round limit -----------------------------------------

@@ -286,3 +286,43 @@ def test_the_agents_own_tools_do_not_use_up_memory_tool_rounds(store: KiokuStore
     assert "tool_round_limit_reached" not in memory[:2]
     assert state["messages"][-1].text == "Sunny everywhere."
     assert "update_long_term_memory" not in script.offered[-1]
+
+
+def test_a_run_resumed_after_an_interrupt_still_sees_its_memories(store: KiokuStore) -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    world = make_world(store)
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    saved = call_tool(
+        "create_long_term_memory",
+        memory_content="{user} likes jasmine tea",
+        memory_scope="target_user",
+        target_user="Alice",
+    )
+    script = Script([saved, say("ok"), call_tool("weather", city="Kyoto"), say("Sunny.")])
+    agent = create_agent(
+        ScriptedChatModel(script=script),
+        tools=[weather, *memory_tools(store)],
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on={"weather": True}),
+            KiokuMemoryMiddleware(store),
+        ],
+        context_schema=TurnContext,
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "hitl"}}
+    said = [HumanMessage("remember I like jasmine tea", name="Alice")]
+    agent.invoke({"messages": said}, config, context=world.context())
+    asked = [HumanMessage("weather in Kyoto?", name="Alice")]
+    agent.invoke({"messages": asked}, config, context=world.context())  # interrupted
+    state = agent.invoke(
+        Command(resume={"decisions": [{"type": "approve"}]}), config, context=world.context()
+    )
+    assert state["messages"][-1].text == "Sunny."
+    assert any("jasmine tea" in m.text for m in script.prompts[-1])  # after the resume

@@ -297,3 +297,33 @@ def test_an_unreachable_model_endpoint_is_one_line(store: KiokuStore, database_u
         OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
     )
     assert f"127.0.0.1:{port}" in _one_line_failure(failed)
+
+
+def test_app_context_threads_keep_their_own_short_term_memory(store: KiokuStore) -> None:
+    from kioku import AppContext, build_graph
+
+    script = Script(
+        [
+            call_tool("update_short_term_memory", summary="Planning the garden party."),
+            say("ok"),
+            say("hello"),
+        ]
+    )
+    graph = build_graph(
+        ScriptedChatModel(script=script),
+        store,
+        checkpointer=store.checkpointer(),
+        context_schema=AppContext,
+    )
+    for thread, text in (("thread-a", "let's plan the party"), ("thread-b", "hi")):
+        graph.invoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": thread}},
+            context=AppContext(),
+        )
+    same_thread_summary = [
+        m.text
+        for m in script.prompts[-1]
+        if m.additional_kwargs.get("kioku_tag") == "stm_same_channel"
+    ]
+    assert same_thread_summary == []  # thread B has no summary of its own yet

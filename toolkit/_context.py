@@ -274,34 +274,52 @@ def require_turn_context(value: object) -> TurnContext:
 class AppContext:
     """A flat context for one-user apps and LangGraph Studio: every field has a default.
 
-    LangGraph Studio shows it as a form; runs that send no context get the defaults, and
-    ``thread_id`` is taken from the run's thread. Graphs and agents may use it as their
-    ``context_schema`` instead of :class:`TurnContext`; kioku's tools and nodes read the
-    :class:`TurnContext` it stands for (:meth:`TurnContext.for_user`).
+    LangGraph Studio shows it as a form, and runs that send no context get the defaults.
+    Graphs and agents may use it as their ``context_schema`` instead of
+    :class:`TurnContext`; kioku's tools and nodes read the :class:`TurnContext` it stands
+    for (:meth:`TurnContext.for_user`).
     """
 
     user_id: str = "studio-user"
     """The user's id; their personal memories follow them across threads."""
     display_name: str = "You"
     """The name memories use for the user."""
-    thread_id: str = "studio"
-    """The conversation (its short-term memory is kept per thread)."""
+    thread_id: str = ""
+    """The conversation (its short-term memory is kept per thread); empty: the thread of
+    the run (``configurable.thread_id``)."""
     server_id: str = ""
     """The memory space; empty: the user's own (:func:`user_space`)."""
     persona_name: str = DEFAULT_PERSONA.name
     """The assistant's name (lineage 10000, like :data:`DEFAULT_PERSONA`)."""
 
     def __post_init__(self) -> None:
-        turn = TurnContext.for_user(
-            self.user_id,
-            thread_id=self.thread_id,
-            display_name=self.display_name,
-            server_id=self.server_id or None,
-            persona=Persona(0, self.persona_name, DEFAULT_PERSONA.lineage_id),
-        )
-        object.__setattr__(self, "_turn", turn)
+        object.__setattr__(self, "_turns", {})
 
     def as_turn_context(self) -> TurnContext:
-        """The :class:`TurnContext` of this app context (made once)."""
-        turn: TurnContext = object.__getattribute__(self, "_turn")
+        """The :class:`TurnContext` of this app context in the running thread (made once)."""
+        thread = self.thread_id or _run_thread_id()
+        turns: dict[str, TurnContext] = object.__getattribute__(self, "_turns")
+        turn = turns.get(thread)
+        if turn is None:
+            turn = turns.setdefault(
+                thread,
+                TurnContext.for_user(
+                    self.user_id,
+                    thread_id=thread,
+                    display_name=self.display_name,
+                    server_id=self.server_id or None,
+                    persona=Persona(0, self.persona_name, DEFAULT_PERSONA.lineage_id),
+                ),
+            )
         return turn
+
+
+def _run_thread_id() -> str:
+    """The ``thread_id`` of the running graph (``"default"`` outside one, or without one)."""
+    from langgraph.config import get_config
+
+    try:
+        thread = get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:  # not inside a runnable
+        thread = None
+    return str(thread) if thread else "default"

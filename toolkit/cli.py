@@ -69,11 +69,19 @@ def _reembed(console: Console) -> int:
         store = KiokuStore.open(load_settings())
     except ConfigurationError as exc:
         return _failed(console, exc)
-    with store, Progress(console=console) as bar:
-        task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
-        count = reembed(
-            store, progress=lambda done, total: bar.update(task, completed=done, total=total)
-        )
+    from kioku._models import endpoint_failure
+
+    try:
+        with store, Progress(console=console) as bar:
+            task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
+            count = reembed(
+                store, progress=lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    except Exception as exc:
+        failure = endpoint_failure(exc)
+        if failure is None:
+            raise
+        return _failed(console, failure)
     console.print(f"Embedded {count} memories with {store.embedder.model}.")
     return 0
 

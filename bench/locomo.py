@@ -22,7 +22,7 @@ from bench.common import bench_data, bench_database, open_store
 from kioku._db.models import Memory, Server
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
 from kioku._search.aids import SearchAids
-from kioku._search.engine import hybrid_search
+from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
 
 LINEAGE = 10_000
@@ -124,7 +124,7 @@ def main() -> None:
                     ]
                     hybrid = [
                         ids[h.id]
-                        for h in hybrid_search(
+                        for h in rank_candidates(
                             session,
                             scope,
                             qa["question"],
@@ -132,7 +132,7 @@ def main() -> None:
                             now=now,
                             limit=10,
                             aids=store.search_aids,
-                        )
+                        ).hits()
                     ]
                 for name, ranked in (("cosine", cosine), ("hybrid", hybrid)):
                     for k in (5, 10):

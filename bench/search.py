@@ -47,7 +47,7 @@ from kioku._db.models import Memory, Server
 from kioku._db.vectors import HNSW_INDEX
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.create import create_long_term_memory
-from kioku._search.engine import hybrid_search, vector_candidates
+from kioku._search.engine import rank_candidates, vector_candidates
 from kioku._search.query import Visibility
 from kioku._stm.model import utc_now
 
@@ -316,7 +316,7 @@ def measure(
     def kioku_search() -> None:
         server, question = next(cycle)
         with store.sessions() as session:
-            hybrid_search(
+            rank_candidates(
                 session,
                 Visibility(server, LINEAGE),
                 question,
@@ -324,7 +324,7 @@ def measure(
                 now=utc_now(),
                 limit=10,
                 aids=store.search_aids,
-            )
+            ).hits()
 
     def kioku_exact_vector() -> None:
         server, question = next(cycle)

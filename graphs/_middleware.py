@@ -21,7 +21,7 @@ capture into short-term memory and trimming of the thread.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, NotRequired, cast
+from typing import Any, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -30,9 +30,8 @@ from langchain.agents.middleware import (
     ModelResponse,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool
-from langgraph.channels import UntrackedValue
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -44,9 +43,11 @@ from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TokenCounter
 from kioku._intent import IntentGate
+from kioku._state import TurnFlagKeys
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import TOOL_NAMES
+from kioku.graphs._state import BuiltContextKeys
 from kioku.graphs._steps import (
     TurnFlags,
     TurnSteps,
@@ -57,23 +58,8 @@ from kioku.graphs._steps import (
 )
 
 
-class KiokuAgentState(AgentState[Any]):
+class KiokuAgentState(AgentState[Any], TurnFlagKeys, BuiltContextKeys):
     """The agent's state plus kioku's per-turn flags and this turn's memory context."""
-
-    kioku_ltm_intent: NotRequired[bool]
-    """The triggering message asked for long-term memory (SPEC §9)."""
-    kioku_stm_updated: NotRequired[bool]
-    """Short-term memory was updated this turn (SPEC §7 dedup)."""
-    kioku_private_recent: NotRequired[bool]
-    """The dialogue holds words of a FULL-privacy person (no summary may retell them)."""
-    kioku_search_offered: NotRequired[bool]
-    """A memory block overflowed this turn, so the search tool is offered."""
-    kioku_context_tokens: NotRequired[dict[str, int]]
-    """Token count per context block, as built this turn."""
-    kioku_memory_context: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
-    """The memory blocks placed before the dialogue (never checkpointed)."""
-    kioku_tail_directive: NotRequired[Annotated[AnyMessage | None, UntrackedValue(object)]]
-    """A directive inserted before the latest user/assistant pair (never checkpointed)."""
 
 
 def _context_of(runtime: Runtime[Any]) -> TurnContext:
@@ -141,14 +127,8 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
     ) -> dict[str, Any] | None:
         """Start the turn and build its memory context."""
         context = _context_of(runtime)
-        update = self.steps.open_turn(state["messages"], context)
-        messages = _after(state["messages"], update)
-        flags = TurnFlags(
-            ltm_intent=update["kioku_ltm_intent"],
-            private_recent=update["kioku_private_recent"],
-        )
-        update.update(self.steps.build_context(messages, context, flags))
-        return update
+        update, messages = self.steps.open_turn(state["messages"], context)
+        return {**update, **self.steps.build_context(messages, context, TurnFlags.of(update))}
 
     async def abefore_agent(
         self, state: KiokuAgentState, runtime: Runtime[TurnContext]
@@ -304,17 +284,6 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
 
 def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
-
-
-def _after(messages: Sequence[BaseMessage], update: dict[str, Any]) -> list[BaseMessage]:
-    """``messages`` as ``update``'s messages leave them (stamped copies, or a rewrite)."""
-    new = update.get("messages")
-    if new is None:
-        return list(messages)
-    if new and getattr(new[0], "type", None) == "remove":  # RemoveMessage(REMOVE_ALL)
-        return list(new[1:])
-    replaced = {m.id: m for m in new}
-    return [replaced.get(m.id, m) for m in messages]
 
 
 def _stamped(response: ModelResponse[Any], context: TurnContext) -> ModelResponse[Any]:

@@ -6,12 +6,13 @@ from typing import Annotated
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
+from typing_extensions import TypedDict
 
 from kioku._state import TurnState
 
 
-class TurnGraphState(TurnState, total=False):
-    """Messages, the per-turn memory flags, and what the context build produced."""
+class BuiltContextKeys(TypedDict, total=False):
+    """What the context build produced this turn (graph and middleware state alike)."""
 
     kioku_memory_context: Annotated[list[AnyMessage], UntrackedValue(list)]
     """The memory blocks placed before the dialogue this turn (not part of ``messages``).
@@ -25,3 +26,7 @@ class TurnGraphState(TurnState, total=False):
     """Token count per context block, as built this turn."""
     kioku_search_offered: bool
     """Memories overflowed their budget this turn, so the search tool is offered."""
+
+
+class TurnGraphState(TurnState, BuiltContextKeys, total=False):
+    """Messages, the per-turn memory flags, and what the context build produced."""

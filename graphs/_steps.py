@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from langchain_core.messages import (
@@ -81,17 +81,6 @@ def tool_rounds(messages: Sequence[BaseMessage]) -> int:
         for m in since_latest_human(messages)
         if isinstance(m, AIMessage) and any(c["name"] in TOOL_NAMES for c in m.tool_calls)
     )
-
-
-def latest_tool_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
-    """Tool messages answering the latest AI message."""
-    found: list[ToolMessage] = []
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            found.append(message)
-        else:
-            break
-    return found
 
 
 def tool_status(message: ToolMessage) -> str | None:
@@ -168,6 +157,13 @@ class TurnFlags:
         )
 
 
+class TurnOpening(NamedTuple):
+    """What starting a turn changes: the state update, and the thread it leaves."""
+
+    update: dict[str, Any]
+    messages: list[BaseMessage]
+
+
 @dataclass(frozen=True)
 class TurnSteps:
     """One implementation of each memory step, around one store's parts."""
@@ -224,12 +220,13 @@ class TurnSteps:
             ),
         )
 
-    def open_turn(self, messages: Sequence[BaseMessage], context: TurnContext) -> dict[str, Any]:
+    def open_turn(self, messages: Sequence[BaseMessage], context: TurnContext) -> TurnOpening:
         """Reset the per-turn flags; detect explicit long-term-memory intent.
 
         Also stamps this turn's new messages with their author (see
         :mod:`kioku._authorship`) and answers tool calls an interrupted earlier turn left
-        without results. The update's ``messages`` (when present) replace the thread's.
+        without results. The update's ``messages`` (when present) replace the thread's;
+        :attr:`TurnOpening.messages` is the thread they leave.
         """
         update: dict[str, Any] = {
             "kioku_ltm_intent": self.intent_gate.detect(latest_human_text(messages)),
@@ -239,14 +236,14 @@ class TurnSteps:
         if repaired is not None:
             logger.warning("kioku: answering tool calls an interrupted turn left open")
         stamped = stamp_turn_input(repaired or messages, context)
+        thread = list(stamped or repaired or messages)
         # The model sees the whole (trimmed) thread, so a summary could retell any of it.
-        seen = dialogue(stamped or repaired or messages)
-        update["kioku_private_recent"] = any(owner_of(m)[1] for m in seen)
+        update["kioku_private_recent"] = any(owner_of(m)[1] for m in dialogue(thread))
         if repaired is not None:
-            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *(stamped or repaired)]
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *thread]
         elif stamped is not None:
             update["messages"] = stamped  # same ids: the stamped copies replace the originals
-        return update
+        return TurnOpening(update, thread)
 
     def build_context(
         self, messages: Sequence[BaseMessage], context: TurnContext, flags: TurnFlags

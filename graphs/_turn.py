@@ -5,12 +5,12 @@ intent gate → context build → generate ⇄ tools → STM-summary dedup → �
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -33,13 +33,11 @@ from kioku.graphs._state import TurnGraphState
 from kioku.graphs._steps import (
     TurnFlags,
     TurnSteps,
-    latest_tool_results,
     round_limit_answer,
+    since_latest_human,
     summary_written,
     tool_rounds,
 )
-
-logger = logging.getLogger("kioku.graph")
 
 
 class TurnGraph:
@@ -57,7 +55,7 @@ class TurnGraph:
         """Start the turn (:meth:`TurnSteps.open_turn`)."""
         return self.steps.open_turn(
             state.get("messages", []), require_turn_context(runtime.context)
-        )
+        ).update
 
     def context_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Render memories for this turn (:meth:`TurnSteps.build_context`)."""
@@ -71,17 +69,23 @@ class TurnGraph:
         names = self.steps.offered_tools(context, TurnFlags.of(state), tool_rounds(messages))
         return [tool for name, tool in self.tools.items() if name in names]
 
+    def _model_call(
+        self, state: TurnGraphState, context: TurnContext
+    ) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
+        """The model with this turn's tools bound, and its prompt."""
+        tools = self.offered_tools(state, context)
+        model = self.model.bind_tools(tools) if tools else self.model
+        return model, TurnSteps.prompt(state, state.get("messages", []))
+
     def generate_node(self, state: TurnGraphState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         """Call the model with this turn's tools bound."""
         context = require_turn_context(runtime.context)
-        tools = self.offered_tools(state, context)
-        model = self.model.bind_tools(tools) if tools else self.model
-        reply = model.invoke(TurnSteps.prompt(state, state.get("messages", [])))
-        return {"messages": [stamp_reply(reply, context)]}
+        model, prompt = self._model_call(state, context)
+        return {"messages": [stamp_reply(model.invoke(prompt), context)]}
 
     def dedup_node(self, state: TurnGraphState) -> dict[str, Any]:
         """Set the STM flag after a successful summary write."""
-        if summary_written(latest_tool_results(state.get("messages", []))):
+        if summary_written(since_latest_human(state.get("messages", []))):
             return {"kioku_stm_updated": True}
         return {}
 
@@ -108,10 +112,8 @@ class TurnGraph:
     ) -> dict[str, Any]:
         """:meth:`generate_node` with the model awaited."""
         context = require_turn_context(runtime.context)
-        tools = self.offered_tools(state, context)
-        model = self.model.bind_tools(tools) if tools else self.model
-        reply = await model.ainvoke(TurnSteps.prompt(state, state.get("messages", [])))
-        return {"messages": [stamp_reply(reply, context)]}
+        model, prompt = self._model_call(state, context)
+        return {"messages": [stamp_reply(await model.ainvoke(prompt), context)]}
 
     async def acapture_node(
         self, state: TurnGraphState, runtime: Runtime[TurnContext]

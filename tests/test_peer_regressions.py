@@ -26,7 +26,7 @@ from kioku import (
 from kioku._db.models import Memory
 from kioku._mcp_server import KiokuMcp, McpScope
 from kioku._memory.create import create_long_term_memory
-from kioku._search.engine import hybrid_search
+from kioku._search.engine import rank_candidates
 from kioku._stm.store import ShortTermMemory
 from kioku._tools.ltm import create_memory_tool
 from kioku._tools.search import search_long_term_memory, visibility_for
@@ -152,13 +152,13 @@ def test_decay_is_computed_when_reading_and_never_stored(world: World) -> None:
     relevance = []
     for days in (0, 100):
         with world.store.sessions() as session:
-            [hit] = hybrid_search(
+            [hit] = rank_candidates(
                 session,
                 visibility_for(session, world.context()),
                 "jasmine tea",
                 None,
                 now=before.created_at + timedelta(days=days),
-            )
+            ).hits()
         relevance.append(hit.relevance)
     assert relevance[0] == pytest.approx(0.8)
     assert relevance[1] == pytest.approx(0.8 * 0.36788, rel=1e-3)  # e^-1 after 100 days

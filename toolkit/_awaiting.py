@@ -55,6 +55,18 @@ def _caller_loop() -> asyncio.AbstractEventLoop | None:
     return None if on_loop else loop
 
 
+async def _awaiting(make: Callable[[], Awaitable[T]]) -> T:
+    return await make()
+
+
+def _awaited(call: Callable[[], T], acall: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, or ``acall()`` awaited on the caller's loop when working for one."""
+    loop = _caller_loop()
+    if loop is None:
+        return call()
+    return asyncio.run_coroutine_threadsafe(_awaiting(acall), loop).result()
+
+
 def resolved(value: T | Awaitable[T]) -> T:
     """``value``, or what it resolves to when a callback returned an awaitable.
 
@@ -63,27 +75,17 @@ def resolved(value: T | Awaitable[T]) -> T:
     """
     if not inspect.isawaitable(value):
         return value
-
-    async def wait() -> T:
-        return await cast(Awaitable[T], value)
-
-    loop = _caller_loop()
-    if loop is not None:
-        return asyncio.run_coroutine_threadsafe(wait(), loop).result()
-    return asyncio.run(wait())
+    awaitable = cast(Awaitable[T], value)
+    return _awaited(lambda: asyncio.run(_awaiting(lambda: awaitable)), lambda: awaitable)
 
 
 def embed_documents(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
     """``embed_documents``, or ``aembed_documents`` awaited on the caller's loop."""
-    loop = _caller_loop()
-    if loop is None:
-        return embeddings.embed_documents(texts)
-    return asyncio.run_coroutine_threadsafe(embeddings.aembed_documents(texts), loop).result()
+    return _awaited(
+        partial(embeddings.embed_documents, texts), partial(embeddings.aembed_documents, texts)
+    )
 
 
 def embed_query(embeddings: Embeddings, text: str) -> list[float]:
     """``embed_query``, or ``aembed_query`` awaited on the caller's loop."""
-    loop = _caller_loop()
-    if loop is None:
-        return embeddings.embed_query(text)
-    return asyncio.run_coroutine_threadsafe(embeddings.aembed_query(text), loop).result()
+    return _awaited(partial(embeddings.embed_query, text), partial(embeddings.aembed_query, text))

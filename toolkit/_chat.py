@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.panel import Panel
 
 from kioku._context import Participant, TurnContext
-from kioku._models import endpoint_failure
 from kioku._store import KiokuStore
 
 SERVER = "cli"
@@ -68,24 +67,18 @@ def run_chat(store: KiokuStore, model: BaseChatModel, console: Console) -> None:
             turn_id=uuid.uuid4().hex,
         )
         config: RunnableConfig = {"configurable": {"thread_id": f"cli-{channel}"}}
-        try:
-            for mode, part in graph.stream(
-                {"messages": [HumanMessage(line, name=user.display_name)]},
-                config,
-                context=context,
-                stream_mode=["custom", "values"],
-            ):
-                chunk: Any = part
-                if mode == "custom":
-                    notice = chunk["notice"]
-                    console.print(f"[dim]memory {notice['kind']}: {notice['content']}[/]")
-                else:
-                    last = chunk
-        except Exception as exc:
-            failure = endpoint_failure(exc)
-            if failure is None:
-                raise
-            raise failure from None
+        for mode, part in graph.stream(
+            {"messages": [HumanMessage(line, name=user.display_name)]},
+            config,
+            context=context,
+            stream_mode=["custom", "values"],
+        ):
+            chunk: Any = part
+            if mode == "custom":
+                notice = chunk["notice"]
+                console.print(f"[dim]memory {notice['kind']}: {notice['content']}[/]")
+            else:
+                last = chunk
         reply = last["messages"][-1] if last.get("messages") else None
         if isinstance(reply, AIMessage):
             console.print(f"[bold green]Kioku[/]: {reply.text}")

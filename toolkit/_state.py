@@ -9,10 +9,9 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 
-class TurnState(TypedDict, total=False):
-    """Messages plus the per-turn memory flags (reset at the start of every turn)."""
+class TurnFlagKeys(TypedDict, total=False):
+    """The per-turn memory flags (reset at the start of every turn) that the tools read."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
     kioku_ltm_intent: bool
     """The triggering message asked for long-term memory (SPEC §9)."""
     kioku_stm_updated: bool
@@ -20,3 +19,9 @@ class TurnState(TypedDict, total=False):
     kioku_private_recent: bool
     """The dialogue the model sees holds words of a FULL-privacy person, or a reply to them
     (no short-term summary is written: it could retell them)."""
+
+
+class TurnState(TurnFlagKeys, total=False):
+    """Messages plus the per-turn memory flags."""
+
+    messages: Annotated[list[AnyMessage], add_messages]

@@ -58,32 +58,20 @@ def _failed(console: Console, exc: ConfigurationError) -> int:
     return 2
 
 
-def _reembed(console: Console) -> int:
+def _reembed(console: Console) -> None:
     from rich.progress import Progress
 
     from kioku._config import load_settings
     from kioku._reembed import reembed
     from kioku._store import KiokuStore
 
-    try:
-        store = KiokuStore.open(load_settings())
-    except ConfigurationError as exc:
-        return _failed(console, exc)
-    from kioku._models import endpoint_failure
-
-    try:
-        with store, Progress(console=console) as bar:
-            task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
-            count = reembed(
-                store, progress=lambda done, total: bar.update(task, completed=done, total=total)
-            )
-    except Exception as exc:
-        failure = endpoint_failure(exc)
-        if failure is None:
-            raise
-        return _failed(console, failure)
+    store = KiokuStore.open(load_settings())
+    with store, Progress(console=console) as bar:
+        task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
+        count = reembed(
+            store, progress=lambda done, total: bar.update(task, completed=done, total=total)
+        )
     console.print(f"Embedded {count} memories with {store.embedder.model}.")
-    return 0
 
 
 def _bench(console: Console, *, quick: bool) -> int:
@@ -281,19 +269,22 @@ def main(argv: list[str] | None = None) -> int:
                 "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
             )
             return 2
-    if args.command == "reembed":
-        return _reembed(console)
     if args.command == "bench":
         return _bench(console, quick=args.quick)
     try:
-        store, change = _open_store(console, quiet=args.command == "mcp")
-    except ConfigurationError as exc:
-        return _failed(console, exc)
-    try:
-        with store:
-            _run_command(store, change, args, console, model)
-    except ConfigurationError as exc:
-        return _failed(console, exc)
+        if args.command == "reembed":
+            _reembed(console)
+        else:
+            store, change = _open_store(console, quiet=args.command == "mcp")
+            with store:
+                _run_command(store, change, args, console, model)
+    except Exception as exc:  # a setup problem or an unusable endpoint: one line, exit 2
+        from kioku._models import endpoint_failure
+
+        problem = exc if isinstance(exc, ConfigurationError) else endpoint_failure(exc)
+        if problem is None:
+            raise
+        return _failed(console, problem)
     return 0
 
 

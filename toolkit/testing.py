@@ -196,14 +196,9 @@ def memory_commands(prompt: Sequence[BaseMessage], offered: tuple[str, ...]) -> 
         best = max(shown, key=lambda m: _shared_words(what, m[1]), default=None)
         if best is None or _shared_words(what, best[1]) == 0:
             return say("I have no memory like that.")
-        if best[2]:
-            return call_tool(
-                "update_long_term_memory",
-                memory_id=best[0],
-                memory_content="",
-                target_user=_speaker(),
-            )
-        return call_tool("update_long_term_memory", memory_id=best[0], memory_content="")
+        memory_id, _, about_someone = best
+        owner = {"target_user": _speaker()} if about_someone else {}
+        return call_tool("update_long_term_memory", memory_id=memory_id, memory_content="", **owner)
     if _RECALL.search(said):
         shown = _shown_memories(prompt)
         if not shown:

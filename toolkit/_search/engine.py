@@ -260,10 +260,33 @@ class Ranking:
     relevance: dict[int, float]
     vector_rank: dict[int, int]
     text_rank: dict[int, int]
+    limit: int
+    """How many memories the search asked for."""
 
     def best(self, limit: int) -> list[CandidateRow]:
         """The ``limit`` best candidates, best first."""
         return [self.rows[memory_id] for memory_id, _ in self.fused[:limit]]
+
+    def hits(self) -> list[SearchHit]:
+        """The ``limit`` best memories, with why each ranked where it did."""
+        return [
+            SearchHit(
+                id=memory_id,
+                scope=row.scope,
+                server_id=row.server_id,
+                user_id=row.user_id,
+                memory_type=row.memory_type,
+                content=row.content,
+                importance=row.importance,
+                relevance=self.relevance[memory_id],
+                created_at=row.created_at,
+                score=score,
+                vector_rank=self.vector_rank.get(memory_id),
+                text_rank=self.text_rank.get(memory_id),
+            )
+            for memory_id, score in self.fused[: self.limit]
+            for row in (self.rows[memory_id],)
+        ]
 
 
 def rank_candidates(
@@ -280,7 +303,13 @@ def rank_candidates(
     weights: FusionWeights | None = None,
     aids: SearchAids | None = None,
 ) -> Ranking:
-    """The hybrid ranking :func:`hybrid_search` reports (same arguments), as rows."""
+    """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
+
+    Vector and text candidates come back in one statement, fused with relevance by RRF;
+    :meth:`Ranking.hits` reports them, :meth:`Ranking.best` gives the rows. ``aids`` (a
+    store's ``search_aids``) remembers scope sizes and word statistics between searches:
+    without them every search counts its scope and searches by every word.
+    """
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
@@ -317,57 +346,5 @@ def rank_candidates(
         scores,
         {memory_id: rank for rank, memory_id in enumerate(by_vector, start=1)},
         {memory_id: rank for rank, memory_id in enumerate(by_text, start=1)},
+        limit,
     )
-
-
-def hybrid_search(
-    session: Session,
-    visibility: Visibility,
-    query: str,
-    query_vector: Sequence[float] | None,
-    *,
-    now: datetime,
-    memory_type: str | None = None,
-    min_importance: float | None = None,
-    limit: int = 5,
-    candidates: int | None = None,
-    weights: FusionWeights | None = None,
-    aids: SearchAids | None = None,
-) -> list[SearchHit]:
-    """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
-
-    Vector and text candidates come back in one statement. ``aids`` (a store's
-    ``search_aids``) remembers scope sizes and word statistics between searches:
-    without them every search counts its scope and searches by every word.
-    """
-    ranking = rank_candidates(
-        session,
-        visibility,
-        query,
-        query_vector,
-        now=now,
-        memory_type=memory_type,
-        min_importance=min_importance,
-        limit=limit,
-        candidates=candidates,
-        weights=weights,
-        aids=aids,
-    )
-    return [
-        SearchHit(
-            id=memory_id,
-            scope=row.scope,
-            server_id=row.server_id,
-            user_id=row.user_id,
-            memory_type=row.memory_type,
-            content=row.content,
-            importance=row.importance,
-            relevance=ranking.relevance[memory_id],
-            created_at=row.created_at,
-            score=score,
-            vector_rank=ranking.vector_rank.get(memory_id),
-            text_rank=ranking.text_rank.get(memory_id),
-        )
-        for memory_id, score in ranking.fused[:limit]
-        for row in (ranking.rows[memory_id],)
-    ]

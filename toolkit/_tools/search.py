@@ -21,7 +21,7 @@ from kioku._memory.arguments import ArgumentError, check_text, reject_unknown
 from kioku._memory.text import as_data, echo
 from kioku._memory.typed import MEMORY_TYPES
 from kioku._reach import reach_of
-from kioku._search.engine import SearchHit, hybrid_search
+from kioku._search.engine import SearchHit, rank_candidates
 from kioku._search.query import Visibility
 from kioku._stm.model import utc_now
 from kioku._store import KiokuStore
@@ -159,7 +159,7 @@ def search_long_term_memory(
         vector = None
     try:
         with storage_errors("search_long_term_memory"), store.sessions() as session:
-            hits = hybrid_search(
+            hits = rank_candidates(
                 session,
                 visibility_for(session, context),
                 parsed.query,
@@ -169,7 +169,7 @@ def search_long_term_memory(
                 min_importance=parsed.min_importance,
                 limit=parsed.limit,
                 aids=store.search_aids,
-            )
+            ).hits()
     except StorageError as exc:
         return {
             "status": SearchStatus.DB_ERROR,

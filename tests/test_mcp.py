@@ -140,6 +140,19 @@ async def _exercise(session: ClientSession) -> None:
     )
     assert created["status"] == "memory_saved_successfully" and created["embedding_ignored"]
     memory_id = created["memory_id"]
+    episode = await _ok(
+        session,
+        "create_memory",
+        {
+            "type": "episodic",
+            "content": "Restarted the build runner",
+            "metadata": {
+                "action_taken": {"tool": "ssh", "args": ["reboot"]},
+                "verification_status": True,
+            },
+        },
+    )
+    assert episode["status"] == "memory_saved_successfully", episode
     found = await _ok(session, "search_long_term_memory", {"query": "how to brew sencha"})
     assert found["status"] == "memories_found" and found["memories"][0].startswith(
         f"ID:{memory_id} "

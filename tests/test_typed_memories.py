@@ -147,3 +147,35 @@ def test_disabled_server_answers_disabled_before_typed_field_errors(store: Kioku
     valid = create(world, {"type": "semantic", "content": "x"})
     assert valid["status"] == "memory_save_failed_disabled"
     assert table_counts(store) == (0, 0)
+
+
+def test_episodic_fields_take_json_as_the_reference_schema_does(world: World) -> None:
+    """action_taken, context and result are jsonb there; verification_status a boolean."""
+    result = create(
+        world,
+        {
+            "type": "episodic",
+            "content": "deployed the release",
+            "metadata": {
+                "action_taken": {"command": "deploy", "targets": ["eu", "us"]},
+                "context": ["friday", 3],
+                "result": None,
+                "verification_status": True,
+            },
+        },
+    )
+    assert result["status"] == "memory_saved_successfully", result
+    row = memory_row(world.store, result["memory_id"])
+    assert row is not None
+    assert row.attributes["action_taken"] == {"command": "deploy", "targets": ["eu", "us"]}
+    assert row.attributes["verification_status"] is True
+    refused = create(
+        world,
+        {
+            "type": "episodic",
+            "content": "checked the logs",
+            "metadata": {"verification_status": "yes"},
+        },
+    )
+    assert refused["status"] == "memory_save_failed_invalid_args"
+    assert "verification_status must be true, false or null" in refused["reason"]

@@ -65,6 +65,12 @@ def _json(value: Any, name: str) -> Any:
     return value
 
 
+def _flag(value: Any, name: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ArgumentError(f"{name} must be true, false or null")
+    return value
+
+
 def _time(value: Any, name: str) -> str:
     try:
         moment = datetime.fromisoformat(_text(value, name))
@@ -81,12 +87,12 @@ Check = Callable[[Any, str], Any]
 
 FIELDS: Mapping[str, Mapping[str, Check]] = {
     "episodic": {
-        "action_taken": _text,
+        "action_taken": _json,
         "context": _json,
         "result": _json,
         "emotional_valence": lambda v, k: _number(v, k, -1.0, 1.0),
         "event_time": _time,
-        "verification_status": _text,
+        "verification_status": _flag,
     },
     "semantic": {
         "confidence": _unit("confidence"),

@@ -199,8 +199,9 @@ CREATE_MEMORY_SCHEMA: dict[str, Any] = {
         "metadata": {
             "type": "object",
             "description": (
-                "Type-specific metadata: episodic action_taken, context, result, "
-                "emotional_valence (-1..1), event_time, verification_status; semantic "
+                "Type-specific metadata: episodic action_taken, context, result (any JSON), "
+                "emotional_valence (-1..1), event_time (ISO 8601), verification_status "
+                "(true/false); semantic "
                 "confidence (0..1), category, related_concepts, source_references, "
                 "contradictions; procedural steps (required), prerequisites, success_count, "
                 "total_attempts, failure_points; strategic pattern_description, "

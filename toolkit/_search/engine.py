@@ -314,7 +314,7 @@ def rank_candidates(
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
     pool = max(candidates or 2 * limit, limit, 20)
-    shares = aids.term_shares.get(session) if aids is not None else None
+    shares = aids.term_shares.get(session, visibility) if aids is not None else None
     found = _candidates(
         session,
         visibility,

@@ -1,4 +1,4 @@
-"""Query words too common to search by, as PostgreSQL's own statistics count them.
+"""Query words too common to search by, counted in the searched scope's own memories.
 
 A word in many memories ("like", a speaker's name) matches thousands of rows that
 must all be ranked, yet says little about which memory is wanted: the full-text
@@ -15,14 +15,11 @@ import snowballstemmer
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from kioku._search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
+
 COMMON_TERM_SHARE = 0.01
 """Words in more than this share of memories are left out of the text query."""
 
-_STATISTICS = text(
-    "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-    "WHERE schemaname = current_schema() AND tablename = 'memories' "
-    "AND attname = 'search_vector'"
-)
 _STEMMER = snowballstemmer.stemmer("english")  # the algorithm of PostgreSQL's 'english'
 _ENGLISH_STOP = """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his
@@ -53,32 +50,99 @@ def distinctive_words(
     return [min(content, key=lambda word: share[word])]
 
 
-class TermShares:
-    """Share of memories containing each common stemmed word, reloaded every ``ttl_seconds``.
+OwnerKey = tuple[str, str, int]
+"""``("server", server key, lineage)`` or ``("personal", user id, lineage)``."""
 
-    Read from ``pg_stats`` (kept current by autovacuum's ANALYZE); empty before the
-    first ANALYZE, when no word counts as common.
+MIN_COMMON_DOCS = 20
+"""A word must be in at least this many of a scope's memories to count as common: in a
+small scope every word is in a large share of it, yet cheap to rank and telling."""
+SAMPLE_ROWS = 20_000
+"""Word counts of a scope come from its most recent memories, at most this many."""
+
+_OWNER_WORDS = """
+WITH recent AS (
+    SELECT search_vector FROM memories WHERE {owner} AND status = 'active'
+    ORDER BY id DESC LIMIT :sample
+)
+SELECT NULL AS word, count(*) AS docs FROM recent
+UNION ALL
+SELECT word.lexeme, count(*) FROM recent, unnest(recent.search_vector) AS word
+GROUP BY word.lexeme HAVING count(*) >= :min_docs
+"""
+_SERVER_WORDS = text(_OWNER_WORDS.format(owner=SERVER_OWNER_SQL))
+_PERSONAL_WORDS = text(_OWNER_WORDS.format(owner=PERSONAL_OWNER_SQL))
+
+
+def owner_keys(visibility: Visibility) -> list[OwnerKey]:
+    """The scopes ``visibility`` spans, each counted on its own."""
+    keys: list[OwnerKey] = []
+    if visibility.include_server:
+        keys.append(("server", visibility.server_key, visibility.lineage_id))
+    keys.extend(("personal", user, visibility.lineage_id) for user in visibility.personal_user_ids)
+    return keys
+
+
+def combined_shares(counts: Sequence[tuple[int, Mapping[str, int]]]) -> dict[str, float]:
+    """Share of memories holding each word, over scopes given as ``(memories, word counts)``.
+
+    Only words in at least :data:`MIN_COMMON_DOCS` memories of the scopes together and
+    in more than :data:`COMMON_TERM_SHARE` of them are kept: the others are not common.
+    """
+    total = sum(memories for memories, _ in counts)
+    docs: dict[str, int] = {}
+    for _, words in counts:
+        for word, count in words.items():
+            docs[word] = docs.get(word, 0) + count
+    return {
+        word: count / total
+        for word, count in docs.items()
+        if count >= MIN_COMMON_DOCS and count > COMMON_TERM_SHARE * total
+    }
+
+
+class TermShares:
+    """Share of a scope's memories containing each of its common stemmed words.
+
+    Counted per scope (a server's memories of one lineage, one user's personal ones), from
+    that scope's own memories alone, so what other servers or users store never changes a
+    search. Each scope's counts are kept ``ttl_seconds``.
     """
 
     def __init__(
-        self, ttl_seconds: float = 300.0, clock: Callable[[], float] = time.monotonic
+        self,
+        ttl_seconds: float = 300.0,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Create an empty table, loaded on first use."""
-        self._ttl, self._clock = ttl_seconds, clock
-        self._shares: dict[str, float] = {}
-        self._expires = float("-inf")
+        """Create an empty table, filled on use."""
+        self._ttl, self._max, self._clock = ttl_seconds, max_entries, clock
+        self._counts: dict[OwnerKey, tuple[float, int, dict[str, int]]] = {}
         self._lock = threading.Lock()
 
-    def get(self, session: Session) -> Mapping[str, float]:
-        """The current shares, loading them through ``session`` when stale."""
+    def get(self, session: Session, visibility: Visibility) -> Mapping[str, float]:
+        """The common words of the memories ``visibility`` spans, counting through ``session``."""
+        return combined_shares([self._owner(session, key) for key in owner_keys(visibility)])
+
+    def _owner(self, session: Session, key: OwnerKey) -> tuple[int, dict[str, int]]:
+        now = self._clock()
         with self._lock:
-            if self._clock() < self._expires:
-                return self._shares
-        row = session.execute(_STATISTICS).first()
-        shares: dict[str, float] = {}
-        if row is not None and row[0] is not None:
-            # The frequency array ends with three summary numbers: zip drops them.
-            shares = dict(zip(row[0], row[1], strict=False))
+            entry = self._counts.get(key)
+        if entry is not None and now < entry[0]:
+            return entry[1], entry[2]
+        kind, owner, lineage = key
+        statement, params = (
+            (_SERVER_WORDS, {"server": owner})
+            if kind == "server"
+            else (_PERSONAL_WORDS, {"users": [owner]})
+        )
+        rows = session.execute(
+            statement,
+            {**params, "lineage": lineage, "sample": SAMPLE_ROWS, "min_docs": 2},
+        ).all()
+        total = next(int(docs) for word, docs in rows if word is None)
+        words = {str(word): int(docs) for word, docs in rows if word is not None}
         with self._lock:
-            self._shares, self._expires = shares, self._clock() + self._ttl
-        return shares
+            if len(self._counts) >= self._max:
+                self._counts.clear()
+            self._counts[key] = (now + self._ttl, total, words)
+        return total, words

@@ -1,0 +1,90 @@
+"""One tenant's data never changes another tenant's search results (issue #15)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import insert, text
+
+from kioku import KiokuStore
+from kioku._db.models import Memory, Server
+from kioku._search.aids import SearchAids
+from kioku._search.engine import rank_candidates
+from kioku._search.query import Visibility
+from kioku._search.terms import MIN_COMMON_DOCS, combined_shares, distinctive_words
+
+LINEAGE = 10_000
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+QUERY = "which tea does Alice brew in the garden"
+
+
+def _fill(store: KiokuStore, server: str, contents: list[str]) -> None:
+    vectors = store.embedder.embeddings.embed_documents(contents)
+    with store.transaction() as session:
+        session.execute(insert(Server).values(id=server, name=server))
+        session.execute(
+            insert(Memory),
+            [
+                {
+                    "scope": "server",
+                    "server_id": server,
+                    "persona_lineage_id": LINEAGE,
+                    "content": content,
+                    "embedding": vector,
+                    "created_at": NOW,
+                    "updated_at": NOW,
+                }
+                for content, vector in zip(contents, vectors, strict=True)
+            ],
+        )
+
+
+def _search(store: KiokuStore, server: str) -> list[tuple[int, float, int | None, int | None]]:
+    aids = SearchAids()  # nothing remembered from earlier searches
+    with store.sessions() as session:
+        hits = rank_candidates(
+            session,
+            Visibility(server, LINEAGE),
+            QUERY,
+            store.embedder.embeddings.embed_query(QUERY),
+            now=NOW,
+            limit=10,
+            aids=aids,
+        ).hits()
+    return [(hit.id, hit.score, hit.vector_rank, hit.text_rank) for hit in hits]
+
+
+def test_a_scope_ranks_the_same_whatever_other_scopes_hold(store: KiokuStore) -> None:
+    own = [f"Alice keeps note {i} about the shed" for i in range(40)] + [
+        "Alice brews sencha tea every morning",
+        "Bob waters the garden on Sundays",
+        "Alice planted mint in the garden",
+        "The kettle is broken",
+    ]
+    _fill(store, "tenant-a", own)
+    before = _search(store, "tenant-a")
+    # Another tenant fills the table with the query's words, in far more memories.
+    _fill(
+        store,
+        "tenant-b",
+        [f"tea garden brew note {i} for alice in the garden with tea" for i in range(3_000)],
+    )
+    with store.engine.begin() as connection:
+        connection.execute(text("ANALYZE memories"))
+    assert _search(store, "tenant-a") == before
+    assert before, "the search finds tenant-a's memories"
+
+
+def test_common_words_are_counted_per_scope() -> None:
+    many = MIN_COMMON_DOCS * 3
+    shares = combined_shares([(many, {"alic": many, "tea": 1})])
+    assert distinctive_words(["alice", "tea"], shares) == ["tea"]
+    # The same word is rare in a scope whose memories seldom hold it.
+    rare = combined_shares([(10 * many, {"alic": MIN_COMMON_DOCS - 1})])
+    assert distinctive_words(["alice", "tea"], rare) == ["alice", "tea"]
+
+
+def test_small_scopes_have_no_common_words() -> None:
+    """In a scope of a few memories every word is in a large share, yet none is dropped."""
+    shares = combined_shares([(5, {"alic": 5, "tea": 3})])
+    assert shares == {}

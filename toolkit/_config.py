@@ -167,6 +167,26 @@ class KiokuSettings(BaseSettings):
     )
     """Vector size of the hashing embedder (the others have their own)."""
 
+    duplicate_similarity: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        validation_alias=AliasChoices("KIOKU_DUPLICATE_SIMILARITY", "duplicate_similarity"),
+    )
+    """Cosine similarity from which a new memory repeats one in its scope (and is refused
+    as ``memory_save_failed_duplicate`` unless its words tell them apart); unset, the
+    embedder's calibrated value (``kioku._calibration``); ``1`` refuses only identical ones."""
+
+    relevance_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        validation_alias=AliasChoices("KIOKU_RELEVANCE_SIMILARITY", "relevance_similarity"),
+    )
+    """Cosine similarity a memory needs, when no text match supports it, to count as related
+    to a search; below it for every memory, search answers ``no_memories_found``. Unset,
+    the embedder's calibrated value; ``-1`` turns the floor off."""
+
     statement_timeout_ms: int = Field(
         default=10_000,
         ge=0,

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from kioku._calibration import calibration_for
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._memory.arguments import CreateArgs, parse_create_args
 from kioku._memory.flow import (
@@ -35,10 +36,13 @@ from kioku._memory.repository import (
 )
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
+from kioku._memory.sameness import same_meaning
 from kioku._memory.statuses import CreateStatus as S
 from kioku._memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
 from kioku._memory.typed import TypedFields
 from kioku._reach import reach_of
+from kioku._search.engine import nearest
+from kioku._search.query import Visibility
 
 logger = logging.getLogger("kioku._memory")
 
@@ -129,6 +133,63 @@ def save(
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
 
 
+DUPLICATE_CANDIDATES = 5
+"""Nearest memories of the scope compared with a new one."""
+
+
+def _refuse_repeat(
+    call: FlowCall,
+    context: TurnContext,
+    scope: ServerScope | PersonalScope,
+    target: Person | None,
+    content: str,
+    embedding: list[float],
+) -> None:
+    """Refuse a memory that means the same as one already in ``scope``.
+
+    Identical text is left to the write, which answers ``already_saved``.
+    """
+    store = call.store
+    threshold = store.settings.duplicate_similarity
+    if threshold is None:
+        threshold = calibration_for(store.embedder.model).duplicate
+    visibility = (
+        Visibility(context.memory_server_key, scope.lineage_id)
+        if isinstance(scope, ServerScope)
+        else Visibility(
+            context.memory_server_key,
+            scope.lineage_id,
+            personal_user_ids=(scope.user_id,),
+            include_server=False,
+        )
+    )
+    rows = nearest(
+        call.session,
+        visibility,
+        embedding,
+        limit=DUPLICATE_CANDIDATES,
+        sizes=store.search_aids.sizes,
+    )
+    for row in rows:
+        if row.content == content:
+            return
+        if same_meaning(row.content, content, 1.0 - row.score, threshold):
+            shown = render_tokens(
+                row.content,
+                user_name=target.display_name if target is not None else "User",
+                bot_name=context.persona.name,
+            )
+            raise fail(
+                S.DUPLICATE,
+                f"This means the same as ID:{row.id}, already saved: {shown!r}. Nothing was "
+                f"saved. To change or add to it, call update_long_term_memory with memory_id "
+                f"{row.id} and the full new text; if it is a different fact, say what sets it "
+                "apart (who, when, how much).",
+                memory_id=row.id,
+                existing_content=shown,
+            )
+
+
 create_long_term_memory = tool_flow("create_long_term_memory", STATUSES, _create)
 """Validate, resolve, check the limit and save one memory: one unit of work in ``session``.
 
@@ -186,6 +247,8 @@ def _insert(
         # Nothing was read in this unit of work: the create is atomic on its own, so run it
         # as a single statement and save the BEGIN and COMMIT round trips.
         call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    if embedding is not None:
+        _refuse_repeat(call, context, scope, target, content, embedding)
     new = NewMemory(
         scope=scope,
         content=content,

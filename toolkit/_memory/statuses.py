@@ -17,6 +17,7 @@ class CreateStatus(StrEnum):
     PRIVACY_RESTRICTED = "memory_save_failed_privacy_restricted"
     INVALID_CONTENT = "memory_save_failed_invalid_content"
     LIMIT_EXCEEDED = "memory_save_failed_limit_exceeded"
+    DUPLICATE = "memory_save_failed_duplicate"
     DB_ERROR = "memory_save_failed_db_error"
 
 

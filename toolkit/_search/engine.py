@@ -206,6 +206,34 @@ def _candidates(
     return found
 
 
+def nearest(
+    session: Session,
+    visibility: Visibility,
+    query_vector: Sequence[float],
+    *,
+    memory_type: str | None = None,
+    limit: int,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
+) -> list[CandidateRow]:
+    """Nearest memories in scope, nearest first; ``score`` is the cosine distance.
+
+    Scopes of at most ``exact_max_rows`` memories are searched exactly. Larger ones use
+    pgvector's iterative index scan, which keeps walking the HNSW graph until enough rows
+    pass the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
+    """
+    return _candidates(
+        session,
+        visibility,
+        query_vector=query_vector,
+        terms=None,
+        memory_type=memory_type,
+        pool=limit,
+        exact_max_rows=exact_max_rows,
+        sizes=sizes,
+    )["vector"]
+
+
 def vector_candidates(
     session: Session,
     visibility: Visibility,
@@ -216,23 +244,17 @@ def vector_candidates(
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
 ) -> list[int]:
-    """Nearest memories in scope, nearest first.
-
-    Scopes of at most ``exact_max_rows`` memories are searched exactly. Larger ones use
-    pgvector's iterative index scan, which keeps walking the HNSW graph until enough rows
-    pass the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
-    """
-    found = _candidates(
+    """The ids of :func:`nearest`."""
+    rows = nearest(
         session,
         visibility,
-        query_vector=query_vector,
-        terms=None,
+        query_vector,
         memory_type=memory_type,
-        pool=limit,
+        limit=limit,
         exact_max_rows=exact_max_rows,
         sizes=sizes,
     )
-    return [row.id for row in found["vector"]]
+    return [row.id for row in rows]
 
 
 def text_candidates(
@@ -302,6 +324,7 @@ def rank_candidates(
     candidates: int | None = None,
     weights: FusionWeights | None = None,
     aids: SearchAids | None = None,
+    min_similarity: float | None = None,
 ) -> Ranking:
     """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
 
@@ -309,6 +332,10 @@ def rank_candidates(
     :meth:`Ranking.hits` reports them, :meth:`Ranking.best` gives the rows. ``aids`` (a
     store's ``search_aids``) remembers scope sizes and word statistics between searches:
     without them every search counts its scope and searches by every word.
+
+    ``min_similarity`` is the relevance floor: a memory found by vector alone must be at
+    least this similar to the query (cosine), so a query about nothing stored finds nothing
+    instead of the least unrelated memories. Text matches always count.
     """
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
@@ -326,6 +353,9 @@ def rank_candidates(
         sizes=aids.sizes if aids is not None else None,
     )
     vector_rows, text_rows = found["vector"], found["text"]
+    if min_similarity is not None:
+        # The relevance floor: a memory matching no query word must be this similar.
+        vector_rows = [row for row in vector_rows if 1.0 - row.score >= min_similarity]
     rows = {row.id: row for row in (*vector_rows, *text_rows)}
     by_vector = [row.id for row in vector_rows]
     by_text = [row.id for row in text_rows]

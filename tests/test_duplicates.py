@@ -1,0 +1,124 @@
+"""No duplicates on write: a memory that means the same as one in its scope is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.duplicates import DEFAULT_PAIRS as PAIRS
+from bench.duplicates import load_pairs, score
+from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._memory.sameness import conflict
+from kioku._tools.ltm import create_memory_tool
+from tests.helpers import World, make_world, table_counts
+
+
+@pytest.fixture(params=["sync", "async"])
+def world(store: KiokuStore, request: pytest.FixtureRequest) -> World:
+    return make_world(store, runner=request.param)
+
+
+def create(world: World, content: str, **args: Any) -> dict[str, Any]:
+    tool = create_long_term_memory_tool(world.store)
+    arguments = {"memory_content": content, "memory_scope": "server_wide", **args}
+    return world.run(tool, arguments, world.context()).result
+
+
+def test_the_same_fact_told_three_times_is_one_memory(world: World) -> None:
+    first = create(world, "Alice drinks jasmine tea every morning")
+    assert first["status"] == "memory_saved_successfully", first
+    again = create(world, "alice drinks jasmine tea every morning!")
+    assert again["status"] == "memory_save_failed_duplicate", again
+    assert again["memory_id"] == first["memory_id"]
+    assert f"ID:{first['memory_id']}" in again["reason"]
+    assert "update_long_term_memory" in again["reason"]
+    assert again["existing_content"] == "Alice drinks jasmine tea every morning"
+    exact = create(world, "Alice drinks jasmine tea every morning")
+    assert exact["status"] == "memory_saved_successfully" and exact["already_saved"] is True
+    assert table_counts(world.store)[0] == 1
+
+
+@pytest.mark.parametrize(
+    "different",
+    [
+        "Alice no longer drinks jasmine tea every morning",
+        "Alice drinks jasmine tea every evening",
+        "Bob drinks jasmine tea every morning",
+        "Alice's daughter drinks jasmine tea every morning",
+        "Alice drinks jasmine tea every morning at 7 before her shift at the hospital",
+    ],
+)
+def test_near_misses_are_saved(world: World, different: str) -> None:
+    assert create(world, "Alice drinks jasmine tea every morning")["status"] == (
+        "memory_saved_successfully"
+    )
+    saved = create(world, different)
+    assert saved["status"] == "memory_saved_successfully", saved
+    assert "already_saved" not in saved
+
+
+def test_scopes_are_compared_on_their_own(world: World) -> None:
+    server = create(world, "Alice drinks jasmine tea every morning")
+    personal = create(
+        world,
+        "alice drinks jasmine tea every morning.",
+        memory_scope="target_user",
+        target_user="Alice",
+    )
+    assert server["status"] == personal["status"] == "memory_saved_successfully", personal
+    assert server["memory_id"] != personal["memory_id"]
+
+
+def test_typed_memories_are_checked_too(world: World) -> None:
+    tool = create_memory_tool(world.store)
+    args = {"memory_type": "semantic", "memory_content": "Sencha is a steamed green tea"}
+    first = world.run(tool, args, world.context()).result
+    assert first["status"] == "memory_saved_successfully", first
+    args["memory_content"] = "sencha is a steamed green tea."
+    again = world.run(tool, args, world.context()).result
+    assert again["status"] == "memory_save_failed_duplicate", again
+    assert again["memory_id"] == first["memory_id"]
+
+
+def test_the_threshold_comes_from_settings(store: KiokuStore) -> None:
+    world = make_world(store)
+    create(world, "Alice drinks jasmine tea every morning")
+    repeat = "Alice drinks jasmine tea every single morning"
+    assert create(world, repeat)["status"] == "memory_save_failed_duplicate"
+    store.settings = store.settings.model_copy(update={"duplicate_similarity": 0.99})
+    assert create(world, repeat)["status"] == "memory_saved_successfully"
+
+
+def test_the_labelled_set_is_large_and_balanced() -> None:
+    pairs = load_pairs(PAIRS)
+    assert len(pairs) >= 200
+    kinds = {pair["kind"] for pair in pairs}
+    assert {"negation", "different_person", "different_value", "paraphrase"} <= kinds
+    assert 0.3 < sum(pair["duplicate"] for pair in pairs) / len(pairs) < 0.6
+
+
+def test_hashing_embedder_precision_on_the_labelled_set() -> None:
+    """The lexical embedder misses paraphrases, but what it refuses are repeats."""
+    result = score(EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384), load_pairs(PAIRS))
+    assert result.precision >= 0.95 and result.pairs >= 200
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "why"),
+    [
+        ("Liam likes tea", "Liam dislikes tea", "polarity"),
+        ("Liam smokes", "Liam no longer smokes", "polarity"),
+        ("Liam is 34", "Liam is 35", "numbers"),
+        ("Liam is 34", "Noah is 34", "names"),
+        ("Liam is a vet", "Liam's mum is a vet", "relations"),
+        ("Liam drinks coffee daily", "Liam drinks tea daily", "value"),
+        ("Liam plays guitar", "Liam plays guitar in a wedding band", "more"),
+        ("Liam's rent is $1,450", "Liam pays 1450 in rent", None),
+        ("Liam lives in Kraków", "Liam lives in Krakow, Poland", None),
+        ("Liam's mother lives nearby", "Liam's mom lives nearby", None),
+    ],
+)
+def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str | None) -> None:
+    assert conflict(first, second) == why

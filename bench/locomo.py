@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import time
 from collections import defaultdict
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select, text
+from sqlalchemy.orm import Session
 
 from bench.common import bench_data, bench_database, open_store
 from kioku import KiokuStore
+from kioku._calibration import calibration_for
 from kioku._db.models import Memory, Server
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
 from kioku._search.aids import SearchAids
@@ -131,6 +134,9 @@ def main() -> None:
     """Load every conversation into its own scope, then score both rankings."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, required=DEFAULT_DATA is None)
+    parser.add_argument(
+        "--floor", type=float, help="relevance floor (cosine) to try (default: calibrated)"
+    )
     add_answer_arguments(parser)
     args = parser.parse_args()
     if args.answer:
@@ -146,45 +152,28 @@ def main() -> None:
     from kioku._local_embeddings import MiniLMEmbeddings
 
     embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
+    floor = args.floor if args.floor is not None else calibration_for(embedder.model).relevant
     samples = json.loads(args.data.read_text())
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     started = time.perf_counter()
     with bench_database("kioku_bench_locomo") as url:
         store = open_store(url, embedder)
-        for sample in samples:
-            loaded = load_conversation(store, sample)
-            ids, scope, now = loaded.dia_ids, loaded.scope, loaded.now
-            known = set(ids.values())
+        loaded = [load_conversation(store, sample) for sample in samples]
+        for index, (sample, conversation) in enumerate(zip(samples, loaded, strict=True)):
+            other = loaded[(index + 1) % len(loaded)]
             for qa in sample["qa"]:
                 category = int(qa.get("category", 0))
-                evidence = evidence_ids(qa.get("evidence", []), known)
+                evidence = evidence_ids(qa.get("evidence", []), set(conversation.dia_ids.values()))
                 if category not in (1, 2, 3, 4) or not evidence:
                     continue
                 query_vector = embedder.embeddings.embed_query(qa["question"])
                 with store.sessions() as session:
-                    distance = Memory.embedding.cosine_distance(query_vector)
-                    cosine = [
-                        ids[i]
-                        for i in session.scalars(
-                            select(Memory.id)
-                            .where(scope.condition())
-                            .order_by(distance + 0)
-                            .limit(10)
-                        )
-                    ]
-                    hybrid = [
-                        ids[h.id]
-                        for h in rank_candidates(
-                            session,
-                            scope,
-                            qa["question"],
-                            query_vector,
-                            now=now,
-                            limit=10,
-                            aids=store.search_aids,
-                        ).hits()
-                    ]
-                for name, ranked in (("cosine", cosine), ("hybrid", hybrid)):
+                    rankings = _rankings(
+                        session, store, conversation, qa["question"], query_vector, floor
+                    )
+                    elsewhere = _hybrid(session, store, other, qa["question"], query_vector, floor)
+                results["floor"]["nothing@other"].append(float(not elsewhere))
+                for name, ranked in rankings.items():
                     for k in (5, 10):
                         share = len(set(ranked[:k]) & set(evidence)) / len(evidence)
                         results[name][f"recall@{k}"].append(share)
@@ -193,14 +182,64 @@ def main() -> None:
         store.close()
     print(
         f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
-        f"{time.perf_counter() - started:.0f} s"
+        f"{time.perf_counter() - started:.0f} s, relevance floor {floor:.2f} (cosine), "
+        f"load {os.getloadavg()[0]:.2f}"
     )
     keys = ["recall@5", "recall@10", "hit@10"] + [f"recall@10/cat{c}" for c in (1, 2, 3, 4)]
-    print(f"{'metric':<18} {'cosine':>8} {'hybrid':>8} {'diff':>8}")
+    print(f"{'metric':<18} {'cosine':>8} {'hybrid':>8} {'+floor':>8} {'diff':>8}")
     for key in keys:
-        a = sum(results["cosine"][key]) / len(results["cosine"][key])
-        b = sum(results["hybrid"][key]) / len(results["hybrid"][key])
-        print(f"{key:<18} {a:8.3f} {b:8.3f} {b - a:+8.3f}")
+        a, b, c = (
+            sum(results[name][key]) / len(results[name][key])
+            for name in ("cosine", "hybrid", "floor")
+        )
+        print(f"{key:<18} {a:8.3f} {b:8.3f} {c:8.3f} {b - a:+8.3f}")
+    nothing = results["floor"]["nothing@other"]
+    print(
+        f"nothing relevant: questions searched in another conversation's scope that find "
+        f"nothing, with the floor: {sum(nothing) / len(nothing):.3f}"
+    )
+
+
+def _hybrid(
+    session: Session,
+    store: KiokuStore,
+    conversation: LoadedConversation,
+    question: str,
+    vector: list[float],
+    floor: float | None,
+) -> list[str]:
+    """Kioku's hybrid ranking (top 10) of ``conversation``'s scope, as ``dia_id``s."""
+    hits = rank_candidates(
+        session,
+        conversation.scope,
+        question,
+        vector,
+        now=conversation.now,
+        limit=10,
+        aids=store.search_aids,
+        min_similarity=floor,
+    ).hits()
+    return [conversation.dia_ids[hit.id] for hit in hits]
+
+
+def _rankings(
+    session: Session,
+    store: KiokuStore,
+    conversation: LoadedConversation,
+    question: str,
+    vector: list[float],
+    floor: float,
+) -> dict[str, list[str]]:
+    """Plain cosine, hybrid, and hybrid with the relevance floor: top 10 ``dia_id``s each."""
+    distance = Memory.embedding.cosine_distance(vector)
+    cosine = session.scalars(
+        select(Memory.id).where(conversation.scope.condition()).order_by(distance + 0).limit(10)
+    )
+    return {
+        "cosine": [conversation.dia_ids[i] for i in cosine],
+        "hybrid": _hybrid(session, store, conversation, question, vector, None),
+        "floor": _hybrid(session, store, conversation, question, vector, floor),
+    }
 
 
 if __name__ == "__main__":

@@ -88,3 +88,31 @@ def test_small_scopes_have_no_common_words() -> None:
     """In a scope of a few memories every word is in a large share, yet none is dropped."""
     shares = combined_shares([(5, {"alic": 5, "tea": 3})])
     assert shares == {}
+
+
+def test_a_query_about_nothing_stored_finds_nothing(store: KiokuStore) -> None:
+    """The relevance floor: no top k of unrelated memories."""
+    from kioku._tools.search import search_long_term_memory
+    from tests.helpers import create_memory, make_world
+
+    world = make_world(store)
+    for content in (
+        "Alice prefers short answers",
+        "Alice drinks oolong tea in the afternoon",
+        "Bob is learning the cello",
+    ):
+        create_memory(world, {"memory_content": content, "memory_scope": "server_wide"})
+    found, _ = search_long_term_memory(
+        store, world.context(), {"query": "zebra quantum chromodynamics"}
+    )
+    assert found["status"] == "no_memories_found", found
+    found, _ = search_long_term_memory(
+        store, world.context(), {"query": "what tea does Alice drink"}
+    )
+    assert found["status"] == "memories_found"
+    assert "oolong" in found["memories"][0]
+    store.settings = store.settings.model_copy(update={"relevance_similarity": -1.0})
+    found, _ = search_long_term_memory(
+        store, world.context(), {"query": "zebra quantum chromodynamics"}
+    )
+    assert found["status"] == "memories_found"  # the floor turned off

@@ -24,13 +24,20 @@ class Calibration:
 
 CALIBRATIONS: dict[str, Calibration] = {
     "hashing": Calibration(duplicate=0.75, relevant=0.30),
-    "local:all-MiniLM-L6-v2": Calibration(duplicate=0.78, relevant=0.35),
+    "local:all-MiniLM-L6-v2": Calibration(duplicate=0.78, relevant=0.45),
     # Not measurable on this project's machines (no network): values from the model's
     # usual similarity range, to be checked against your own data.
     "openai:text-embedding-3-small": Calibration(duplicate=0.80, relevant=0.30),
 }
 GENERIC = Calibration(duplicate=0.85, relevant=0.30)
 """For an embedder kioku has not measured."""
+
+
+def relevance_floor(model: str, setting: float | None) -> float | None:
+    """The search's minimum cosine similarity: ``setting`` (``-1``: none) or calibrated."""
+    if setting is None:
+        return calibration_for(model).relevant
+    return None if setting <= -1.0 else setting
 
 
 def calibration_for(model: str) -> Calibration:

@@ -48,6 +48,8 @@ def user_space(user_id: str) -> str:
     each other's. The model may save memories there until settings are stored for it.
     """
     return USER_SPACE_PREFIX + user_id
+
+
 DEFAULT_BOT_USER_ID = "kioku"
 """The assistant's own user id in :meth:`TurnContext.for_user` contexts."""
 

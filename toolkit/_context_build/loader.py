@@ -19,6 +19,7 @@ from kioku._accounts import (
     settings_params,
 )
 from kioku._awaiting import embed_query
+from kioku._calibration import relevance_floor
 from kioku._context import TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._memory.repository import (
@@ -188,5 +189,6 @@ def rank_by_relevance(
         limit=count,
         candidates=count,
         aids=store.search_aids,
+        min_similarity=relevance_floor(store.embedder.model, store.settings.relevance_similarity),
     )
     return ranking.best(count)

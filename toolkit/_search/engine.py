@@ -142,7 +142,8 @@ def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
 class CandidateRow(NamedTuple):
     """One candidate memory as the search statement returns it.
 
-    ``DETAIL_COLUMNS``, then ``score`` (a distance or a text rank) and ``source``.
+    ``DETAIL_COLUMNS``, then ``score`` (a distance or a text rank), ``source`` and, for
+    text candidates, ``matched``: the share of the query's words the memory holds.
     """
 
     id: int
@@ -158,9 +159,10 @@ class CandidateRow(NamedTuple):
     updated_at: datetime
     score: float
     source: str
+    matched: float | None
 
 
-assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source")
+assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source", "matched")
 
 
 def _candidates(
@@ -311,6 +313,11 @@ class Ranking:
         ]
 
 
+MIN_MATCHED_SHARE = 0.5
+"""With a relevance floor, a text match counts when it holds this share of the query's
+words (the scope's common words left out)."""
+
+
 def rank_candidates(
     session: Session,
     visibility: Visibility,
@@ -325,6 +332,7 @@ def rank_candidates(
     weights: FusionWeights | None = None,
     aids: SearchAids | None = None,
     min_similarity: float | None = None,
+    min_matched: float = MIN_MATCHED_SHARE,
 ) -> Ranking:
     """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
 
@@ -353,9 +361,13 @@ def rank_candidates(
         sizes=aids.sizes if aids is not None else None,
     )
     vector_rows, text_rows = found["vector"], found["text"]
-    if min_similarity is not None:
-        # The relevance floor: a memory matching no query word must be this similar.
-        vector_rows = [row for row in vector_rows if 1.0 - row.score >= min_similarity]
+    if min_similarity is not None and not (
+        any(1.0 - row.score >= min_similarity for row in vector_rows)
+        or any((row.matched or 0.0) >= min_matched for row in text_rows)
+    ):
+        # The relevance floor: when no memory is this similar to the query, nor holds
+        # enough of its words, nothing stored is about it.
+        vector_rows, text_rows = [], []
     rows = {row.id: row for row in (*vector_rows, *text_rows)}
     by_vector = [row.id for row in vector_rows]
     by_text = [row.id for row in text_rows]

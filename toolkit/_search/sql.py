@@ -104,24 +104,33 @@ def _vector_hits(shape: SearchShape) -> str:
     if shape.vector == "hnsw":
         # One filtered index scan; pgvector's iterative scan fills the limit.
         return (
-            f"SELECT id, {_DISTANCE} AS score FROM memories "
+            f"SELECT id, {_DISTANCE} AS score, NULL::float8 AS matched FROM memories "
             f"WHERE {_any_part(shape)} AND embedding IS NOT NULL "
             f"ORDER BY {_DISTANCE} LIMIT :pool"
         )
     # Exact: each scope kind from its covering index. The distance is computed once, in
     # a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.
     per_part = [
-        f"(SELECT id, score FROM (SELECT id, {_DISTANCE} AS score FROM memories "
+        "(SELECT id, score, NULL::float8 AS matched FROM "
+        f"(SELECT id, {_DISTANCE} AS score FROM memories "
         f"WHERE {part} AND embedding IS NOT NULL OFFSET 0) AS scored "
         "ORDER BY score, id LIMIT :pool)"
         for part in _parts(shape)
-    ] or ["(SELECT NULL::bigint AS id, NULL::float8 AS score WHERE false)"]
-    return f"SELECT id, score FROM ({' UNION ALL '.join(per_part)}) AS nearest"
+    ] or ["(SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::float8 AS matched WHERE false)"]
+    return f"SELECT id, score, matched FROM ({' UNION ALL '.join(per_part)}) AS nearest"
+
+
+_MATCHED_SHARE = (
+    "(SELECT count(*) FILTER (WHERE word = ANY(tsvector_to_array(search_vector)))::float8 "
+    "/ greatest(count(*), 1) FROM unnest(tsvector_to_array("
+    "to_tsvector('english', replace(:terms, '|', ' ')))) AS word)"
+)
+"""Share of the query's words (stemmed, as the text search sees them) a memory holds."""
 
 
 def _text_hits(shape: SearchShape) -> str:
     return (
-        "SELECT id, ts_rank_cd(search_vector, query) AS score "
+        f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched "
         "FROM memories, to_tsquery('english', :terms) AS query "
         f"WHERE {_any_part(shape)} AND search_vector @@ query "
         "ORDER BY score DESC, id LIMIT :pool"
@@ -138,9 +147,12 @@ def candidates_sql(shape: SearchShape) -> str:
     if shape.text:
         searches.append(("text", _text_hits(shape)))
     if not searches:
-        return f"SELECT {details}, 0.0 AS score, '' AS source FROM memories AS m WHERE false"
+        return (
+            f"SELECT {details}, 0.0 AS score, '' AS source, NULL::float8 AS matched "
+            "FROM memories AS m WHERE false"
+        )
     return " UNION ALL ".join(
-        f"(SELECT {details}, hits.score::float8 AS score, '{name}' AS source "
+        f"(SELECT {details}, hits.score::float8 AS score, '{name}' AS source, hits.matched "
         f"FROM ({sql}) AS hits JOIN memories AS m ON m.id = hits.id)"
         for name, sql in searches
     )

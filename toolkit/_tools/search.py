@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
 from kioku._awaiting import embed_query
+from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
@@ -169,6 +170,9 @@ def search_long_term_memory(
                 min_importance=parsed.min_importance,
                 limit=parsed.limit,
                 aids=store.search_aids,
+                min_similarity=relevance_floor(
+                    store.embedder.model, store.settings.relevance_similarity
+                ),
             ).hits()
     except StorageError as exc:
         return {
@@ -180,7 +184,7 @@ def search_long_term_memory(
         return {"status": SearchStatus.INTERNAL_ERROR, "reason": "An internal error occurred."}, []
     store.access.record(hit.id for hit in hits)
     if not hits:
-        return {"status": SearchStatus.NONE, "reason": "Nothing in memory matches that query."}, []
+        return {"status": SearchStatus.NONE, "reason": "Nothing in memory is about that query."}, []
     return (
         {"status": SearchStatus.FOUND, "memories": [render_hit(h, context) for h in hits]},
         [h.to_artifact() for h in hits],

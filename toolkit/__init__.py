@@ -17,6 +17,10 @@ from kioku._lazy import lazy_exports
 if TYPE_CHECKING:
     from kioku._accounts import ServerSettings
     from kioku._config import KiokuSettings, load_settings
+    from kioku._consolidation.plan import ConsolidationPlan
+    from kioku._consolidation.prompt import CONSOLIDATION_PROMPT
+    from kioku._consolidation.report import ConsolidationReport
+    from kioku._consolidation.scope import consolidation_context
     from kioku._context import (
         DEFAULT_PERSONA,
         AppContext,
@@ -61,7 +65,10 @@ if TYPE_CHECKING:
 __all__ = [
     "AppContext",
     "BuiltContext",
+    "CONSOLIDATION_PROMPT",
     "ConfigurationError",
+    "ConsolidationPlan",
+    "ConsolidationReport",
     "ContextBudgets",
     "ContextBuilder",
     "ContextItem",
@@ -100,6 +107,7 @@ __all__ = [
     "arun_tool_call",
     "build_graph",
     "build_server",
+    "consolidation_context",
     "create_long_term_memory_tool",
     "create_memory_tool",
     "load_settings",
@@ -169,6 +177,10 @@ _LAZY: dict[str, str] = {
     "EmbedderSpec": "kioku._embeddings",
     "HashingEmbeddings": "kioku._embeddings",
     "ContextItem": "kioku._context_build.items",
+    "CONSOLIDATION_PROMPT": "kioku._consolidation.prompt",
+    "ConsolidationPlan": "kioku._consolidation.plan",
+    "ConsolidationReport": "kioku._consolidation.report",
+    "consolidation_context": "kioku._consolidation.scope",
 }
 
 

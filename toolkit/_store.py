@@ -43,6 +43,10 @@ from kioku._search.access import AccessRecorder
 from kioku._search.aids import SearchAids
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from kioku._consolidation.report import ConsolidationReport
+    from kioku._context import TurnContext
     from kioku._db.models import MemoryHistory
     from kioku._erasure import ErasureReceipt
     from kioku._stm.store import ShortTermMemory
@@ -336,6 +340,41 @@ class KiokuStore:
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
         """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""
         return self.memory_window(scope).records
+
+    def consolidate(
+        self,
+        scope: CacheKey,
+        model: BaseChatModel,
+        *,
+        apply: bool = False,
+        context: TurnContext | None = None,
+    ) -> ConsolidationReport:
+        """Ask ``model`` once which memories of ``scope`` to merge or retire; apply if asked.
+
+        The model sees the scope's newest memories (up to ``MEMORY_WINDOW``) as
+        ``ID:N text`` data lines under ``kioku.CONSOLIDATION_PROMPT`` and answers with JSON
+        merges and supersessions. Ids it was not shown, ids used twice and over-long text
+        are refused (listed in the plan's ``rejected``); a reply that is not JSON gives an
+        empty plan with an ``error``. A dry run (the default) changes nothing. ``apply=True``
+        carries the plan out through ``update_long_term_memory``'s flow, change by change,
+        so scope checks, privacy, limits, history and notices apply as to a tool call.
+
+        Args:
+            scope: a :class:`ServerScope` or :class:`PersonalScope`.
+            model: any LangChain chat model; its errors propagate (nothing is changed).
+            apply: carry the plan out.
+            context: the turn context to write with (default:
+                ``kioku.consolidation_context(store, scope)``); it must address ``scope``.
+
+        Returns:
+            A :class:`~kioku.ConsolidationReport`: the plan, and each change's status.
+
+        Raises:
+            ConfigurationError: ``context`` addresses other memories than ``scope``.
+        """
+        from kioku._consolidation.run import consolidate
+
+        return consolidate(self, scope, model, apply=apply, context=context)
 
     def applied_update(self, scope: CacheKey, change: ContentChange) -> None:
         """After ``change`` committed: apply it to ``scope``'s cached window, or drop it.

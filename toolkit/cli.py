@@ -219,6 +219,27 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("on", "off"),
         help="let the model (and writable MCP clients) write long-term memories there, or not",
     )
+    consolidate = sub.add_parser(
+        "consolidate",
+        help="ask the chat model to merge duplicate and retire contradicted memories (a dry "
+        "run unless --apply)",
+    )
+    consolidate.add_argument(
+        "--server", required=True, help="the server whose memories are consolidated"
+    )
+    consolidate.add_argument(
+        "--persona",
+        help="the persona whose lineage's memories are consolidated (default: the server's "
+        "only one)",
+    )
+    consolidate.add_argument(
+        "--user", help="consolidate this user's personal memories instead (their user id)"
+    )
+    consolidate.add_argument(
+        "--apply",
+        action="store_true",
+        help="carry the plan out (through the update tool's flow); without it nothing changes",
+    )
     sub.add_parser("setup", help="create or upgrade the database schema")
     sub.add_parser(
         "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
@@ -269,6 +290,13 @@ def main(argv: list[str] | None = None) -> int:
                 "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
             )
             return 2
+    if args.command == "consolidate":
+        from kioku._consolidation.command import consolidation_model
+
+        try:
+            model = consolidation_model()
+        except ConfigurationError as exc:
+            return _failed(console, exc)
     if args.command == "bench":
         return _bench(console, quick=args.quick)
     try:
@@ -307,6 +335,19 @@ def _run_command(
         console.print_json(_server_settings(store, args.server_id, args.self_teaching))
     elif args.command == "mcp":
         _serve_mcp(store, args)
+    elif args.command == "consolidate":
+        from kioku._consolidation.command import run_consolidate
+
+        assert model is not None
+        run_consolidate(
+            store,
+            model,
+            console,
+            server_id=args.server,
+            persona_name=args.persona,
+            user_id=args.user,
+            apply=args.apply,
+        )
     elif args.command == "chat":
         from kioku._chat import run_chat
 

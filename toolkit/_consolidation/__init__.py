@@ -1,0 +1,1 @@
+"""Opt-in memory consolidation: one model pass proposing merges and supersessions."""

@@ -1,0 +1,170 @@
+"""A consolidation pass: read a scope, ask the model once, and apply the plan if asked.
+
+Applying goes through ``update_long_term_memory``'s own flow, change by change (an update
+with the merged text, a delete as an update with empty content), so its scope checks,
+privacy rules, length limit, history rows, cache invalidation and notices all apply.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+
+from kioku._accounts import AccountRepository
+from kioku._consolidation.plan import ActionKind, ConsolidationPlan, parse_plan
+from kioku._consolidation.prompt import consolidation_messages
+from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationReport
+from kioku._consolidation.scope import consolidation_context
+from kioku._context import TurnContext
+from kioku._errors import ConfigurationError
+from kioku._memory.repository import PersonalScope, ServerScope
+from kioku._memory.results import ToolResult
+from kioku._memory.statuses import UpdateStatus
+from kioku._memory.update import update_long_term_memory
+from kioku._reach import reach_of
+from kioku._store import KiokuStore
+
+logger = logging.getLogger(__name__)
+
+MIN_MEMORIES = 2
+"""Fewer memories than this are not sent to the model: there is nothing to consolidate."""
+
+
+def consolidate(
+    store: KiokuStore,
+    scope: ServerScope | PersonalScope,
+    model: BaseChatModel,
+    *,
+    apply: bool = False,
+    context: TurnContext | None = None,
+) -> ConsolidationReport:
+    """Run one consolidation pass over ``scope`` (see :meth:`KiokuStore.consolidate`)."""
+    context = context or consolidation_context(store, scope)
+    check_context(scope, context)
+    description = describe(scope, context)
+    window = store.memory_window(scope)
+    refusal = _privacy_refusal(store, scope, context)
+    if refusal is not None:
+        plan = ConsolidationPlan(error=refusal)
+        return ConsolidationReport(scope, description, (), window.total, plan, None, apply)
+    shown = tuple(record.id for record in window.records)
+    if len(shown) < MIN_MEMORIES:
+        return ConsolidationReport(
+            scope, description, shown, window.total, ConsolidationPlan(), None, apply
+        )
+    max_length = store.settings.max_memory_length
+    messages = consolidation_messages(
+        window.records, scope_description=description, max_length=max_length
+    )
+    reply = model.invoke(messages).text
+    plan = parse_plan(reply, shown, max_length=max_length)
+    outcomes = apply_plan(store, scope, context, plan) if apply else ()
+    return ConsolidationReport(
+        scope, description, shown, window.total, plan, reply, apply, outcomes
+    )
+
+
+def check_context(scope: ServerScope | PersonalScope, context: TurnContext) -> None:
+    """Refuse a context whose turn would address other memories than ``scope``.
+
+    Raises:
+        ConfigurationError: the context's server (or user) or lineage is not the scope's.
+    """
+    if context.persona.lineage_id != scope.lineage_id:
+        raise ConfigurationError(
+            f"the context's persona lineage is {context.persona.lineage_id}, the scope's "
+            f"{scope.lineage_id}"
+        )
+    if isinstance(scope, ServerScope) and context.memory_server_key != scope.server_id:
+        raise ConfigurationError(
+            f"the context addresses the memories of {context.memory_server_key!r}, the scope "
+            f"is {scope.server_id!r}"
+        )
+    if isinstance(scope, PersonalScope) and context.user.user_id != scope.user_id:
+        raise ConfigurationError(
+            f"a personal scope is consolidated as its owner's turn: the context's user is "
+            f"{context.user.user_id!r}, the scope's {scope.user_id!r}"
+        )
+
+
+def describe(scope: ServerScope | PersonalScope, context: TurnContext) -> str:
+    """The scope in words, for the model and the report."""
+    persona = f"persona {context.persona.name}"
+    if isinstance(scope, PersonalScope):
+        return f"the personal memories of {context.user.display_name}, {{user}} in them ({persona})"
+    if context.is_dm:
+        return f"the memories of the direct-message conversation {context.channel_id} ({persona})"
+    place = context.server_name or context.server_id
+    return f"the server-wide memories of {place} ({persona})"
+
+
+def _privacy_refusal(
+    store: KiokuStore, scope: ServerScope | PersonalScope, context: TurnContext
+) -> str | None:
+    """Why a personal scope's memories may not be shown to a model, or ``None``.
+
+    The rule of every turn: personal memories are shown only for ``MINIMAL`` people where
+    the server has personal memories on (:func:`reach_of`).
+    """
+    if not isinstance(scope, PersonalScope):
+        return None
+    with store.sessions() as session:
+        settings = AccountRepository(session).settings_for(context)
+    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+    if reach.shows_personal(scope.user_id):
+        return None
+    return (
+        f"{context.user.display_name}'s personal memories are not shown to models here "
+        "(their privacy level, or personal memories are off on the server); nothing was sent"
+    )
+
+
+def apply_plan(
+    store: KiokuStore,
+    scope: ServerScope | PersonalScope,
+    context: TurnContext,
+    plan: ConsolidationPlan,
+) -> tuple[ChangeOutcome, ...]:
+    """Carry out ``plan`` through the update flow, one change (one transaction) at a time.
+
+    A merge first updates its kept memory (when it has new text) and removes the others
+    only if that succeeded; a supersession removes the outdated memories. Each change is
+    checked by the flow against the context's scope, so an id outside it changes nothing.
+    """
+    check_context(scope, context)
+    owner = {"target_user": context.user.display_name} if isinstance(scope, PersonalScope) else {}
+    outcomes: list[ChangeOutcome] = []
+
+    def change(kind: ActionKind, index: int, memory_id: int, content: str) -> ChangeOutcome:
+        arguments = {"memory_id": memory_id, "memory_content": content, **owner}
+        result = _run_update(store, context, arguments)
+        made: Literal["update", "delete"] = "update" if content else "delete"
+        return ChangeOutcome(kind, index, memory_id, made, result.status, result.reason)
+
+    for index, merge in enumerate(plan.merges, 1):
+        if merge.content is not None:
+            kept = change("merge", index, merge.keep, merge.content)
+            outcomes.append(kept)
+            if not kept.applied:
+                reason = f"ID:{merge.keep} could not be updated, so nothing was removed"
+                outcomes.extend(
+                    ChangeOutcome("merge", index, i, "delete", SKIPPED, reason)
+                    for i in merge.remove
+                )
+                continue
+        outcomes.extend(change("merge", index, i, "") for i in merge.remove)
+    for index, supersession in enumerate(plan.supersessions, 1):
+        outcomes.extend(change("supersession", index, i, "") for i in supersession.remove)
+    return tuple(outcomes)
+
+
+def _run_update(store: KiokuStore, context: TurnContext, arguments: dict[str, Any]) -> ToolResult:
+    """One ``update_long_term_memory`` call, its session opened as the tool opens it."""
+    try:
+        with store.sessions() as session:
+            return update_long_term_memory(session, store, context, arguments)
+    except Exception:
+        logger.exception("kioku: a consolidation change failed while opening its session")
+        return ToolResult(UpdateStatus.INTERNAL_ERROR, "An internal error occurred.")

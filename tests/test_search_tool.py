@@ -91,7 +91,7 @@ def test_private_people_and_disabled_personal_memories_are_excluded(world: World
     assert "u-alice" not in {a["user_id"] for a in artifact}
     with world.store.accounts() as accounts:
         accounts.upsert_server("srv-a", personal_memories_enabled=False)
-    _, artifact = search(world, {"query": "teapots", "limit": 20})
+    _, artifact = search(world, {"query": "teapots or jasmine tea", "limit": 20})
     assert {a["scope"] for a in artifact} == {"server"}
 
 

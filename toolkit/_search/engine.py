@@ -341,9 +341,11 @@ def rank_candidates(
     store's ``search_aids``) remembers scope sizes and word statistics between searches:
     without them every search counts its scope and searches by every word.
 
-    ``min_similarity`` is the relevance floor: a memory found by vector alone must be at
-    least this similar to the query (cosine), so a query about nothing stored finds nothing
-    instead of the least unrelated memories. Text matches always count.
+    ``min_similarity`` is the relevance floor: unless some memory is at least this similar
+    to the query (cosine), a query about nothing stored finds nothing instead of the least
+    unrelated memories; a memory holding ``min_matched`` of the
+    query's words lifts the floor too. When there is nothing to compare vectors with (no
+    query vector, no embedded memory), any text match counts.
     """
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
@@ -361,9 +363,13 @@ def rank_candidates(
         sizes=aids.sizes if aids is not None else None,
     )
     vector_rows, text_rows = found["vector"], found["text"]
-    if min_similarity is not None and not (
-        any(1.0 - row.score >= min_similarity for row in vector_rows)
-        or any((row.matched or 0.0) >= min_matched for row in text_rows)
+    if (
+        min_similarity is not None
+        and vector_rows  # without vectors to compare, any text match counts
+        and not (
+            any(1.0 - row.score >= min_similarity for row in vector_rows)
+            or any((row.matched or 0.0) >= min_matched for row in text_rows)
+        )
     ):
         # The relevance floor: when no memory is this similar to the query, nor holds
         # enough of its words, nothing stored is about it.

@@ -26,7 +26,7 @@ from bench.common import bench_data, bench_database, open_store
 from kioku import KiokuStore
 from kioku._calibration import calibration_for
 from kioku._db.models import Memory, Server
-from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
+from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
@@ -137,6 +137,12 @@ def main() -> None:
     parser.add_argument(
         "--floor", type=float, help="relevance floor (cosine) to try (default: calibrated)"
     )
+    parser.add_argument(
+        "--embedder",
+        choices=("local", "hashing"),
+        default="local",
+        help="all-MiniLM-L6-v2 (default; needs .[local]) or the lexical hashing embedder",
+    )
     add_answer_arguments(parser)
     args = parser.parse_args()
     if args.answer:
@@ -149,9 +155,7 @@ def main() -> None:
         )
     if args.judge or args.limit is not None or args.json is not None or args.top_k != TOP_K:
         parser.error("--judge, --top-k, --limit and --json go with --answer")
-    from kioku._local_embeddings import MiniLMEmbeddings
-
-    embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
+    embedder = _embedder(args.embedder)
     floor = args.floor if args.floor is not None else calibration_for(embedder.model).relevant
     samples = json.loads(args.data.read_text())
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -182,7 +186,8 @@ def main() -> None:
         store.close()
     print(
         f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
-        f"{time.perf_counter() - started:.0f} s, relevance floor {floor:.2f} (cosine), "
+        f"{time.perf_counter() - started:.0f} s, {embedder.model}, "
+        f"relevance floor {floor:.2f} (cosine), "
         f"load {os.getloadavg()[0]:.2f}"
     )
     keys = ["recall@5", "recall@10", "hit@10"] + [f"recall@10/cat{c}" for c in (1, 2, 3, 4)]
@@ -198,6 +203,15 @@ def main() -> None:
         f"nothing relevant: questions searched in another conversation's scope that find "
         f"nothing, with the floor: {sum(nothing) / len(nothing):.3f}"
     )
+
+
+def _embedder(kind: str) -> EmbedderSpec:
+    """The embedder both columns use."""
+    if kind == "hashing":
+        return EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)
+    from kioku._local_embeddings import MiniLMEmbeddings
+
+    return EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
 
 
 def _hybrid(

@@ -35,6 +35,9 @@ def _caller_settings_ignored() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for name in SETTING_VARIABLES:
             patch.delenv(name, raising=False)
+        # The default embedder depends on what is installed; tests pin the deterministic one
+        # (tests of the choice itself set their own).
+        patch.setenv("KIOKU_EMBEDDINGS", "hashing")
         yield
 
 

@@ -55,7 +55,7 @@ def process_env(database_url: str, **settings: str) -> dict[str, str]:
         for name, value in os.environ.items()
         if name not in SETTING_VARIABLES and not name.startswith(("KIOKU_", "OPENAI_"))
     }
-    return env | {"KIOKU_DATABASE_URL": database_url, **settings}
+    return env | {"KIOKU_DATABASE_URL": database_url, "KIOKU_EMBEDDINGS": "hashing", **settings}
 
 
 @dataclass

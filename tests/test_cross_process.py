@@ -20,6 +20,7 @@ from tests.helpers import World, create_memory, make_world, update_memory
 class Worker:
     def __init__(self, database_url: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+        env["KIOKU_EMBEDDINGS"] = "hashing"  # what the parent process uses
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.process_worker", database_url],
             stdin=subprocess.PIPE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import struct
+import threading
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -142,3 +143,28 @@ def test_short_halfvec_text_stores_the_same_halves(engine: Engine) -> None:
                 {"short": halfvec_text(vector), "full": full},
             ).scalar_one()
             assert same, vector
+
+
+def test_auto_picks_openai_then_local_then_hashing_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kioku import _embeddings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert _embeddings.auto_choice() == "openai"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setattr(_embeddings, "local_embedder_installed", lambda: True)
+    assert _embeddings.auto_choice() == "local"
+    monkeypatch.setattr(_embeddings, "local_embedder_installed", lambda: False)
+    monkeypatch.setattr(_embeddings, "_warned", threading.Event())
+    with caplog.at_level("WARNING", logger="kioku"):
+        spec = embedder_from_settings(KiokuSettings(embeddings="auto"))
+        embedder_from_settings(KiokuSettings(embeddings="auto"))
+    assert spec.model == "hashing-384"
+    warnings = [r for r in caplog.records if "search is lexical" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_auto_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KIOKU_EMBEDDINGS")
+    assert KiokuSettings().embeddings == "auto"

@@ -156,7 +156,11 @@ def test_async_twin_and_cli_erase(store: KiokuStore, database_url: str, tmp_path
     assert receipt.memories_deleted == 1
     assert "BOB-OOLONG" not in everything_text(store)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
-    env |= {"KIOKU_DATABASE_URL": database_url, "KIOKU_DATA_DIR": str(tmp_path)}
+    env |= {
+        "KIOKU_DATABASE_URL": database_url,
+        "KIOKU_DATA_DIR": str(tmp_path),
+        "KIOKU_EMBEDDINGS": "hashing",
+    }
 
     def kioku(*args: str) -> dict[str, Any]:
         done = subprocess.run(

@@ -172,6 +172,7 @@ def test_langgraph_dev_serves_the_graph_offline_and_stops_its_database(
     port = _free_port()
     with server_directory() as data_dir:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+        env["KIOKU_EMBEDDINGS"] = "hashing"
         env.update(
             KIOKU_DATA_DIR=str(data_dir),
             LANGGRAPH_CLI_NO_ANALYTICS="1",
@@ -260,6 +261,7 @@ def test_every_command_and_flag_has_help() -> None:
 
 def _kioku(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("KIOKU_", "OPENAI_"))}
+    environment["KIOKU_EMBEDDINGS"] = "hashing"
     environment.update(env)
     return subprocess.run(
         [sys.executable, "-m", "kioku.cli", *args],

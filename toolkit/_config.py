@@ -155,9 +155,11 @@ class KiokuSettings(BaseSettings):
     turns the timer off (run ``kioku sweep`` yourself then)."""
 
     embeddings: str = Field(
-        default="hashing", validation_alias=AliasChoices("KIOKU_EMBEDDINGS", "embeddings")
+        default="auto", validation_alias=AliasChoices("KIOKU_EMBEDDINGS", "embeddings")
     )
-    """Embedder: ``hashing`` (default, deterministic), ``openai`` or ``local`` (MiniLM)."""
+    """Embedder: ``auto`` (default: ``openai`` with ``OPENAI_API_KEY``, else ``local`` when
+    installed, else ``hashing`` with a warning), ``hashing`` (deterministic, lexical),
+    ``openai`` or ``local`` (MiniLM)."""
 
     embedding_dimension: int = Field(
         default=384,

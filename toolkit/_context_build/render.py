@@ -23,6 +23,7 @@ from kioku._context_build.tokens import TokenCounter
 from kioku._memory.rendering import DATA_NOTICE, server_memories_header
 from kioku._memory.repository import MemoryRecord
 from kioku._memory.text import as_data, quoted_data
+from kioku._memory.when import when_label
 from kioku._stm.model import StmEntry
 
 RECENT_MESSAGES_SHOWN = 5
@@ -58,7 +59,7 @@ class Names:
         default_factory=dict, init=False, repr=False, compare=False
     )
     """Texts rendered with these names (a stage may render its memories twice)."""
-    _memory_lines: dict[tuple[int, str, str], tuple[str, int]] = field(
+    _memory_lines: dict[tuple[int, str, str, str], tuple[str, int]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     """``ID:N`` lines and their token counts, kept while these names are reused."""
@@ -97,15 +98,16 @@ class Names:
         return line
 
     def memory_line(
-        self, memory: MemoryRecord, user_name: str, counter: TokenCounter
+        self, memory: MemoryRecord, user_name: str, counter: TokenCounter, now: datetime
     ) -> tuple[str, int]:
-        """``ID:N text`` of ``memory`` and its tokens (``counter`` must not vary)."""
-        key = (memory.id, memory.content, user_name)
+        """``ID:N (when) text`` of ``memory`` and its tokens (``counter`` must not vary)."""
+        when = when_label(memory.happened_at, now)
+        key = (memory.id, memory.content, user_name, when)
         found = self._memory_lines.get(key)
         if found is None:
             if len(self._memory_lines) >= self.MAX_CACHED:
                 self._memory_lines.clear()
-            text = f"ID:{memory.id} {self.text(memory.content, user_name=user_name)}"
+            text = f"ID:{memory.id} ({when}) {self.text(memory.content, user_name=user_name)}"
             found = self._memory_lines[key] = (text, counter(text))
         return found
 
@@ -168,12 +170,12 @@ def merge_lines(lines: Sequence[MemoryLine], more: Sequence[MemoryLine]) -> list
 
 
 def server_memory_lines(
-    memories: Sequence[MemoryRecord], names: Names, counter: TokenCounter
+    memories: Sequence[MemoryRecord], names: Names, counter: TokenCounter, now: datetime
 ) -> list[MemoryLine]:
     """Server memories as lines, newest first: rendered once per build, ranked as needed."""
     lines = []
     for m in memories:
-        text, tokens = names.memory_line(m, "User", counter)
+        text, tokens = names.memory_line(m, "User", counter, now)
         lines.append(MemoryLine(m, "", text, tokens + 1))
     return _newest_first(lines)
 
@@ -183,6 +185,7 @@ def personal_memory_lines(
     memories_by_user: Mapping[str, Sequence[MemoryRecord]],
     names: Names,
     counter: TokenCounter,
+    now: datetime,
 ) -> list[MemoryLine]:
     """Personal memories of the shown ``participants`` as lines, newest first.
 
@@ -191,7 +194,7 @@ def personal_memory_lines(
     lines = []
     for person in participants:
         for m in memories_by_user.get(person.user_id, ()):
-            text, tokens = names.memory_line(m, person.display_name, counter)
+            text, tokens = names.memory_line(m, person.display_name, counter, now)
             lines.append(MemoryLine(m, person.user_id, text, tokens + 2))
     return _newest_first(lines)
 

@@ -162,6 +162,11 @@ class Memory(Base):
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    event_time: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), Computed("kioku_event_time(attributes)", persisted=True)
+    )
+    """When what the memory records happened (``attributes.event_time``; migration 0011);
+    ``None``: when it was saved."""
 
     __table_args__ = (
         CheckConstraint("scope IN ('server', 'personal')", name="scope"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from kioku._memory.text import echo, unstorable
@@ -30,6 +31,8 @@ class CreateArgs:
     content: str
     scope: Scope
     target_user: str | None
+    event_time: datetime | None = None
+    """When what it records happened, if the model says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +89,30 @@ def _optional_name(arguments: Mapping[str, Any], key: str) -> str | None:
     return value if value.strip() else None
 
 
+def parse_time(value: Any, name: str) -> datetime:
+    """An ISO 8601 date or date-time (UTC when it names no offset).
+
+    Raises:
+        ArgumentError: naming the argument and the form it takes.
+    """
+    if not isinstance(value, str) or len(value) > 40:
+        raise ArgumentError(f"{name} must be an ISO 8601 date or date-time, e.g. 2025-05-08")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError as exc:
+        raise ArgumentError(
+            f"{name} must be an ISO 8601 date or date-time, e.g. 2025-05-08"
+        ) from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
     """Validate ``create_long_term_memory`` arguments.
 
     Raises:
         ArgumentError: with a reason the model can act on.
     """
-    reject_unknown(arguments, ("memory_content", "memory_scope", "target_user"))
+    reject_unknown(arguments, ("memory_content", "memory_scope", "target_user", "event_time"))
     content = arguments.get("memory_content")
     if not isinstance(content, str):
         raise ArgumentError("memory_content is required and must be a string")
@@ -106,7 +126,13 @@ def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
         raise ArgumentError(
             "target_user (the person's name) is required when memory_scope is 'target_user'"
         )
-    return CreateArgs(content=content, scope=scope, target_user=target)
+    event_time = arguments.get("event_time")
+    return CreateArgs(
+        content=content,
+        scope=scope,
+        target_user=target,
+        event_time=parse_time(event_time, "event_time") if event_time is not None else None,
+    )
 
 
 def parse_memory_id(value: Any) -> int:

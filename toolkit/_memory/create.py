@@ -62,7 +62,12 @@ def _create(call: FlowCall) -> ToolResult:
         if target is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    return save(call, context, scope, target, content)
+    typed = (
+        TypedFields(attributes={"event_time": args.event_time.isoformat()})
+        if args.event_time is not None
+        else None
+    )
+    return save(call, context, scope, target, content, typed)
 
 
 def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: str) -> str:
@@ -128,8 +133,10 @@ def save(
         context,
         call,
     )
-    if typed.memory_type != "semantic" or typed.attributes:
+    if typed.memory_type != "semantic" or set(typed.attributes) - {"event_time"}:
         data.update(memory_type=typed.memory_type, importance=typed.importance)
+    if "event_time" in typed.attributes:
+        data["event_time"] = typed.attributes["event_time"]
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
 
 

@@ -7,9 +7,10 @@ model; the model's ``embedding`` argument is accepted and ignored (the store emb
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from kioku._memory.arguments import ArgumentError, reject_unknown
+from kioku._memory.arguments import ArgumentError, parse_time, reject_unknown
 from kioku._memory.create import STATUSES, checked_content, save
 from kioku._memory.flow import FlowCall, require_context, settings_first, tool_flow
 from kioku._memory.repository import ServerScope
@@ -17,7 +18,9 @@ from kioku._memory.results import ToolResult
 from kioku._memory.typed import parse_typed
 from kioku._stm.model import utc_now
 
-ARGUMENTS = frozenset({"memory_type", "memory_content", "importance", "metadata", "embedding"})
+ARGUMENTS = frozenset(
+    {"memory_type", "memory_content", "importance", "metadata", "embedding", "event_time"}
+)
 LEGACY_NAMES = {"type": "memory_type", "content": "memory_content"}
 """The typed-memory reference's argument names, still accepted (not advertised)."""
 
@@ -40,6 +43,8 @@ def _create_typed(call: FlowCall) -> ToolResult:
     content = arguments.get("memory_content")
     if not isinstance(content, str) or not content.strip():
         raise ArgumentError("memory_content is required: the text of the memory")
+    event_time = arguments.get("event_time")
+    when = parse_time(event_time, "event_time").isoformat() if event_time is not None else None
     embedding = arguments.get("embedding")
     if embedding is not None and not isinstance(embedding, list):
         raise ArgumentError("embedding, if given, must be a list of numbers (it is ignored)")
@@ -53,6 +58,8 @@ def _create_typed(call: FlowCall) -> ToolResult:
             content=content,
             now=utc_now(),
         )
+    if when is not None:
+        typed = replace(typed, attributes={**typed.attributes, "event_time": when})
     scope = ServerScope(context.memory_server_key, context.persona.lineage_id)
     result = save(call, context, scope, None, content, typed)
     if embedding is not None:

@@ -94,6 +94,13 @@ class MemoryRecord:
     content: str
     created_at: datetime
     updated_at: datetime
+    event_time: datetime | None = None
+    """When what it records happened, if it says (``None``: when it was saved)."""
+
+    @property
+    def happened_at(self) -> datetime:
+        """When what it records happened: its event time, else when it was saved."""
+        return self.event_time or self.created_at
 
 
 _RECORD_COLUMNS = (
@@ -105,6 +112,7 @@ _RECORD_COLUMNS = (
     Memory.content,
     Memory.created_at,
     Memory.updated_at,
+    Memory.event_time,
 )
 """The columns of :class:`MemoryRecord`, in its field order."""
 
@@ -119,6 +127,7 @@ def _record(row: Memory) -> MemoryRecord:
         content=row.content,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        event_time=row.event_time,
     )
 
 

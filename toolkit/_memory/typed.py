@@ -6,10 +6,16 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from kioku._memory.arguments import MAX_SAFE_INTEGER, ArgumentError, check_text, reject_unknown
+from kioku._memory.arguments import (
+    MAX_SAFE_INTEGER,
+    ArgumentError,
+    check_text,
+    parse_time,
+    reject_unknown,
+)
 from kioku._memory.text import echo
 
 MEMORY_TYPES = ("episodic", "semantic", "procedural", "strategic")
@@ -72,11 +78,7 @@ def _flag(value: Any, name: str) -> bool | None:
 
 
 def _time(value: Any, name: str) -> str:
-    try:
-        moment = datetime.fromisoformat(_text(value, name))
-    except ValueError as exc:
-        raise ArgumentError(f"{name} must be an ISO 8601 date-time") from exc
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+    return parse_time(value, name).isoformat()
 
 
 def _unit(name: str) -> Callable[[Any, str], float]:

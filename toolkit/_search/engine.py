@@ -28,6 +28,7 @@ from kioku._search.sql import (
     search_params,
 )
 from kioku._search.terms import distinctive_words
+from kioku._search.when import window_of
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,14 @@ class SearchHit:
     score: float
     vector_rank: int | None
     text_rank: int | None
+    happened_at: datetime
+    """When what it records happened: its event time, else when it was saved."""
 
     def to_artifact(self) -> dict[str, Any]:
         """JSON-friendly record for the tool artifact."""
         record = asdict(self)
         record["created_at"] = self.created_at.isoformat()
+        record["happened_at"] = self.happened_at.isoformat()
         return record
 
 
@@ -157,6 +161,7 @@ class CandidateRow(NamedTuple):
     created_at: datetime
     persona_lineage_id: int
     updated_at: datetime
+    event_time: datetime | None
     score: float
     source: str
     matched: float | None
@@ -176,6 +181,8 @@ def _candidates(
     min_importance: float | None = None,
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> dict[str, list[CandidateRow]]:
     """Vector and text candidates in one statement: rows per source, best first."""
     plan = (
@@ -189,6 +196,7 @@ def _candidates(
         vector=plan,
         text=terms is not None,
         min_importance=min_importance,
+        timed=since is not None or until is not None,
     )
     params = search_params(
         visibility,
@@ -197,6 +205,8 @@ def _candidates(
         vector=query_vector,
         terms=terms,
         pool=pool,
+        since=since,
+        until=until,
     )
     found: dict[str, list[CandidateRow]] = {"vector": [], "text": []}
     for row in session.execute(text(candidates_sql(shape)), params).all():
@@ -307,6 +317,7 @@ class Ranking:
                 score=score,
                 vector_rank=self.vector_rank.get(memory_id),
                 text_rank=self.text_rank.get(memory_id),
+                happened_at=row.event_time or row.created_at,
             )
             for memory_id, score in self.fused[: self.limit]
             for row in (self.rows[memory_id],)
@@ -333,6 +344,8 @@ def rank_candidates(
     aids: SearchAids | None = None,
     min_similarity: float | None = None,
     min_matched: float = MIN_MATCHED_SHARE,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> Ranking:
     """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
 
@@ -346,6 +359,10 @@ def rank_candidates(
     unrelated memories; a memory holding ``min_matched`` of the
     query's words lifts the floor too. When there is nothing to compare vectors with (no
     query vector, no embedded memory), any text match counts.
+
+    ``since`` / ``until`` keep memories whose event happened in that range; a time phrase
+    in the query ("last week", "in May", "3 days ago") ranks the candidates of its window
+    higher (:mod:`kioku._search.when`).
     """
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
@@ -361,6 +378,8 @@ def rank_candidates(
         min_importance=min_importance,
         pool=pool,
         sizes=aids.sizes if aids is not None else None,
+        since=since,
+        until=until,
     )
     vector_rows, text_rows = found["vector"], found["text"]
     if (
@@ -384,9 +403,24 @@ def rank_candidates(
         for memory_id, row in rows.items()
     }
     by_relevance = sorted(rows, key=lambda memory_id: (-scores[memory_id], memory_id))
+    window = window_of(query, now)
+    in_window = (
+        [
+            memory_id
+            for memory_id in dict.fromkeys([*by_vector, *by_text])
+            if window.holds(rows[memory_id].event_time or rows[memory_id].created_at)
+        ]
+        if window is not None
+        else []
+    )
     fused = fuse(
-        {"vector": by_vector, "text": by_text, "relevance": by_relevance},
-        {"vector": weights.vector, "text": weights.text, "relevance": weights.relevance},
+        {"vector": by_vector, "text": by_text, "relevance": by_relevance, "time": in_window},
+        {
+            "vector": weights.vector,
+            "text": weights.text,
+            "relevance": weights.relevance,
+            "time": weights.time,
+        },
     )
     return Ranking(
         fused,

@@ -22,6 +22,8 @@ class FusionWeights:
     vector: float = 1.0
     text: float = 1.0
     relevance: float = 0.3
+    time: float = 1.0
+    """Candidates within the window a time phrase of the query names."""
 
 
 def fuse(

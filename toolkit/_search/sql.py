@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -30,6 +31,7 @@ DETAIL_COLUMNS = (
     "created_at",
     "persona_lineage_id",
     "updated_at",
+    "event_time",
 )
 """Columns every candidate row carries, besides ``score`` and ``source``."""
 
@@ -50,6 +52,8 @@ class SearchShape:
     """How vector candidates are found (``None``: no query vector)."""
     text: bool
     """Whether full-text candidates are wanted."""
+    timed: bool = False
+    """Only memories whose event happened from ``:since`` until ``:until``."""
 
     @classmethod
     def of(
@@ -60,6 +64,7 @@ class SearchShape:
         vector: VectorPlan | None,
         text: bool,
         min_importance: float | None = None,
+        timed: bool = False,
     ) -> SearchShape:
         """The shape of a search over ``visibility``."""
         return cls(
@@ -69,6 +74,7 @@ class SearchShape:
             important=min_importance is not None,
             vector=vector,
             text=text,
+            timed=timed,
         )
 
 
@@ -89,6 +95,11 @@ def _parts(shape: SearchShape) -> list[str]:
         extra += " AND memory_type = :memory_type"
     if shape.important:
         extra += " AND importance >= :min_importance"  # a float column: compared as numbers
+    if shape.timed:
+        extra += (
+            f" AND {HAPPENED_AT} >= CAST(:since AS timestamptz)"
+            f" AND {HAPPENED_AT} < CAST(:until AS timestamptz)"
+        )
     return [owner + extra for owner in _owners(shape)]
 
 
@@ -98,6 +109,8 @@ def _any_part(shape: SearchShape) -> str:
 
 
 _DISTANCE = "embedding <=> CAST(:vector AS halfvec)"
+HAPPENED_AT = "coalesce(event_time, created_at)"
+"""When a memory's event happened: its event time, else when it was saved."""
 
 
 def _vector_hits(shape: SearchShape) -> str:
@@ -177,8 +190,10 @@ def search_params(
     terms: str | None = None,
     pool: int = 0,
     cap: int = 0,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> dict[str, Any]:
-    """Bind parameters for the statements above."""
+    """Bind parameters for the statements above (an open end of a time range: infinity)."""
     params: dict[str, Any] = {
         "server": visibility.server_key,
         "lineage": visibility.lineage_id,
@@ -188,6 +203,8 @@ def search_params(
         "terms": terms,
         "pool": pool,
         "cap": cap,
+        "since": since.isoformat() if since is not None else "-infinity",
+        "until": until.isoformat() if until is not None else "infinity",
     }
     if vector is not None:
         params["vector"] = halfvec_text(vector)

@@ -74,6 +74,13 @@ CREATE_SCHEMA: dict[str, Any] = {
                 "conversation, of a person taking part in it (not an id)."
             ),
         },
+        "event_time": {
+            "type": "string",
+            "description": (
+                "When what it records happened, as an ISO 8601 date or date-time (optional; "
+                "default: now). Give it for facts about past or planned events."
+            ),
+        },
     },
     "required": ["memory_content", "memory_scope"],
 }
@@ -195,6 +202,13 @@ CREATE_MEMORY_SCHEMA: dict[str, Any] = {
         "importance": {
             "type": "number",
             "description": "Importance score (0.0 to 1.0), default 0.5",
+        },
+        "event_time": {
+            "type": "string",
+            "description": (
+                "When what it records happened, as an ISO 8601 date or date-time (optional; "
+                "default: now). Give it for facts about past or planned events."
+            ),
         },
         "metadata": {
             "type": "object",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -18,9 +19,10 @@ from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
-from kioku._memory.arguments import ArgumentError, check_text, reject_unknown
+from kioku._memory.arguments import ArgumentError, check_text, parse_time, reject_unknown
 from kioku._memory.text import as_data, echo
 from kioku._memory.typed import MEMORY_TYPES
+from kioku._memory.when import when_label
 from kioku._reach import reach_of
 from kioku._search.engine import SearchHit, rank_candidates
 from kioku._search.query import Visibility
@@ -72,6 +74,17 @@ SCHEMA: dict[str, Any] = {
             "maximum": MAX_LIMIT,
             "description": "How many memories to return (default 5).",
         },
+        "since": {
+            "type": "string",
+            "description": (
+                "Only memories of events on or after this ISO 8601 date or date-time "
+                "(optional)."
+            ),
+        },
+        "until": {
+            "type": "string",
+            "description": "Only memories of events before this ISO 8601 date or date-time.",
+        },
     },
     "required": ["query"],
 }
@@ -85,14 +98,14 @@ def visibility_for(session: Session, context: TurnContext) -> Visibility:
     ).visibility()
 
 
-def render_hit(hit: SearchHit, context: TurnContext) -> str:
-    """``ID:N content`` with names rendered as in the context blocks (one line of data)."""
+def render_hit(hit: SearchHit, context: TurnContext, now: datetime) -> str:
+    """``ID:N (when) content`` with names rendered as in the context blocks (one line)."""
     names = {p.user_id: p.display_name for p in context.all_participants()}
     owner = names.get(hit.user_id or "", "User") if hit.scope == "personal" else "User"
     text = convert_mentions(
         hit.content, user_name=owner, bot_name=context.persona.name, names_by_id=names
     )
-    return f"ID:{hit.id} {as_data(text)}"
+    return f"ID:{hit.id} ({when_label(hit.happened_at, now)}) {as_data(text)}"
 
 
 @dataclass(frozen=True)
@@ -103,9 +116,11 @@ class SearchArgs:
     memory_type: str | None
     min_importance: float | None
     limit: int
+    since: datetime | None = None
+    until: datetime | None = None
 
 
-ARGUMENTS = ("query", "memory_type", "min_importance", "limit")
+ARGUMENTS = ("query", "memory_type", "min_importance", "limit", "since", "until")
 
 
 def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
@@ -132,11 +147,19 @@ def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
     limit = arguments.get("limit", 5)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    since, until = (
+        parse_time(arguments[name], name) if arguments.get(name) is not None else None
+        for name in ("since", "until")
+    )
+    if since is not None and until is not None and since >= until:
+        raise ArgumentError("since must be before until")
     return SearchArgs(
         query.strip(),
         memory_type,
         float(min_importance) if min_importance is not None else None,
         limit,
+        since,
+        until,
     )
 
 
@@ -158,6 +181,7 @@ def search_long_term_memory(
     except Exception as exc:
         logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
         vector = None
+    now = utc_now()
     try:
         with storage_errors("search_long_term_memory"), store.sessions() as session:
             hits = rank_candidates(
@@ -165,9 +189,11 @@ def search_long_term_memory(
                 visibility_for(session, context),
                 parsed.query,
                 vector,
-                now=utc_now(),
+                now=now,
                 memory_type=parsed.memory_type,
                 min_importance=parsed.min_importance,
+                since=parsed.since,
+                until=parsed.until,
                 limit=parsed.limit,
                 aids=store.search_aids,
                 min_similarity=relevance_floor(
@@ -186,7 +212,7 @@ def search_long_term_memory(
     if not hits:
         return {"status": SearchStatus.NONE, "reason": "Nothing in memory is about that query."}, []
     return (
-        {"status": SearchStatus.FOUND, "memories": [render_hit(h, context) for h in hits]},
+        {"status": SearchStatus.FOUND, "memories": [render_hit(h, context, now) for h in hits]},
         [h.to_artifact() for h in hits],
     )
 

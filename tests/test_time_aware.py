@@ -1,0 +1,130 @@
+"""Time-aware memories: event times, "when" on every line, since/until, time phrases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._memory.when import when_label
+from kioku._search.when import Window, window_of
+from kioku._tools.ltm import create_memory_tool
+from kioku._tools.search import search_long_term_memory
+from tests.helpers import World, make_world, memory_row
+
+NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    return make_world(store)
+
+
+def create(world: World, content: str, **args: Any) -> dict[str, Any]:
+    tool = create_long_term_memory_tool(world.store)
+    arguments = {"memory_content": content, "memory_scope": "server_wide", **args}
+    return world.run(tool, arguments, world.context()).result
+
+
+def search(world: World, **args: Any) -> dict[str, Any]:
+    return search_long_term_memory(world.store, world.context(), args)[0]
+
+
+@pytest.mark.parametrize(
+    ("moment", "label"),
+    [
+        (NOW - timedelta(hours=2), "2026-11-24, today"),
+        (NOW - timedelta(days=1), "2026-11-23, yesterday"),
+        (NOW - timedelta(days=5), "2026-11-19, 5 days ago"),
+        (NOW - timedelta(days=21), "2026-11-03, 3 weeks ago"),
+        (NOW - timedelta(days=200), "2026-05-08, 6 months ago"),
+        (NOW - timedelta(days=800), "2024-09-15, 2 years ago"),
+        (NOW + timedelta(days=1), "2026-11-25, tomorrow"),
+        (NOW + timedelta(days=10), "2026-12-04, in 10 days"),
+    ],
+)
+def test_when_label(moment: datetime, label: str) -> None:
+    assert when_label(moment, NOW) == label
+
+
+@pytest.mark.parametrize(
+    ("query", "since", "until"),
+    [
+        ("what did we do last week", datetime(2026, 11, 16), datetime(2026, 11, 23)),
+        ("what happened in May", datetime(2026, 5, 1), datetime(2026, 6, 1)),
+        ("in December 2025 we met", datetime(2025, 12, 1), datetime(2026, 1, 1)),
+        ("anything from yesterday?", datetime(2026, 11, 23), datetime(2026, 11, 24)),
+        ("this month", datetime(2026, 11, 1), datetime(2026, 12, 1)),
+        ("in 2024", datetime(2024, 1, 1), datetime(2025, 1, 1)),
+    ],
+)
+def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
+    assert window_of(query, NOW) == Window(since.replace(tzinfo=UTC), until.replace(tzinfo=UTC))
+
+
+def test_no_time_phrase() -> None:
+    assert window_of("may I ask what tea Alice likes", NOW) is None
+    assert window_of("x" * 10_000 + " 3 " * 5_000, NOW) is None
+
+
+def test_a_memory_says_when_it_happened(world: World) -> None:
+    saved = create(world, "Alice ran the Lisbon marathon", event_time="2025-05-08")
+    assert saved["status"] == "memory_saved_successfully", saved
+    assert saved["event_time"] == "2025-05-08T00:00:00+00:00"
+    row = memory_row(world.store, saved["memory_id"])
+    assert row is not None and row.event_time == datetime(2025, 5, 8, tzinfo=UTC)
+    found = search(world, query="marathon")
+    assert found["memories"][0].startswith(f"ID:{saved['memory_id']} (2025-05-08, ")
+    refused = create(world, "Alice ran again", event_time="last Tuesday")
+    assert refused["status"] == "memory_save_failed_invalid_args"
+    assert "ISO 8601" in refused["reason"]
+
+
+def test_typed_memories_take_an_event_time(world: World) -> None:
+    tool = create_memory_tool(world.store)
+    args = {
+        "memory_type": "semantic",
+        "memory_content": "The tea club met",
+        "event_time": "2024-03-02",
+    }
+    saved = world.run(tool, args, world.context()).result
+    assert saved["status"] == "memory_saved_successfully", saved
+    row = memory_row(world.store, saved["memory_id"])
+    assert row is not None and row.event_time == datetime(2024, 3, 2, tzinfo=UTC)
+
+
+def test_since_and_until_narrow_a_search(world: World) -> None:
+    old = create(world, "Alice visited the tea farm in Shizuoka", event_time="2024-04-10")
+    new = create(world, "Alice visited the tea market in Kyoto", event_time="2026-04-10")
+    both = search(world, query="Alice visited tea", limit=10)
+    assert len(both["memories"]) == 2
+    recent = search(world, query="Alice visited tea", since="2025-01-01")
+    assert [m.split()[0] for m in recent["memories"]] == [f"ID:{new['memory_id']}"]
+    early = search(world, query="Alice visited tea", until="2025-01-01")
+    assert [m.split()[0] for m in early["memories"]] == [f"ID:{old['memory_id']}"]
+    bad = search(world, query="tea", since="2026-01-01", until="2025-01-01")
+    assert bad["status"] == "search_failed_invalid_args"
+    assert bad["reason"] == "since must be before until"
+
+
+def test_a_time_phrase_ranks_its_window_first(world: World) -> None:
+    now = datetime.now(UTC)
+    long_ago = create(
+        world,
+        "Alice tried a new oolong at the tea house",
+        event_time=(now - timedelta(days=300)).isoformat(),
+    )
+    last_week = create(
+        world,
+        "Alice tried a green tea at the tea house",
+        event_time=(now - timedelta(days=now.weekday() + 3)).isoformat(),
+    )
+    plain = search(world, query="which tea did Alice try at the tea house", limit=2)
+    phrased = search(world, query="which tea did Alice try at the tea house last week", limit=2)
+    assert {m.split()[0] for m in plain["memories"]} == {
+        f"ID:{long_ago['memory_id']}",
+        f"ID:{last_week['memory_id']}",
+    }
+    assert phrased["memories"][0].startswith(f"ID:{last_week['memory_id']} ")

@@ -1,0 +1,31 @@
+"""When a memory's event happened, in words a model reads at a glance: pure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def when_label(moment: datetime, now: datetime) -> str:
+    """``2025-05-08, 3 weeks ago``: the date (UTC) and how long before ``now``."""
+    day = moment.astimezone(UTC).date()
+    days = (now.astimezone(UTC).date() - day).days
+    return f"{day.isoformat()}, {_ago(days)}"
+
+
+def _ago(days: int) -> str:
+    if days < 0:
+        return "tomorrow" if days == -1 else f"in {_span(-days)}"
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    return f"{_span(days)} ago"
+
+
+def _span(days: int) -> str:
+    for size, unit, up_to in ((1, "day", 13), (7, "week", 62), (30, "month", 729)):
+        if days <= up_to:
+            count = days // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    years = days // 365
+    return f"{years} year{'s' if years != 1 else ''}"

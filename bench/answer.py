@@ -34,6 +34,7 @@ from langchain_core.messages import HumanMessage
 from bench.answer_scoring import judge_label, locomo_f1
 from bench.locomo import LoadedConversation, evidence_ids, load_conversation
 from kioku import KiokuStore
+from kioku._calibration import relevance_floor
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
 from kioku._errors import one_line
 from kioku._models import DEFAULT_OPENAI_MODEL, endpoint_failure
@@ -217,7 +218,7 @@ def judge_answer(judge: BaseChatModel, question: str, gold: str, answer: str) ->
 def retrieve(
     store: KiokuStore, loaded: LoadedConversation, question: str, k: int
 ) -> list[SearchHit]:
-    """The top ``k`` of kioku's hybrid search for ``question`` in the conversation's scope."""
+    """The top ``k`` of kioku's search for ``question`` (the search tool's relevance floor)."""
     vector = store.embedder.embeddings.embed_query(question)
     with store.sessions() as session:
         return rank_candidates(
@@ -228,6 +229,9 @@ def retrieve(
             now=loaded.now,
             limit=k,
             aids=store.search_aids,
+            min_similarity=relevance_floor(
+                store.embedder.model, store.settings.relevance_similarity
+            ),
         ).hits()
 
 

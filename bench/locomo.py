@@ -146,6 +146,8 @@ def main() -> None:
     add_answer_arguments(parser)
     args = parser.parse_args()
     if args.answer:
+        if args.floor is not None or args.embedder != "local":
+            parser.error("--floor and --embedder go with the retrieval bench, not --answer")
         from bench.answer import run_answer_bench
 
         raise SystemExit(
@@ -164,7 +166,7 @@ def main() -> None:
         store = open_store(url, embedder)
         loaded = [load_conversation(store, sample) for sample in samples]
         for index, (sample, conversation) in enumerate(zip(samples, loaded, strict=True)):
-            other = loaded[(index + 1) % len(loaded)]
+            other = loaded[(index + 1) % len(loaded)]  # with one conversation: itself
             for qa in sample["qa"]:
                 category = int(qa.get("category", 0))
                 evidence = evidence_ids(qa.get("evidence", []), set(conversation.dia_ids.values()))

@@ -101,6 +101,8 @@ does not exist are left out, as by the retrieval protocol."""
 @pytest.fixture
 def bench_store(fresh_database: str) -> Iterator[KiokuStore]:
     store = open_store(fresh_database, EmbedderSpec(HashingEmbeddings(64), "hashing-64", 64))
+    # Five memories: the reader gets all of them, whatever the relevance floor would say.
+    store.settings = store.settings.model_copy(update={"relevance_similarity": -1.0})
     yield store
     store.close()
 

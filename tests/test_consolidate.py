@@ -479,3 +479,18 @@ def test_cli_prints_the_plan_and_applies_it(
     applied = kioku_cli("consolidate", "--server", "srv-a", "--persona", "Kioku", "--apply")
     assert f"supersession 1: ID:{tea['monday']} deleted" in applied
     assert tea["monday"] not in contents(store)
+
+
+def test_one_pass_removes_at_most_half_of_what_it_shows() -> None:
+    """Memory text may talk the model into dropping everything; a pass cannot."""
+    reply = json.dumps(
+        {
+            "supersessions": [
+                {"keep": 1, "remove": [2, 3], "reason": "outdated"},
+                {"keep": 4, "remove": [5, 6], "reason": "outdated"},
+            ]
+        }
+    )
+    plan = parse_plan(reply, [1, 2, 3, 4, 5, 6], max_length=1000)
+    assert [s.remove for s in plan.supersessions] == [(2, 3)]
+    assert "more than 3 of the 6" in plan.rejected[0].reason

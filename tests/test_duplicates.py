@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -122,3 +123,39 @@ def test_hashing_embedder_precision_on_the_labelled_set() -> None:
 )
 def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str | None) -> None:
     assert conflict(first, second) == why
+
+
+def test_a_repeat_of_a_hidden_personal_memory_is_never_shown(store: KiokuStore) -> None:
+    world = make_world(store)
+    saved = create(
+        world,
+        "Bob is secretly interviewing at a rival company next week",
+        memory_scope="target_user",
+        target_user="Bob",
+    )
+    assert saved["status"] == "memory_saved_successfully", saved
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", personal_memories_enabled=False)
+    again = create(
+        world,
+        "bob is secretly interviewing at a rival company next week!",
+        memory_scope="target_user",
+        target_user="Bob",
+    )
+    assert again["status"] != "memory_save_failed_duplicate"
+    assert "existing_content" not in again
+    assert "Bob is secretly" not in json.dumps(again)
+
+
+def test_a_disabled_server_answers_disabled_not_duplicate(store: KiokuStore) -> None:
+    world = make_world(store)
+    create(world, "Alice drinks jasmine tea every morning")
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", self_teaching_enabled=False)
+    again = create(world, "alice drinks jasmine tea every morning!")
+    assert again["status"] == "memory_save_failed_disabled", again
+
+
+def test_roles_swapped_are_different_facts() -> None:
+    assert conflict("Alice owes Bob fifty dollars", "Bob owes Alice fifty dollars") == "roles"
+    assert conflict("{user} likes {bot}", "{bot} likes {user}") is not None

@@ -116,3 +116,32 @@ def test_a_query_about_nothing_stored_finds_nothing(store: KiokuStore) -> None:
         store, world.context(), {"query": "zebra quantum chromodynamics"}
     )
     assert found["status"] == "memories_found"  # the floor turned off
+
+
+def test_a_memory_not_embedded_yet_still_counts_by_its_words(store: KiokuStore) -> None:
+    """Its meaning cannot be compared, so a text match lifts the floor (embedder outage)."""
+    from kioku._tools.search import search_long_term_memory
+    from tests.helpers import create_memory, make_world
+
+    world = make_world(store)
+    for content in ("The printer on floor two jams daily", "Lunch is served at noon"):
+        create_memory(world, {"memory_content": content, "memory_scope": "server_wide"})
+    wifi = create_memory(
+        world,
+        {
+            "memory_content": "The office wifi password is kept by Priya in finance",
+            "memory_scope": "server_wide",
+        },
+    )
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE memories SET embedding = NULL, needs_embedding = true WHERE id = :id"),
+            {"id": wifi},
+        )
+    found, _ = search_long_term_memory(
+        store,
+        world.context(),
+        {"query": "who should I ask about getting onto the wifi network at the office?"},
+    )
+    assert found["status"] == "memories_found", found
+    assert any(line.startswith(f"ID:{wifi} ") for line in found["memories"])

@@ -108,7 +108,9 @@ def parse_plan(reply: str, shown: Collection[int], *, max_length: int) -> Consol
 
     Returns:
         The plan; never raises. Invalid actions are in ``rejected``, and a reply that is
-        not a JSON object gives an empty plan with ``error`` set.
+        not a JSON object gives an empty plan with ``error`` set. One pass removes at most
+        half of the memories shown (at least one), whatever the reply asks: memory text
+        can try to talk the model into dropping everything.
     """
     try:
         data = _json_object(reply)
@@ -119,9 +121,17 @@ def parse_plan(reply: str, shown: Collection[int], *, max_length: int) -> Consol
     merges: list[MergeAction] = []
     supersessions: list[SupersessionAction] = []
     rejected: list[RejectedAction] = []
+    most_removed = max(1, len(allowed) // 2)
+    removed = 0
     for kind, index, item in _items(data, rejected):
         try:
             keep, remove = _ids(item, allowed, claimed)
+            if removed + len(remove) > most_removed:
+                raise _Refused(
+                    f"would remove more than {most_removed} of the {len(allowed)} memories "
+                    "shown in one pass (run consolidation again to go further)"
+                )
+            removed += len(remove)
             if kind == "merge":
                 merges.append(MergeAction(keep, remove, _content(item, max_length)))
             else:

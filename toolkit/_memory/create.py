@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from kioku._accounts import AccountRepository
 from kioku._calibration import calibration_for
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._memory.arguments import CreateArgs, parse_create_args
@@ -42,7 +43,6 @@ from kioku._memory.text import name_key, render_tokens, sanitise_content, with_b
 from kioku._memory.typed import TypedFields
 from kioku._reach import reach_of
 from kioku._search.engine import nearest
-from kioku._search.query import Visibility
 
 logger = logging.getLogger("kioku._memory")
 
@@ -160,19 +160,9 @@ def _refuse_repeat(
     threshold = store.settings.duplicate_similarity
     if threshold is None:
         threshold = calibration_for(store.embedder.model).duplicate
-    visibility = (
-        Visibility(context.memory_server_key, scope.lineage_id)
-        if isinstance(scope, ServerScope)
-        else Visibility(
-            context.memory_server_key,
-            scope.lineage_id,
-            personal_user_ids=(scope.user_id,),
-            include_server=False,
-        )
-    )
     rows = nearest(
         call.session,
-        visibility,
+        scope.visibility(),
         embedding,
         limit=DUPLICATE_CANDIDATES,
         sizes=store.search_aids.sizes,
@@ -181,6 +171,14 @@ def _refuse_repeat(
         if row.content == content:
             return
         if same_meaning(row.content, content, 1.0 - row.score, threshold):
+            # Read only now, on this rare path: a disabled server answers as disabled, and
+            # a memory the turn may not see is never shown (the save goes on as before).
+            settings = AccountRepository(call.session).settings_for(context)
+            if not settings.self_teaching_enabled:
+                raise disabled(STATUSES)
+            reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+            if isinstance(scope, PersonalScope) and not reach.shows_personal(scope.user_id):
+                return
             shown = render_tokens(
                 row.content,
                 user_name=target.display_name if target is not None else "User",

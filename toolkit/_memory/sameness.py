@@ -3,7 +3,8 @@
 Embeddings place "likes tea" next to "dislikes tea" and "Alice likes tea" next to "Bob
 likes tea". A new memory repeats an old one only when the two are close in meaning *and*
 nothing in their words sets them apart: a different polarity ("no longer", "dislikes"),
-different names or numbers, a relative instead of the subject ("Jake's son"), one word
+different names or numbers, a relative instead of the subject ("Jake's son"), the same
+words with roles swapped ("Alice owes Bob" / "Bob owes Alice"), one word
 swapped for another ("window seat" / "aisle seat"), or words of meaning added to all of
 the other's ("plays guitar" / "plays guitar in a wedding band"). Measured on
 ``tests/data/duplicate_pairs.jsonl`` by ``python -m bench.duplicates``.
@@ -33,7 +34,7 @@ _NUMBER_WORDS = {
         )
     )
 } | {"once": "1", "twice": "2", "thrice": "3"}
-_THOUSANDS = re.compile(r"(\d[\d,]*)k\b", re.IGNORECASE)
+_THOUSANDS = re.compile(r"(?<![\d,])(\d[\d,]*)k\b", re.IGNORECASE)
 _ON_THE_HOUR = re.compile(r"\b(\d{1,2})[:.]00\b")
 _NO_LONGER = re.compile(r"\bno\s+(?:longer|more)\b", re.IGNORECASE)
 NEGATIONS = frozenset(
@@ -148,6 +149,8 @@ def conflict(first: str, second: str) -> str | None:
         return "names"
     if a.relations != b.relations:
         return "relations"
+    if a.tokens != b.tokens and sorted(a.tokens) == sorted(b.tokens):
+        return "roles"  # "Alice owes Bob" / "Bob owes Alice"
     if _one_word_swapped(a.tokens, b.tokens):
         return "value"
     added, dropped = len(b.content - a.content), len(a.content - b.content)

@@ -134,11 +134,13 @@ def _vector_hits(shape: SearchShape) -> str:
 
 
 _MATCHED_SHARE = (
+    "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE "
     "(SELECT count(*) FILTER (WHERE word = ANY(tsvector_to_array(search_vector)))::float8 "
     "/ greatest(count(*), 1) FROM unnest(tsvector_to_array("
-    "to_tsvector('english', replace(:terms, '|', ' ')))) AS word)"
+    "to_tsvector('english', replace(:terms, '|', ' ')))) AS word) END"
 )
-"""Share of the query's words (stemmed, as the text search sees them) a memory holds."""
+"""Share of the query's words (stemmed, as the text search sees them) a memory holds; a
+memory not embedded yet (its meaning cannot be compared) counts as holding them all."""
 
 
 def _text_hits(shape: SearchShape) -> str:

@@ -30,6 +30,7 @@ from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
+from kioku._search.scoring import FusionWeights
 
 LINEAGE = 10_000
 TOP_K = 10
@@ -143,6 +144,9 @@ def main() -> None:
         default="local",
         help="all-MiniLM-L6-v2 (default; needs .[local]) or the lexical hashing embedder",
     )
+    parser.add_argument(
+        "--ablation", action="store_true", help="also rank with other fusion settings"
+    )
     add_answer_arguments(parser)
     args = parser.parse_args()
     if args.answer:
@@ -178,6 +182,17 @@ def main() -> None:
                         session, store, conversation, qa["question"], query_vector, floor
                     )
                     elsewhere = _hybrid(session, store, other, qa["question"], query_vector, floor)
+                    if args.ablation:
+                        for name, variant in ABLATION.items():
+                            rankings[name] = _hybrid(
+                                session,
+                                store,
+                                conversation,
+                                qa["question"],
+                                query_vector,
+                                None,
+                                **variant,
+                            )
                 results["floor"]["nothing@other"].append(float(not elsewhere))
                 for name, ranked in rankings.items():
                     for k in (5, 10):
@@ -200,11 +215,32 @@ def main() -> None:
             for name in ("cosine", "hybrid", "floor")
         )
         print(f"{key:<18} {a:8.3f} {b:8.3f} {c:8.3f} {b - a:+8.3f}")
+    if args.ablation:
+        print(f"{'fusion ablation (no floor)':<34} {'recall@10':>9} {'temporal':>9}")
+        for name in ABLATION:
+            overall, temporal = (
+                sum(results[name][key]) / len(results[name][key])
+                for key in ("recall@10", "recall@10/cat2")
+            )
+            print(f"{name:<34} {overall:9.3f} {temporal:9.3f}")
     nothing = results["floor"]["nothing@other"]
     print(
         f"nothing relevant: questions searched in another conversation's scope that find "
         f"nothing, with the floor: {sum(nothing) / len(nothing):.3f}"
     )
+
+
+ABLATION: dict[str, dict[str, Any]] = {
+    "default (1/1/0.3, time 1, pool 20)": {},
+    "no relevance term": {"weights": FusionWeights(relevance=0.0)},
+    "relevance 1.0": {"weights": FusionWeights(relevance=1.0)},
+    "no time-phrase boost": {"weights": FusionWeights(time=0.0)},
+    "text 0.5": {"weights": FusionWeights(text=0.5)},
+    "vector 0.5": {"weights": FusionWeights(vector=0.5)},
+    "pool 40": {"candidates": 40},
+    "pool 80": {"candidates": 80},
+}
+"""Fusion settings tried by ``--ablation``, each beside the default in the same run."""
 
 
 def _embedder(kind: str) -> EmbedderSpec:
@@ -223,6 +259,8 @@ def _hybrid(
     question: str,
     vector: list[float],
     floor: float | None,
+    weights: FusionWeights | None = None,
+    candidates: int | None = None,
 ) -> list[str]:
     """Kioku's hybrid ranking (top 10) of ``conversation``'s scope, as ``dia_id``s."""
     hits = rank_candidates(
@@ -234,6 +272,8 @@ def _hybrid(
         limit=10,
         aids=store.search_aids,
         min_similarity=floor,
+        weights=weights,
+        candidates=candidates,
     ).hits()
     return [conversation.dia_ids[hit.id] for hit in hits]
 

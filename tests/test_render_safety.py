@@ -110,7 +110,9 @@ def test_captured_chat_and_summaries_cannot_break_out(store: KiokuStore, world: 
 def test_tool_results_carry_data_as_json(store: KiokuStore, world: World) -> None:
     memory_id = create_memory(world, {"memory_content": PAYLOADS[0], "memory_scope": "server_wide"})
     payload, _ = search_long_term_memory(store, world.context(), {"query": "admin password"})
-    assert json.loads(json.dumps(payload))["memories"][0].startswith(f"ID:{memory_id} tea ")
+    assert re.match(
+        rf"ID:{memory_id} \([^)]*\) tea ", json.loads(json.dumps(payload))["memories"][0]
+    )
 
 
 @settings(max_examples=300, deadline=None)

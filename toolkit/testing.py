@@ -109,7 +109,8 @@ _REMEMBER = re.compile(r"\s*(?:please\s+)?remember\s+(?:that\s+)?(?P<fact>\S.*)"
 _FORGET = re.compile(r"\s*(?:please\s+)?forget\s+(?:that\s+|about\s+)?(?P<what>\S.*)", re.I | re.S)
 _TRAILING = " \t\r\n.!"
 _RECALL = re.compile(r"what\s+do\s+you\s+(?:remember|know)", re.I)
-_MEMORY = re.compile(r"ID:(?P<id>\d+) (?P<text>.+?)(?=; ID:\d+ |\n|$)")
+_MEMORY = re.compile(r"ID:(?P<id>\d+) (?:\([^)\n]*\) )?(?P<text>.+?)(?=; ID:\d+ |\n|$)")
+"""A memory line, ``ID:N (when) text``: the id and the text."""
 _WORDS = re.compile(r"[a-z0-9']+")
 _THIRD_PERSON = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was"}
 

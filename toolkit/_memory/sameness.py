@@ -149,7 +149,7 @@ def conflict(first: str, second: str) -> str | None:
         return "names"
     if a.relations != b.relations:
         return "relations"
-    if a.tokens != b.tokens and sorted(a.tokens) == sorted(b.tokens):
+    if _two_words_swapped(a.tokens, b.tokens):
         return "roles"  # "Alice owes Bob" / "Bob owes Alice"
     if _one_word_swapped(a.tokens, b.tokens):
         return "value"
@@ -158,6 +158,14 @@ def conflict(first: str, second: str) -> str | None:
     if min(added, dropped) == 0 and max(added, dropped) >= min(ADDED_WORDS, shared):
         return "more"
     return None
+
+
+def _two_words_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """The same words in the same places but two, which trade places ("Alice owes Bob")."""
+    if len(a) != len(b):
+        return False
+    changed = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    return len(changed) == 2 and a[changed[0]] == b[changed[1]] and a[changed[1]] == b[changed[0]]
 
 
 _NEGATING_PREFIXES = ("un", "dis", "non", "in", "im", "ir", "il")

@@ -104,8 +104,9 @@ class TermShares:
     """Share of a scope's memories containing each of its common stemmed words.
 
     Counted per scope (a server's memories of one lineage, one user's personal ones), from
-    that scope's own memories alone, so what other servers or users store never changes a
-    search. Each scope's counts are kept ``ttl_seconds``.
+    that scope's own memories alone: what other servers, lineages or users store never
+    changes a search. A search spanning several scopes (the server and the turn's
+    participants) sums their counts. Each scope's counts are kept ``ttl_seconds``.
     """
 
     def __init__(

@@ -38,7 +38,8 @@ CREATE_DESCRIPTION = (
     "and use {user} for the person the memory is about and {bot} for yourself; never "
     "hard-code names. Do not save facts that are already in your memories (update those "
     "instead), small talk, or personal identifying data (real names, addresses, contact "
-    "details). Returns JSON with a status and, on failure, a reason to tell the user."
+    "details); a repeat of a saved fact answers memory_save_failed_duplicate with its ID. "
+    "Returns JSON with a status and, on failure, a reason to tell the user."
 )
 UPDATE_DESCRIPTION = (
     "Correct or delete an existing long-term memory, identified by the N of the ID:N shown "

@@ -1,8 +1,12 @@
-"""Retrieval quality on LoCoMo (issue #5): plain cosine vs kioku's hybrid ranking.
+"""Retrieval quality on LoCoMo (issues #5, #15): plain cosine vs kioku's hybrid ranking.
 
 Protocol: ../shared/bench-data/README.md. Same embedder (all-MiniLM-L6-v2) for both.
 Run: .venv/bin/python -m bench.locomo [--data ../shared/bench-data/locomo-dev.json]
-With ``--answer``, answer accuracy instead (:mod:`bench.answer`; needs a model endpoint).
+Prints recall per category (temporal is category 2), the same with the relevance floor,
+the share of questions asked in another conversation's scope that find nothing, and
+duplicate precision/recall (:mod:`bench.duplicates`); ``--ablation`` adds fusion settings,
+``--embedder hashing`` the lexical embedder. With ``--answer``, answer accuracy instead
+(:mod:`bench.answer`; needs a model endpoint).
 Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'.
 """
 
@@ -228,6 +232,10 @@ def main() -> None:
         f"nothing relevant: questions searched in another conversation's scope that find "
         f"nothing, with the floor: {sum(nothing) / len(nothing):.3f}"
     )
+    from bench import duplicates
+
+    print("duplicates on write (python -m bench.duplicates):")
+    print("\n".join(duplicates.report([duplicates.DEFAULT_PAIRS, duplicates.HELD_OUT_PAIRS])))
 
 
 ABLATION: dict[str, dict[str, Any]] = {

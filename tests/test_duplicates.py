@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from sqlalchemy import insert, text
 
 from bench.duplicates import DEFAULT_PAIRS as PAIRS
 from bench.duplicates import load_pairs, score
 from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._db.models import Memory
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
+from kioku._memory.repository import MemoryRepository, ServerScope
 from kioku._memory.sameness import conflict
 from kioku._tools.ltm import create_memory_tool
 from tests.helpers import World, make_world, table_counts
@@ -159,3 +164,47 @@ def test_a_disabled_server_answers_disabled_not_duplicate(store: KiokuStore) -> 
 def test_roles_swapped_are_different_facts() -> None:
     assert conflict("Alice owes Bob fifty dollars", "Bob owes Alice fifty dollars") == "roles"
     assert conflict("{user} likes {bot}", "{bot} likes {user}") is not None
+
+
+
+def test_two_writers_saving_the_same_fact_at_once_save_it_once(store: KiokuStore) -> None:
+    """The second writer compares with the first one's memory, not a snapshot without it.
+
+    The first writer takes the scope's write lock and inserts; the second is started and
+    waits for the lock (seen in ``pg_locks``); then the first commits.
+    """
+    world = make_world(store)
+    content = "Alice drinks jasmine tea every morning"
+    with store.sessions() as first, ThreadPoolExecutor(max_workers=1) as pool:
+        MemoryRepository(first).lock_scope(ServerScope("srv-a", world.persona.lineage_id))
+        saved = first.execute(
+            insert(Memory)
+            .values(
+                scope="server",
+                server_id="srv-a",
+                persona_lineage_id=world.persona.lineage_id,
+                content=content,
+                embedding=store.embedder.embeddings.embed_query(content),
+            )
+            .returning(Memory.id)
+        ).scalar_one()
+        second = pool.submit(create, world, "alice drinks jasmine tea every morning!")
+        deadline = time.monotonic() + 120
+        while not _a_session_waits_for_an_advisory_lock(store):
+            assert not second.done(), second.result()
+            assert time.monotonic() < deadline, "the second writer never waited for the lock"
+            time.sleep(0.05)
+        first.commit()
+        result = second.result(timeout=120)
+    assert result["status"] == "memory_save_failed_duplicate", result
+    assert result["memory_id"] == saved
+    assert table_counts(store)[0] == 1
+
+
+def _a_session_waits_for_an_advisory_lock(store: KiokuStore) -> bool:
+    with store.engine.connect() as connection:
+        return bool(
+            connection.scalar(
+                text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+            )
+        )

@@ -76,7 +76,9 @@ def test_a_create_whose_reply_is_lost_answers_what_happened(world: World, lossy:
 
 
 def test_when_the_database_cannot_be_asked_the_outcome_is_unknown(world: World, lossy: Any) -> None:
-    proxy, store = lossy([b"kioku_create_memory"], refuse_after_drop=True)
+    # The create runs in a transaction (under the scope's lock for the duplicate check):
+    # its COMMIT is what may have happened unseen.
+    proxy, store = lossy([b"COMMIT"], refuse_after_drop=True)
     result = run_tool(create_long_term_memory_tool(store), FACT, world.context()).result
     assert proxy.dropped.is_set()
     assert result["status"] == "memory_save_failed_db_error"

@@ -248,12 +248,15 @@ def _insert(
     defaults = call.store.settings
     personal = isinstance(scope, PersonalScope)
     embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
-    if not call.session.in_transaction():
-        # Nothing was read in this unit of work: the create is atomic on its own, so run it
-        # as a single statement and save the BEGIN and COMMIT round trips.
-        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     if embedding is not None:
+        # Under the scope's write lock, so that of two writers saving the same fact at once
+        # the second compares with the first one's memory.
+        MemoryRepository(call.session).lock_scope(scope)
         _refuse_repeat(call, context, scope, target, content, embedding)
+    elif not call.session.in_transaction():
+        # Nothing to compare, nothing read in this unit of work: the create is atomic on its
+        # own, so run it as a single statement and save the BEGIN and COMMIT round trips.
+        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     new = NewMemory(
         scope=scope,
         content=content,

@@ -170,6 +170,8 @@ class CreateOutcome:
     personal_memories_enabled: bool
 
 
+_LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
 _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 18))
 """The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
 statement compilation and SQLAlchemy's parameter processing."""
@@ -308,6 +310,15 @@ class MemoryRepository:
             limit=row.memory_limit,
             personal_memories_enabled=row.personal_memories_enabled,
         )
+
+    def lock_scope(self, scope: ServerScope | PersonalScope) -> None:
+        """Take the scope's write lock until the transaction ends (``create_within_limit``'s).
+
+        Held from before a comparison with the scope's memories, it makes a concurrent
+        writer's new memory visible to that comparison: the second of two writers sees the
+        first one's memory, or the first has not started yet.
+        """
+        self.session.execute(_LOCK_SCOPE, {"key": scope.lock_key})
 
     def find_for_update(
         self, memory_id: int, scope: ServerScope | PersonalScope

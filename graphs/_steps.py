@@ -27,7 +27,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._authorship import owner_of, stamp_turn_input
-from kioku._context import NO_STM_PROVIDERS, TurnContext
+from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext
 from kioku._context_build.build import ContextBuilder, insert_tail_directive
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
@@ -43,8 +43,6 @@ from kioku._tools.stm import StmStatus
 from kioku.graphs._repair import with_answered_calls
 from kioku.graphs._trim import trim_removals
 
-SENT_AT = "kioku_sent_at"
-"""``additional_kwargs`` key holding when a message was sent (ISO 8601)."""
 ROUND_LIMIT = "tool_round_limit_reached"
 
 logger = logging.getLogger("kioku.graph")

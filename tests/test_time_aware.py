@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
 from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._context import SENT_AT
 from kioku._memory.when import when_label
 from kioku._search.when import Window, window_of
+from kioku._tools.invoke import _single_call_graph
 from kioku._tools.ltm import create_memory_tool
 from kioku._tools.search import search_long_term_memory
 from tests.helpers import World, make_world, memory_row
@@ -128,3 +133,41 @@ def test_a_time_phrase_ranks_its_window_first(world: World) -> None:
         f"ID:{last_week['memory_id']}",
     }
     assert phrased["memories"][0].startswith(f"ID:{last_week['memory_id']} ")
+
+
+def test_without_an_event_time_a_memory_happened_when_its_message_was_sent(
+    world: World,
+) -> None:
+    """The turn's ``message_time``, else the latest human message's ``kioku_sent_at``."""
+    sent = datetime(2025, 3, 14, 9, 30, tzinfo=UTC)
+    tool = create_long_term_memory_tool(world.store)
+    context = replace(world.context(), message_time=sent.replace(tzinfo=None))  # naive: UTC
+    args = {"memory_content": "Alice adopted a cat named Miso", "memory_scope": "server_wide"}
+    saved = world.run(tool, args, context).result
+    assert saved["event_time"] == sent.isoformat(), saved
+    typed = world.run(
+        create_memory_tool(world.store),
+        {"memory_type": "episodic", "memory_content": "Alice fixed the boiler"},
+        context,
+    ).result
+    row = memory_row(world.store, typed["memory_id"])
+    assert row is not None and row.event_time == sent
+
+    call = AIMessage(
+        "",
+        tool_calls=[
+            {
+                "name": "create_long_term_memory",
+                "args": {"memory_content": "Bob moved to Porto", "memory_scope": "server_wide"},
+                "id": "call_1",
+            }
+        ],
+    )
+    human = HumanMessage("I moved to Porto", additional_kwargs={SENT_AT: "2025-01-02T08:00:00Z"})
+    state = _single_call_graph([tool]).invoke(
+        {"messages": [human, call]}, context=world.context()
+    )
+    answer = json.loads(state["messages"][-1].content)
+    assert answer["event_time"] == "2025-01-02T08:00:00+00:00", answer
+    found = search(world, query="Porto")
+    assert found["memories"][0].startswith(f"ID:{answer['memory_id']} (2025-01-02, ")

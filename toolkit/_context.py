@@ -7,8 +7,9 @@ Passed to the graph as its ``context_schema`` and read by tools through LangGrap
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
 
@@ -111,6 +112,23 @@ DEFAULT_PERSONA = Persona(persona_id=0, name="Assistant", lineage_id=10000)
 """The assistant of :meth:`TurnContext.for_user` contexts."""
 
 
+SENT_AT = "kioku_sent_at"
+"""``additional_kwargs`` key of a message holding when it was sent (ISO 8601)."""
+
+
+def latest_sent_at(messages: Sequence[object]) -> datetime | None:
+    """When the latest human message of ``messages`` was sent, if it says (:data:`SENT_AT`)."""
+    for message in reversed(messages):
+        if getattr(message, "type", None) != "human":
+            continue
+        raw = (getattr(message, "additional_kwargs", None) or {}).get(SENT_AT)
+        try:
+            return datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        except ValueError:
+            return None
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class TurnContext:
     """Everything a memory tool needs to know about the current turn."""
@@ -145,6 +163,18 @@ class TurnContext:
     """Optional callback receiving every long-term-memory notice."""
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Identifies the turn (one per context object); per-turn limits are keyed on it."""
+    message_time: datetime | None = None
+    """When the message that started the turn was sent (naive means UTC). A memory saved
+    this turn without an ``event_time`` of its own happened then; without one, when it is
+    saved. kioku's tools take it from the latest human message's
+    ``additional_kwargs["kioku_sent_at"]`` (ISO 8601) when it is not set here."""
+
+    def message_time_utc(self) -> datetime | None:
+        """:attr:`message_time` as an aware UTC datetime (``None`` when unknown)."""
+        moment = self.message_time
+        if moment is None:
+            return None
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
     @classmethod
     def for_user(

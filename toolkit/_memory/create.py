@@ -62,11 +62,8 @@ def _create(call: FlowCall) -> ToolResult:
         if target is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    typed = (
-        TypedFields(attributes={"event_time": args.event_time.isoformat()})
-        if args.event_time is not None
-        else None
-    )
+    when = args.event_time or context.message_time_utc()  # else: when it is saved
+    typed = TypedFields(attributes={"event_time": when.isoformat()}) if when is not None else None
     return save(call, context, scope, target, content, typed)
 
 

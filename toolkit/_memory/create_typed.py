@@ -49,6 +49,7 @@ def _create_typed(call: FlowCall) -> ToolResult:
     if embedding is not None and not isinstance(embedding, list):
         raise ArgumentError("embedding, if given, must be a list of numbers (it is ignored)")
     context = require_context(call, STATUSES)
+    sent = context.message_time_utc()
     with settings_first(call, context, STATUSES):
         content = checked_content(call, context, content, field="memory_content")
         typed = parse_typed(
@@ -56,8 +57,10 @@ def _create_typed(call: FlowCall) -> ToolResult:
             arguments.get("importance"),
             arguments.get("metadata"),
             content=content,
-            now=utc_now(),
+            now=sent or utc_now(),
         )
+    if when is None and sent is not None:
+        when = sent.isoformat()  # it happened when the message was sent
     if when is not None:
         typed = replace(typed, attributes={**typed.attributes, "event_time": when})
     scope = ServerScope(context.memory_server_key, context.persona.lineage_id)

@@ -13,13 +13,14 @@ concurrent calls overlap (see ``ArgumentSafeTool``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 
-from kioku._context import turn_context_of
+from kioku._context import latest_sent_at, turn_context_of
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
 from kioku._memory.flow import Flow
@@ -141,7 +142,18 @@ def _build(
 def _unpack(runtime: ToolRuntime | None) -> tuple[object, Callable[[Any], None] | None]:
     if runtime is None:
         return None, None
-    return turn_context_of(runtime.context) or runtime.context, runtime.stream_writer
+    context = turn_context_of(runtime.context)
+    if context is None:
+        return runtime.context, runtime.stream_writer  # the flow says what is missing
+    if context.message_time is None:
+        state = runtime.state
+        messages = (
+            state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", ())
+        )
+        sent = latest_sent_at(messages) if isinstance(messages, Sequence) else None
+        if sent is not None:
+            context = replace(context, message_time=sent)
+    return context, runtime.stream_writer
 
 
 def _answer(result: ToolResult | None, internal_error: str) -> str:

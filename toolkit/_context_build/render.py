@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import ClassVar, NamedTuple
 
 from kioku._context import Participant, PrivacyLevel, TurnContext
@@ -23,7 +23,7 @@ from kioku._context_build.tokens import TokenCounter
 from kioku._memory.rendering import DATA_NOTICE, server_memories_header
 from kioku._memory.repository import MemoryRecord
 from kioku._memory.text import as_data, quoted_data
-from kioku._memory.when import when_label
+from kioku._memory.when import label_on
 from kioku._stm.model import StmEntry
 
 RECENT_MESSAGES_SHOWN = 5
@@ -59,7 +59,7 @@ class Names:
         default_factory=dict, init=False, repr=False, compare=False
     )
     """Texts rendered with these names (a stage may render its memories twice)."""
-    _memory_lines: dict[tuple[int, str, str, str], tuple[str, int]] = field(
+    _memory_lines: dict[tuple[int, str, str, datetime, date], tuple[str, int]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     """``ID:N`` lines and their token counts, kept while these names are reused."""
@@ -98,15 +98,18 @@ class Names:
         return line
 
     def memory_line(
-        self, memory: MemoryRecord, user_name: str, counter: TokenCounter, now: datetime
+        self, memory: MemoryRecord, user_name: str, counter: TokenCounter, today: date
     ) -> tuple[str, int]:
-        """``ID:N (when) text`` of ``memory`` and its tokens (``counter`` must not vary)."""
-        when = when_label(memory.happened_at, now)
-        key = (memory.id, memory.content, user_name, when)
+        """``ID:N (when) text`` of ``memory`` and its tokens (``counter`` must not vary).
+
+        ``today``: the UTC date the "when" is relative to.
+        """
+        key = (memory.id, memory.content, user_name, memory.happened_at, today)
         found = self._memory_lines.get(key)
         if found is None:
             if len(self._memory_lines) >= self.MAX_CACHED:
                 self._memory_lines.clear()
+            when = label_on(memory.happened_at, today)
             text = f"ID:{memory.id} ({when}) {self.text(memory.content, user_name=user_name)}"
             found = self._memory_lines[key] = (text, counter(text))
         return found
@@ -173,9 +176,9 @@ def server_memory_lines(
     memories: Sequence[MemoryRecord], names: Names, counter: TokenCounter, now: datetime
 ) -> list[MemoryLine]:
     """Server memories as lines, newest first: rendered once per build, ranked as needed."""
-    lines = []
+    lines, today = [], now.astimezone(UTC).date()
     for m in memories:
-        text, tokens = names.memory_line(m, "User", counter, now)
+        text, tokens = names.memory_line(m, "User", counter, today)
         lines.append(MemoryLine(m, "", text, tokens + 1))
     return _newest_first(lines)
 
@@ -191,10 +194,10 @@ def personal_memory_lines(
 
     ``memories_by_user`` holds the people :mod:`kioku._reach` shows.
     """
-    lines = []
+    lines, today = [], now.astimezone(UTC).date()
     for person in participants:
         for m in memories_by_user.get(person.user_id, ()):
-            text, tokens = names.memory_line(m, person.display_name, counter, now)
+            text, tokens = names.memory_line(m, person.display_name, counter, today)
             lines.append(MemoryLine(m, person.user_id, text, tokens + 2))
     return _newest_first(lines)
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 
 def when_label(moment: datetime, now: datetime) -> str:
     """``2025-05-08, 3 weeks ago``: the date (UTC) and how long before ``now``."""
+    return label_on(moment, now.astimezone(UTC).date())
+
+
+def label_on(moment: datetime, today: date) -> str:
+    """:func:`when_label` with ``now``'s UTC date already known."""
     day = moment.astimezone(UTC).date()
-    days = (now.astimezone(UTC).date() - day).days
-    return f"{day.isoformat()}, {_ago(days)}"
+    return f"{day.isoformat()}, {_ago((today - day).days)}"
 
 
 def _ago(days: int) -> str:

@@ -19,7 +19,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-import snowballstemmer
+from kioku._stemming import stem
 
 
 def _words(text: str) -> list[str]:
@@ -111,7 +111,6 @@ a memory about the subject's son is about a different person."""
 ADDED_WORDS = 2
 """Words of meaning one text adds to all of the other's that make it a new fact (or as
 many as the two share, when that is fewer: "after" / "after, async")."""
-_STEMMER = snowballstemmer.stemmer("english")
 _STOP = frozenset(
     _words(
         """
@@ -188,14 +187,14 @@ def read(text: str) -> Reading:
     return Reading(
         tokens=lowered,
         words=words,
-        content=frozenset(_STEMMER.stemWord(word) for word in lowered if word not in _STOP),
+        content=frozenset(stem(word) for word in lowered if word not in _STOP),
         relations=frozenset(
             RELATIONS[word] for word in (_owner(w) for w in words) if word in RELATIONS
         ),
         names=frozenset(name.removesuffix("'s") for name in names),
         numbers=frozenset(numbers),
         negated=negations % 2 == 1,
-        aside=frozenset(_STEMMER.stemWord(word) for word in aside if word not in _STOP),
+        aside=frozenset(stem(word) for word in aside if word not in _STOP),
     )
 
 
@@ -343,7 +342,7 @@ def _one_word_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def _canonical(word: str) -> str:
-    return RELATIONS.get(word) or str(_STEMMER.stemWord(word))
+    return RELATIONS.get(word) or stem(word)
 
 
 def same_meaning(first: str, second: str, similarity: float, threshold: float) -> bool:

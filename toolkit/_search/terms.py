@@ -11,16 +11,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import snowballstemmer
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from kioku._search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
+from kioku._stemming import stem
 
 COMMON_TERM_SHARE = 0.01
 """Words in more than this share of memories are left out of the text query."""
 
-_STEMMER = snowballstemmer.stemmer("english")  # the algorithm of PostgreSQL's 'english'
 _ENGLISH_STOP = """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his
 himself she her hers herself it its itself they them their theirs themselves what which
@@ -43,7 +42,7 @@ def distinctive_words(
     When every remaining word is common, the rarest one stays.
     """
     content = [word for word in words if word.lower() not in STOP_WORDS]
-    share = {word: shares.get(_STEMMER.stemWord(word.lower()), 0.0) for word in content}
+    share = {word: shares.get(stem(word.lower()), 0.0) for word in content}
     kept = [word for word in content if share[word] <= threshold]
     if kept or not content:
         return kept

@@ -62,8 +62,11 @@ def _create(call: FlowCall) -> ToolResult:
         if target is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    when = args.event_time or context.message_time_utc()  # else: when it is saved
-    typed = TypedFields(attributes={"event_time": when.isoformat()}) if when is not None else None
+    typed = (
+        TypedFields(attributes={"event_time": args.event_time.isoformat()})
+        if args.event_time is not None
+        else None
+    )
     return save(call, context, scope, target, content, typed)
 
 
@@ -99,8 +102,13 @@ def save(
 
     Whether self-teaching is on is decided here, by the write itself (SPEC §3 step 2 for
     a call that passed every other check), so a successful save reads no settings first.
+    A memory without an ``event_time`` happened when the turn's message was sent, if the
+    context knows (else when it is saved).
     """
     typed = typed or TypedFields()
+    sent = context.message_time_utc()
+    if sent is not None and "event_time" not in typed.attributes:
+        typed = replace(typed, attributes={**typed.attributes, "event_time": sent.isoformat()})
     saved = _insert(call, context, scope, target, content, typed)
     assert saved.memory_id is not None  # saved and already_saved carry the id
     record_id, personal_enabled = saved.memory_id, saved.personal_memories_enabled

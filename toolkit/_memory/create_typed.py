@@ -59,8 +59,6 @@ def _create_typed(call: FlowCall) -> ToolResult:
             content=content,
             now=sent or utc_now(),
         )
-    if when is None and sent is not None:
-        when = sent.isoformat()  # it happened when the message was sent
     if when is not None:
         typed = replace(typed, attributes={**typed.attributes, "event_time": when})
     scope = ServerScope(context.memory_server_key, context.persona.lineage_id)

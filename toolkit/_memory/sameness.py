@@ -19,6 +19,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from kioku._search.when import MONTHS
 from kioku._stemming import stem
 
 
@@ -69,15 +70,7 @@ _WEEKDAYS = {
     )
     for day in names.split()
 }
-_MONTHS = {
-    month: f"month{index}"
-    for index, month in enumerate(
-        _words(
-            "january february march april may june july august september october november december"
-        ),
-        start=1,
-    )
-}
+_MONTHS = {month: f"month{index}" for index, month in enumerate(MONTHS, start=1)}
 _DESCRIBING = frozenset(_words("the a an his her their its our my your"))
 """First words of an aside describing what it follows ("Vienna, the capital of Austria")."""
 NEGATIONS = frozenset(

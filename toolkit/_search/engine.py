@@ -166,6 +166,11 @@ class CandidateRow(NamedTuple):
     source: str
     matched: float | None
 
+    @property
+    def happened_at(self) -> datetime:
+        """When what it records happened: its event time, else when it was saved."""
+        return self.event_time or self.created_at
+
 
 assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source", "matched")
 
@@ -317,7 +322,7 @@ class Ranking:
                 score=score,
                 vector_rank=self.vector_rank.get(memory_id),
                 text_rank=self.text_rank.get(memory_id),
-                happened_at=row.event_time or row.created_at,
+                happened_at=row.happened_at,
             )
             for memory_id, score in self.fused[: self.limit]
             for row in (self.rows[memory_id],)
@@ -408,7 +413,7 @@ def rank_candidates(
         [
             memory_id
             for memory_id in dict.fromkeys([*by_vector, *by_text])
-            if window.holds(rows[memory_id].event_time or rows[memory_id].created_at)
+            if window.holds(rows[memory_id].happened_at)
         ]
         if window is not None
         else []

@@ -13,7 +13,15 @@ Turn latency should not drift: the run reports turn p50 of its first 1,000 turns
 its last 1,000 (target <= 1.1), and how much each sampled figure grew over the second
 half of the run (plateau: about 1.0).
 
-Run: .venv/bin/python -m bench.soak [--turns 10000]
+The machine's own speed moves over a run this long (a shared 2-core host can slow by a
+third for minutes). So after every kioku turn the soak also times one turn of a
+reference whose work does not grow: the ``postgres_store_flat`` peer of ``bench.peers``
+(LangGraph ``PostgresStore``, 100 server and 5 x 100 personal memories, the same keys
+updated in place), on the same database server. The drift is reported raw, beside the
+reference's own, and as their ratio: a slower machine slows both alike, while growth in
+kioku's state shows only in kioku's. ``--no-reference`` leaves the reference out.
+
+Run: .venv/bin/python -m bench.soak [--turns 10000] [--no-reference]
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +41,7 @@ from langchain_core.runnables import RunnableConfig
 from sqlalchemy import text
 
 from bench.common import bench_database, open_store, percentile
+from bench.peers import build_peers, synthetic_data
 from kioku import Participant, TurnContext
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.tokens import TiktokenCounter
@@ -68,10 +78,18 @@ def resident_mb() -> float:
     return float("nan")
 
 
-def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Run ``turns`` turns; return the samples taken every tenth of the run."""
+def soak(
+    turns: int, progress: Callable[[int], None] | None = None, *, reference: bool = True
+) -> dict[str, Any]:
+    """Run ``turns`` turns; return the samples taken every tenth of the run.
+
+    With ``reference``, one turn of the ``postgres_store_flat`` peer is timed after each
+    kioku turn (see the module's docstring).
+    """
     hashing = HashingEmbeddings(384)
-    with bench_database("kioku_bench_soak") as url:
+    with bench_database("kioku_bench_soak") as url, ExitStack() as resources:
+        reference_turn = open_reference(url, resources) if reference else None
+        reference_latencies: list[float] = []
         store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
         with store.accounts() as accounts:
             accounts.upsert_server(SERVER, "Soak", self_teaching_enabled=True)
@@ -129,6 +147,10 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
                 context=context,
             )
             latencies.append((time.perf_counter() - start) * 1000)
+            if reference_turn is not None:
+                start = time.perf_counter()
+                reference_turn(turn)
+                reference_latencies.append((time.perf_counter() - start) * 1000)
             if progress is not None:
                 progress(1)
             if (turn + 1) % every == 0 or turn + 1 == turns:
@@ -149,8 +171,13 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
                 latencies = []
         store.close()
     window = min(DRIFT_WINDOW, max(1, turns // 2))
-    first = statistics.median(every_latency[:window])
-    last = statistics.median(every_latency[-window:])
+    kioku_drift = drift(every_latency, window)
+    if reference_latencies:
+        reference_drift = drift(reference_latencies, window)
+        kioku_drift["reference"] = reference_drift
+        kioku_drift["relative_to_reference"] = round(
+            kioku_drift["ratio"] / reference_drift["ratio"], 3
+        )
     return {
         "turns": turns,
         "channels": CHANNELS,
@@ -158,14 +185,29 @@ def soak(turns: int, progress: Callable[[int], None] | None = None) -> dict[str,
         "thread_max_messages": store.settings.thread_max_messages,
         "stm_threads_possible": CHANNELS * (len(USERS) + 1),
         "samples": samples,
-        "drift": {
-            "window_turns": window,
-            "first_p50_ms": round(first, 2),
-            "last_p50_ms": round(last, 2),
-            "ratio": round(last / first, 3),
-        },
+        "drift": kioku_drift,
         "growth_second_half": growth(samples),
     }
+
+
+def drift(latencies: list[float], window: int) -> dict[str, Any]:
+    """p50 of the first and of the last ``window`` latencies, and last / first."""
+    first = statistics.median(latencies[:window])
+    last = statistics.median(latencies[-window:])
+    return {
+        "window_turns": window,
+        "first_p50_ms": round(first, 2),
+        "last_p50_ms": round(last, 2),
+        "ratio": round(last / first, 3),
+    }
+
+
+def open_reference(url: str, resources: ExitStack) -> Callable[[int], None]:
+    """The ``postgres_store_flat`` peer's turn on ``url``: work that does not grow."""
+    data = synthetic_data(url, server_memories=100)
+    peers = build_peers(data, which=["postgres_store_flat"])
+    resources.callback(peers.close)
+    return peers.turns["postgres_store_flat"]
 
 
 def thread(channel: int) -> RunnableConfig:
@@ -239,16 +281,24 @@ def main() -> None:
     """Run the soak and print its samples."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--no-reference", action="store_true")
     args = parser.parse_args()
-    result = soak(args.turns)
+    result = soak(args.turns, reference=not args.no_reference)
     for s in result["samples"]:
         print(s)
     drift = result["drift"]
     print(
         f"turn p50, first {drift['window_turns']:,} turns: {drift['first_p50_ms']} ms; "
-        f"last {drift['window_turns']:,}: {drift['last_p50_ms']} ms; "
-        f"ratio {drift['ratio']} (target <= 1.1)"
+        f"last {drift['window_turns']:,}: {drift['last_p50_ms']} ms; ratio {drift['ratio']}"
     )
+    if "reference" in drift:
+        ref = drift["reference"]
+        print(
+            f"reference (postgres_store_flat) turn p50: {ref['first_p50_ms']} ms; "
+            f"{ref['last_p50_ms']} ms; ratio {ref['ratio']}"
+        )
+        print(f"kioku's drift relative to the reference: {drift['relative_to_reference']}")
+    print("target <= 1.1")
     print("growth over the second half (last / middle sample):")
     for name, ratio in result["growth_second_half"].items():
         print(f"  {name}: {ratio}")

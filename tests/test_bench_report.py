@@ -31,3 +31,16 @@ def test_the_generated_block_is_replaced_not_appended(tmp_path: Path) -> None:
     assert "hand-written intro" in text and "## LoCoMo" in text
     assert "python -m bench --quick" in text and SAMPLE["machine"]["commit"] in text
     assert "Load average" in text and "raw_sql_floor" in text
+
+
+def test_the_soak_drift_is_judged_against_its_reference_turn() -> None:
+    sample = json.loads(json.dumps(SAMPLE))
+    sample["soak"]["drift"] |= {
+        "ratio": 1.3,
+        "reference": {"window_turns": 100, "first_p50_ms": 10, "last_p50_ms": 12.5, "ratio": 1.25},
+        "relative_to_reference": 1.04,
+    }
+    (row,) = [row for row in rows(QUICK, sample) if row.figure.startswith("soak")]
+    assert (row.kioku, row.peer, row.verdict) == (1.3, 1.25, "met")
+    assert "reference" in row.peer_name
+    assert "relative to the machine's is 1.04" in markdown(QUICK, True, sample["machine"], sample)

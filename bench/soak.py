@@ -14,14 +14,15 @@ its last 1,000 (target <= 1.1), and how much each sampled figure grew over the s
 half of the run (plateau: about 1.0).
 
 The machine's own speed moves over a run this long (a shared 2-core host can slow by a
-third for minutes). So after every kioku turn the soak also times one turn of a
-reference whose work does not grow: the ``postgres_store_flat`` peer of ``bench.peers``
-(LangGraph ``PostgresStore``, 100 server and 5 x 100 personal memories, the same keys
-updated in place), on the same database server. The drift is reported raw, beside the
-reference's own, and as their ratio: a slower machine slows both alike, while growth in
-kioku's state shows only in kioku's. ``--no-reference`` leaves the reference out.
+third for minutes), so the first and last 1,000 turns, minutes apart, are not timed alike.
+After the run the soak therefore also compares like with like: a second, fresh kioku
+(the same graph and settings on a sibling database of the same server) runs 1,000
+warm-up turns, then the soaked one and the fresh one take turns, 1,000 each, alternately.
+The soaked one's p50 over the fresh one's is the drift the target judges: state that
+10,000 turns accumulated (tables, caches) shows in it; the machine's speed does not.
+The first/last figures are reported beside it. ``--no-fresh`` leaves the comparison out.
 
-Run: .venv/bin/python -m bench.soak [--turns 10000] [--no-reference]
+Run: .venv/bin/python -m bench.soak [--turns 10000] [--no-fresh]
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ import argparse
 import random
 import statistics
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +43,10 @@ from langchain_core.runnables import RunnableConfig
 from sqlalchemy import text
 
 from bench.common import bench_database, open_store, percentile
-from bench.peers import build_peers, synthetic_data
-from kioku import Participant, TurnContext
+from kioku import KiokuStore, Participant, Persona, TurnContext
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.tokens import TiktokenCounter
+from kioku._db.engine import make_engine
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.text import as_data
 from kioku._search.sql import candidates_sql, scope_size_sql
@@ -78,25 +80,31 @@ def resident_mb() -> float:
     return float("nan")
 
 
-def soak(
-    turns: int, progress: Callable[[int], None] | None = None, *, reference: bool = True
-) -> dict[str, Any]:
-    """Run ``turns`` turns; return the samples taken every tenth of the run.
+@dataclass
+class Soaker:
+    """One kioku deployment under soak: a store, its graph, and the turns it has taken."""
 
-    With ``reference``, one turn of the ``postgres_store_flat`` peer is timed after each
-    kioku turn (see the module's docstring).
-    """
-    hashing = HashingEmbeddings(384)
-    with bench_database("kioku_bench_soak") as url, ExitStack() as resources:
-        reference_turn = open_reference(url, resources) if reference else None
-        reference_latencies: list[float] = []
+    store: KiokuStore
+    graph: Any
+    stm: ShortTermMemory
+    counter: TiktokenCounter
+    builder: ContextBuilder
+    script: Script
+    persona: Persona
+    rng: random.Random = field(default_factory=lambda: random.Random(11))
+    turns: int = 0
+    last_sweep: datetime = field(default_factory=utc_now)
+
+    @classmethod
+    def open(cls, url: str) -> Soaker:
+        """A store on ``url`` with the soak's server, persona and users, and its graph."""
+        hashing = HashingEmbeddings(384)
         store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
         with store.accounts() as accounts:
             accounts.upsert_server(SERVER, "Soak", self_teaching_enabled=True)
             persona = accounts.create_persona(SERVER, "Kioku")
             for user in USERS:
                 accounts.upsert_user(user.user_id, user.display_name)
-        rng = random.Random(11)
         script = Script(fallback=echo)
         stm = ShortTermMemory(store, store.checkpointer())
         counter = TiktokenCounter()
@@ -108,86 +116,152 @@ def soak(
             stm=stm,
             context_builder=builder,
         )
+        return cls(store, graph, stm, counter, builder, script, persona)
+
+    def turn(self) -> float:
+        """Run the next turn; its latency in ms."""
+        turn, rng = self.turns, self.rng
+        self.turns += 1
+        channel = f"channel-{turn % CHANNELS}"
+        speaker = rng.choice(USERS)
+        others = tuple(rng.sample(USERS, 2))
+        if turn % 50 == 0:  # now and then the model saves something
+            self.script.add(
+                call_tool(
+                    "create_long_term_memory",
+                    memory_content=f"{{user}} mentioned soak fact {turn}",
+                    memory_scope="target_user",
+                    target_user=speaker.display_name,
+                )
+            )
+        context = TurnContext(
+            server_id=SERVER,
+            server_name="Soak",
+            channel_id=channel,
+            channel_name=channel,
+            user=speaker,
+            participants=(speaker, *[o for o in others if o != speaker]),
+            persona=self.persona,
+            bot_user_id="soak-bot",
+        )
+        start = time.perf_counter()
+        self.graph.invoke(
+            {
+                "messages": [
+                    HumanMessage(f"turn {turn}: how is it going?", name=speaker.display_name)
+                ]
+            },
+            {"configurable": {"thread_id": f"conversation-{channel}"}},
+            context=context,
+        )
+        return (time.perf_counter() - start) * 1000
+
+    def maintain(self) -> None:
+        """What a deployment runs now and then: the sweeper, and pruning conversations."""
+        sweep_start = utc_now()
+        self.stm.sweep(retention=timedelta(days=7), pruned_since=self.last_sweep)
+        self.store.checkpointer().prune(
+            [f"conversation-channel-{c}" for c in range(CHANNELS)], strategy="keep_latest"
+        )
+        self.last_sweep = sweep_start
+
+    def longest_thread(self) -> int:
+        """Messages in the longest conversation thread."""
+        return max(
+            len(self.graph.get_state(thread(c)).values.get("messages", [])) for c in range(CHANNELS)
+        )
+
+
+def soak(
+    turns: int, progress: Callable[[int], None] | None = None, *, fresh: bool = True
+) -> dict[str, Any]:
+    """Run ``turns`` turns; return the samples taken every tenth of the run.
+
+    With ``fresh``, the soaked deployment is then timed against a fresh one in
+    alternating turns (see the module's docstring).
+    """
+    with bench_database("kioku_bench_soak") as url:
+        soaked = Soaker.open(url)
         samples: list[dict[str, Any]] = []
         latencies: list[float] = []
         every_latency: list[float] = []
-        last_sweep = utc_now()
         every = max(1, turns // 10)
         for turn in range(turns):
-            channel = f"channel-{turn % CHANNELS}"
-            speaker = rng.choice(USERS)
-            others = tuple(rng.sample(USERS, 2))
-            if turn % 50 == 0:  # now and then the model saves something
-                script.add(
-                    call_tool(
-                        "create_long_term_memory",
-                        memory_content=f"{{user}} mentioned soak fact {turn}",
-                        memory_scope="target_user",
-                        target_user=speaker.display_name,
-                    )
-                )
-            context = TurnContext(
-                server_id=SERVER,
-                server_name="Soak",
-                channel_id=channel,
-                channel_name=channel,
-                user=speaker,
-                participants=(speaker, *[o for o in others if o != speaker]),
-                persona=persona,
-                bot_user_id="soak-bot",
-            )
-            start = time.perf_counter()
-            graph.invoke(
-                {
-                    "messages": [
-                        HumanMessage(f"turn {turn}: how is it going?", name=speaker.display_name)
-                    ]
-                },
-                {"configurable": {"thread_id": f"conversation-{channel}"}},
-                context=context,
-            )
-            latencies.append((time.perf_counter() - start) * 1000)
-            if reference_turn is not None:
-                start = time.perf_counter()
-                reference_turn(turn)
-                reference_latencies.append((time.perf_counter() - start) * 1000)
+            latencies.append(soaked.turn())
             if progress is not None:
                 progress(1)
             if (turn + 1) % every == 0 or turn + 1 == turns:
-                sweep_start = utc_now()
-                stm.sweep(retention=timedelta(days=7), pruned_since=last_sweep)
-                store.checkpointer().prune(
-                    [f"conversation-channel-{c}" for c in range(CHANNELS)], strategy="keep_latest"
-                )
-                last_sweep = sweep_start
-                longest = max(
-                    len(graph.get_state(thread(c)).values.get("messages", []))
-                    for c in range(CHANNELS)
-                )
+                soaked.maintain()
                 samples.append(
-                    sample(store, turn + 1, latencies, longest, caches(counter, stm, builder))
+                    sample(
+                        soaked.store,
+                        turn + 1,
+                        latencies,
+                        soaked.longest_thread(),
+                        caches(soaked.counter, soaked.stm, soaked.builder),
+                    )
                 )
                 every_latency += latencies
                 latencies = []
-        store.close()
-    window = min(DRIFT_WINDOW, max(1, turns // 2))
-    kioku_drift = drift(every_latency, window)
-    if reference_latencies:
-        reference_drift = drift(reference_latencies, window)
-        kioku_drift["reference"] = reference_drift
-        kioku_drift["relative_to_reference"] = round(
-            kioku_drift["ratio"] / reference_drift["ratio"], 3
-        )
+        window = min(DRIFT_WINDOW, max(1, turns // 2))
+        result: dict[str, Any] = {
+            "turns": turns,
+            "channels": CHANNELS,
+            "users": len(USERS),
+            "thread_max_messages": soaked.store.settings.thread_max_messages,
+            "stm_threads_possible": CHANNELS * (len(USERS) + 1),
+            "samples": samples,
+            "drift": drift(every_latency, window),
+            "growth_second_half": growth(samples),
+        }
+        if fresh:
+            result["drift"]["against_fresh"] = against_fresh(soaked, url, window)
+        soaked.store.close()
+    return result
+
+
+def against_fresh(soaked: Soaker, url: str, turns: int) -> dict[str, Any]:
+    """The soaked deployment's turn p50 over a fresh one's, timed in alternating turns.
+
+    The fresh one (a sibling database on the same server) first takes ``turns`` warm-up
+    turns; then each takes ``turns`` more, one after the other.
+    """
+    with sibling_database(url, "kioku_bench_soak_fresh") as fresh_url:
+        fresh = Soaker.open(fresh_url)
+        try:
+            for _ in range(turns):
+                fresh.turn()
+            fresh.maintain()
+            soaked.maintain()
+            timed: dict[str, list[float]] = {"soaked": [], "fresh": []}
+            for _ in range(turns):
+                timed["soaked"].append(soaked.turn())
+                timed["fresh"].append(fresh.turn())
+        finally:
+            fresh.store.close()
+    p50 = {name: statistics.median(values) for name, values in timed.items()}
     return {
-        "turns": turns,
-        "channels": CHANNELS,
-        "users": len(USERS),
-        "thread_max_messages": store.settings.thread_max_messages,
-        "stm_threads_possible": CHANNELS * (len(USERS) + 1),
-        "samples": samples,
-        "drift": kioku_drift,
-        "growth_second_half": growth(samples),
+        "turns_each": turns,
+        "fresh_warmup_turns": turns,
+        "soaked_p50_ms": round(p50["soaked"], 2),
+        "fresh_p50_ms": round(p50["fresh"], 2),
+        "ratio": round(p50["soaked"] / p50["fresh"], 3),
     }
+
+
+@contextmanager
+def sibling_database(url: str, name: str) -> Iterator[str]:
+    """A new database ``name`` on the server of ``url``, dropped afterwards."""
+    admin = make_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            connection.execute(text(f"CREATE DATABASE {name}"))
+        yield admin.url.set(database=name).render_as_string(hide_password=False)
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    finally:
+        admin.dispose()
 
 
 def drift(latencies: list[float], window: int) -> dict[str, Any]:
@@ -200,14 +274,6 @@ def drift(latencies: list[float], window: int) -> dict[str, Any]:
         "last_p50_ms": round(last, 2),
         "ratio": round(last / first, 3),
     }
-
-
-def open_reference(url: str, resources: ExitStack) -> Callable[[int], None]:
-    """The ``postgres_store_flat`` peer's turn on ``url``: work that does not grow."""
-    data = synthetic_data(url, server_memories=100)
-    peers = build_peers(data, which=["postgres_store_flat"])
-    resources.callback(peers.close)
-    return peers.turns["postgres_store_flat"]
 
 
 def thread(channel: int) -> RunnableConfig:
@@ -281,9 +347,9 @@ def main() -> None:
     """Run the soak and print its samples."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=10_000)
-    parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--no-fresh", action="store_true")
     args = parser.parse_args()
-    result = soak(args.turns, reference=not args.no_reference)
+    result = soak(args.turns, fresh=not args.no_fresh)
     for s in result["samples"]:
         print(s)
     drift = result["drift"]
@@ -291,13 +357,12 @@ def main() -> None:
         f"turn p50, first {drift['window_turns']:,} turns: {drift['first_p50_ms']} ms; "
         f"last {drift['window_turns']:,}: {drift['last_p50_ms']} ms; ratio {drift['ratio']}"
     )
-    if "reference" in drift:
-        ref = drift["reference"]
+    if "against_fresh" in drift:
+        ab = drift["against_fresh"]
         print(
-            f"reference (postgres_store_flat) turn p50: {ref['first_p50_ms']} ms; "
-            f"{ref['last_p50_ms']} ms; ratio {ref['ratio']}"
+            f"alternating turns, soaked vs fresh (after {ab['fresh_warmup_turns']:,} warm-up "
+            f"turns): {ab['soaked_p50_ms']} ms vs {ab['fresh_p50_ms']} ms; ratio {ab['ratio']}"
         )
-        print(f"kioku's drift relative to the reference: {drift['relative_to_reference']}")
     print("target <= 1.1")
     print("growth over the second half (last / middle sample):")
     for name, ratio in result["growth_second_half"].items():

@@ -2,7 +2,7 @@
 
 Run from a clone after the README's test setup::
 
-    .venv/bin/python -m bench            # the full suite (about 40 minutes)
+    .venv/bin/python -m bench            # the full suite (about 25 minutes)
     .venv/bin/python -m bench --quick    # smaller sizes, a few minutes
     .venv/bin/kioku bench [--quick]      # the same
 
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,32 +34,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from bench import curves, isolation, search, soak, startup, turn
-from kioku._embeddings import HashingEmbeddings
+from bench import search
+from bench.steps import FULL, QUICK, STEPS, Plan, run_step
 
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- kioku-bench:start -->", "<!-- kioku-bench:end -->"
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Sizes of one run."""
-
-    search_scale: int
-    queries: int
-    writes_per_round: int
-    small_server: int
-    large_server: int
-    turns: int
-    stm_channels: int
-    soak_turns: int
-    isolation_cases: int
-    conversation_lengths: tuple[int, int] = (10, 1000)
-    conversation_turns: int = 100
-
-
-FULL = Plan(100_000, 100, 100, 100, 10_000, 200, 1000, 10_000, 10_000)
-QUICK = Plan(2_000, 20, 10, 100, 2_000, 25, 300, 200, 100, (10, 200), 25)
 
 
 @dataclass(frozen=True)
@@ -114,57 +93,26 @@ def machine() -> dict[str, str]:
 
 
 def run(plan: Plan, console: Console) -> dict[str, Any]:
-    """Run every benchmark of ``plan`` with progress bars; the raw results."""
+    """Run every step of ``plan``, each in a fresh process; the raw results.
+
+    A fresh process per step keeps one step's leftovers (heap, caches, pools) out of the
+    next one's figures; within a step kioku and its peers still alternate in one process.
+    """
     results: dict[str, Any] = {}
-    steps: list[tuple[str, Callable[[], Any]]] = [
-        ("startup", lambda: dict(startup.measure_startup())),
-        ("turn_small", lambda: turn.measure_turns(plan.small_server, plan.turns)),
-        ("turn_large", lambda: turn.measure_turns(plan.large_server, plan.turns)),
-        (
-            "conversation",
-            lambda: curves.measure_conversation_length(
-                plan.conversation_lengths, plan.conversation_turns
-            ),
-        ),
-        ("search", lambda: _search(plan)),
-        ("stm_lookup", lambda: turn.measure_stm_lookup(plan.stm_channels, plan.turns)),
-        ("isolation", lambda: isolation.run_isolation(plan.isolation_cases)),
-    ]
+    spawn = multiprocessing.get_context("spawn")
     with Progress(console=console, transient=False) as progress:
-        overall = progress.add_task("benchmarks", total=len(steps) + 1)
-        # The soak first, so its memory samples start from a fresh process.
-        soak_task = progress.add_task("soak", total=plan.soak_turns)
-        results["soak"] = soak.soak(
-            plan.soak_turns, progress=lambda n: progress.advance(soak_task, n)
-        )
-        progress.advance(overall)
-        for name, step in steps:
+        overall = progress.add_task("benchmarks", total=len(STEPS))
+        for name in STEPS:
             task = progress.add_task(name, total=None)
-            start = time.perf_counter()
-            results[name] = step()
-            results[name]["wall_seconds"] = round(time.perf_counter() - start, 1)
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                results[name] = pool.submit(run_step, name, plan).result()
             progress.update(task, total=1, completed=1)
             progress.advance(overall)
     results["peak_rss_mb"] = {
-        "benchmark_process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "isolation_process": round(
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
-        ),
+        "benchmark_process": max(results[name]["peak_rss_mb"] for name in STEPS),
+        "isolation_process": results["isolation"]["children_peak_rss_mb"],
     }
     return results
-
-
-def _search(plan: Plan) -> dict[str, Any]:
-    report: dict[str, Any] = {}
-    search.run_scale(
-        plan.search_scale,
-        plan.queries,
-        HashingEmbeddings(search.DIM),
-        report,
-        writes_per_round=plan.writes_per_round,
-        show=False,
-    )
-    return dict(report[str(plan.search_scale)])
 
 
 def fastest_peer(result: dict[str, Any], q: str) -> tuple[str, float]:
@@ -348,7 +296,12 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
             "",
             "PostgresStore listing",
         ),
-        Row("peak RSS, benchmark process", r["peak_rss_mb"]["benchmark_process"], None, "MiB"),
+        Row(
+            "peak RSS, largest benchmark step's process",
+            r["peak_rss_mb"]["benchmark_process"],
+            None,
+            "MiB",
+        ),
         Row(
             f"isolation property, {r['isolation']['cases']:,} random turns",
             1.0 if r["isolation"]["held"] else 0.0,

@@ -128,13 +128,19 @@ class Rounds:
     samples: dict[str, list[float]]
 
     @classmethod
-    def run(cls, contenders: dict[str, Callable[[], object]], per_round: int) -> Rounds:
-        """Time each contender ``per_round`` calls per round, ROUNDS rounds, after warm-up."""
+    def run(
+        cls, contenders: dict[str, Callable[[], object]], per_round: int, rounds: int = ROUNDS
+    ) -> Rounds:
+        """Time each contender ``per_round`` calls per round, ``rounds`` rounds, after warm-up.
+
+        More, shorter rounds spread a noisy neighbour's bursts more evenly over the
+        contenders.
+        """
         samples: dict[str, list[float]] = {name: [] for name in contenders}
         for call in contenders.values():
             for _ in range(10):
                 call()
-        for _ in range(ROUNDS):
+        for _ in range(rounds):
             for name, call in contenders.items():
                 for _ in range(per_round):
                     start = time.perf_counter()

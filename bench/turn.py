@@ -29,7 +29,14 @@ from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, text
 
 from bench.common import bench_database, open_store
-from bench.peers import PEERS, PeerData, build_peers, count_round_trips, numbered
+from bench.peers import (
+    PEERS,
+    TURNS_PER_ROUND,
+    PeerData,
+    build_peers,
+    count_round_trips,
+    numbered,
+)
 from bench.roundtrips import RoundTripProxy
 from bench.search import DIM, Lookup, Rounds, sentences
 from kioku import KiokuStore, Participant, TurnContext
@@ -338,7 +345,9 @@ def measure_turns(
             )
             contenders = {"kioku": numbered(ours, step)}
             contenders |= {name: numbered(turn, step) for name, turn in peers.turns.items()}
-            rounds = Rounds.run(contenders, per_round=max(1, turns // 5))
+            rounds = Rounds.run(
+                contenders, per_round=TURNS_PER_ROUND, rounds=max(1, turns // TURNS_PER_ROUND)
+            )
             skipped = dict(peers.skipped)
             found = dict(peers.found)
             found["kioku"] = kioku_rendered(scenario)

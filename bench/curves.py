@@ -36,7 +36,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from bench.common import bench_database, open_store, percentile
-from bench.search import ROUNDS, Rounds
+from bench.peers import TURNS_PER_ROUND
+from bench.search import Rounds
 from kioku import Participant, TurnContext
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku.graphs import build_graph
@@ -156,7 +157,8 @@ def measure_conversation_length(
 
         rounds = Rounds.run(
             {str(length): timed_turn(length) for length in lengths},
-            per_round=max(1, turns // ROUNDS),
+            per_round=TURNS_PER_ROUND,
+            rounds=max(1, turns // TURNS_PER_ROUND),
         )
         for length in lengths:
             samples = rounds.samples[str(length)]

@@ -11,7 +11,12 @@ from kioku._db.models import Memory, Server
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
-from kioku._search.terms import MIN_COMMON_DOCS, combined_shares, distinctive_words
+from kioku._search.terms import (
+    MIN_COMMON_DOCS,
+    TermShares,
+    combined_shares,
+    distinctive_words,
+)
 
 LINEAGE = 10_000
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -145,3 +150,33 @@ def test_a_memory_not_embedded_yet_still_counts_by_its_words(store: KiokuStore) 
     )
     assert found["status"] == "memories_found", found
     assert any(line.startswith(f"ID:{wifi} ") for line in found["memories"])
+
+
+def test_combined_word_shares_are_kept_until_a_scope_is_counted_again(store: KiokuStore) -> None:
+    _fill(store, "tenant-c", [f"Alice keeps note {i} about the shed" for i in range(40)])
+    ticks = [0.0]
+    shares = TermShares(ttl_seconds=60, clock=lambda: ticks[0])
+    both = Visibility("tenant-c", LINEAGE, ("nobody",))
+    with store.sessions() as session:
+        first = shares.get(session, both)
+        assert shares.get(session, both) is first  # combined once while the counts hold
+        assert first["shed"] == 1.0 and "alic" in first
+        with store.transaction() as write:
+            write.execute(
+                insert(Memory),
+                [
+                    {
+                        "scope": "server",
+                        "server_id": "tenant-c",
+                        "persona_lineage_id": LINEAGE,
+                        "content": f"a lamp {i}",
+                        "created_at": NOW,
+                        "updated_at": NOW,
+                    }
+                    for i in range(40)
+                ],
+            )
+        assert shares.get(session, both) is first  # still within the counts' lifetime
+        ticks[0] = 61.0
+        recounted = shares.get(session, both)
+    assert recounted is not first and recounted["shed"] == 0.5

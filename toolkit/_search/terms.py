@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -99,6 +100,22 @@ def combined_shares(counts: Sequence[tuple[int, Mapping[str, int]]]) -> dict[str
     }
 
 
+@dataclass(frozen=True)
+class _Combined:
+    counts: tuple[tuple[int, dict[str, int]], ...]
+    """The counts combined (held, so they are compared by identity safely)."""
+    shares: dict[str, float]
+
+
+def _same_counts(
+    first: Sequence[tuple[int, dict[str, int]]], second: Sequence[tuple[int, dict[str, int]]]
+) -> bool:
+    return len(first) == len(second) and all(
+        a_total == b_total and a_words is b_words
+        for (a_total, a_words), (b_total, b_words) in zip(first, second, strict=True)
+    )
+
+
 class TermShares:
     """Share of a scope's memories containing each of its common stemmed words.
 
@@ -117,11 +134,27 @@ class TermShares:
         """Create an empty table, filled on use."""
         self._ttl, self._max, self._clock = ttl_seconds, max_entries, clock
         self._counts: dict[OwnerKey, tuple[float, int, dict[str, int]]] = {}
+        self._combined: dict[tuple[OwnerKey, ...], _Combined] = {}
         self._lock = threading.Lock()
 
     def get(self, session: Session, visibility: Visibility) -> Mapping[str, float]:
-        """The common words of the memories ``visibility`` spans, counting through ``session``."""
-        return combined_shares([self._owner(session, key) for key in owner_keys(visibility)])
+        """The common words of the memories ``visibility`` spans, counting through ``session``.
+
+        Combining the scopes' counts walks every word they hold, so the result is kept
+        for as long as the counts it was made from are the ones held.
+        """
+        keys = tuple(owner_keys(visibility))
+        counts = tuple(self._owner(session, key) for key in keys)
+        with self._lock:
+            known = self._combined.get(keys)
+        if known is not None and _same_counts(known.counts, counts):
+            return known.shares
+        shares = combined_shares(counts)
+        with self._lock:
+            if len(self._combined) >= self._max:
+                self._combined.clear()
+            self._combined[keys] = _Combined(counts, shares)
+        return shares
 
     def _owner(self, session: Session, key: OwnerKey) -> tuple[int, dict[str, int]]:
         now = self._clock()

@@ -329,3 +329,15 @@ def test_app_context_threads_keep_their_own_short_term_memory(store: KiokuStore)
         if m.additional_kwargs.get("kioku_tag") == "stm_same_channel"
     ]
     assert same_thread_summary == []  # thread B has no summary of its own yet
+
+
+def test_kioku_bench_finds_the_benchmarks_of_the_clone_it_runs_in(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from kioku.cli import clone_on_path
+
+    clone = Path(__file__).resolve().parents[1]
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(clone))])
+    assert not clone_on_path(tmp_path)  # not a clone: the path is left alone
+    assert clone_on_path(clone) and sys.path[0] == str(clone)
+    assert clone_on_path(clone) and sys.path.count(str(clone)) == 1

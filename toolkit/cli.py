@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kioku._errors import ConfigurationError
@@ -74,7 +75,21 @@ def _reembed(console: Console) -> None:
     console.print(f"Embedded {count} memories with {store.embedder.model}.")
 
 
+def clone_on_path(folder: Path) -> bool:
+    """Put ``folder`` on ``sys.path`` when it is a clone holding the benchmarks.
+
+    A console script's path starts at its own folder, not at the working directory, so
+    ``kioku bench`` run in a clone would not find ``bench/`` without this.
+    """
+    if not (folder / "bench" / "__main__.py").is_file():
+        return False
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return True
+
+
 def _bench(console: Console, *, quick: bool) -> int:
+    clone_on_path(Path.cwd())
     try:
         from bench.__main__ import main as run_benchmarks
     except ImportError:

@@ -30,18 +30,29 @@ def bench_database(name: str) -> Iterator[str]:
     if base is None:
         embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="kioku-bench-")))
         base = embedded.url
-    admin = make_engine(base).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        connection.execute(text(f"CREATE DATABASE {name}"))
     try:
-        yield admin.url.set(database=name).render_as_string(hide_password=False)
+        with new_database(base, name) as url:
+            yield url
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
         if embedded is not None:
             embedded.stop()
+
+
+@contextmanager
+def new_database(server_url: str, name: str) -> Iterator[str]:
+    """URL of a new, empty database ``name`` on the server of ``server_url``; dropped after."""
+    admin = make_engine(server_url).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            connection.execute(text(f"CREATE DATABASE {name}"))
+        try:
+            yield admin.url.set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    finally:
+        admin.dispose()
 
 
 def bench_data(name: str) -> Path | None:

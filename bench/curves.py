@@ -36,7 +36,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from bench.common import bench_database, open_store, percentile
-from bench.peers import TURNS_PER_ROUND
 from bench.search import Rounds
 from kioku import Participant, TurnContext
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
@@ -155,11 +154,7 @@ def measure_conversation_length(
 
             return run
 
-        rounds = Rounds.run(
-            {str(length): timed_turn(length) for length in lengths},
-            per_round=TURNS_PER_ROUND,
-            rounds=max(1, turns // TURNS_PER_ROUND),
-        )
+        rounds = Rounds.of_turns({str(length): timed_turn(length) for length in lengths}, turns)
         for length in lengths:
             samples = rounds.samples[str(length)]
             result["lengths"][str(length)].update(

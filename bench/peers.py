@@ -109,9 +109,6 @@ SCHEMAS = {
     "raw_sql_floor": "peers_raw",
 }
 STM_SCHEMA = "peers_stm"
-TURNS_PER_ROUND = 5
-"""Turns each contender takes before the next one's: short rounds, so the machine's slow
-spells fall on every contender alike."""
 MEM0_COLLECTION = "peers_mem0"
 UPDATABLE = 20
 """The speaker's first 20 memories are the ones turns update, in turn."""
@@ -804,9 +801,7 @@ def measure(
         report["skipped"] = dict(peers.skipped)
         step = iter(range(10**9))
         contenders = {name: numbered(turn, step) for name, turn in peers.turns.items()}
-        rounds = Rounds.run(
-            contenders, per_round=TURNS_PER_ROUND, rounds=max(1, turns // TURNS_PER_ROUND)
-        )
+        rounds = Rounds.of_turns(contenders, turns)
         for name in peers.turns:
             report["peers"][name] = {
                 "p50_ms": rounds.p50(name),

@@ -56,6 +56,9 @@ SERVERS = 20  # each scope holds 5% of the memories
 LINEAGE = 10_000
 DIM = 384
 ROUNDS = 5
+TURNS_PER_ROUND = 5
+"""Turns each contender takes before the next one's: short rounds, so the machine's slow
+spells fall on every contender alike."""
 
 ALWAYS_EXACT = 10**12
 """``exact_max_rows`` that keeps every scope on the exact scan (kioku's exact contender)."""
@@ -147,6 +150,13 @@ class Rounds:
                     call()
                     samples[name].append((time.perf_counter() - start) * 1000)
         return cls(samples)
+
+    @classmethod
+    def of_turns(cls, contenders: dict[str, Callable[[], object]], turns: int) -> Rounds:
+        """About ``turns`` timed calls each, alternating every :data:`TURNS_PER_ROUND`."""
+        return cls.run(
+            contenders, per_round=TURNS_PER_ROUND, rounds=max(1, turns // TURNS_PER_ROUND)
+        )
 
     def p50(self, name: str) -> float:
         """Median latency of ``name``."""

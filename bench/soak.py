@@ -31,8 +31,7 @@ import argparse
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -42,11 +41,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import text
 
-from bench.common import bench_database, open_store, percentile
+from bench.common import bench_database, new_database, open_store, percentile
 from kioku import KiokuStore, Participant, Persona, TurnContext
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.tokens import TiktokenCounter
-from kioku._db.engine import make_engine
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.text import as_data
 from kioku._search.sql import candidates_sql, scope_size_sql
@@ -226,7 +224,7 @@ def against_fresh(soaked: Soaker, url: str, turns: int) -> dict[str, Any]:
     The fresh one (a sibling database on the same server) first takes ``turns`` warm-up
     turns; then each takes ``turns`` more, one after the other.
     """
-    with sibling_database(url, "kioku_bench_soak_fresh") as fresh_url:
+    with new_database(url, "kioku_bench_soak_fresh") as fresh_url:
         fresh = Soaker.open(fresh_url)
         try:
             for _ in range(turns):
@@ -247,21 +245,6 @@ def against_fresh(soaked: Soaker, url: str, turns: int) -> dict[str, Any]:
         "fresh_p50_ms": round(p50["fresh"], 2),
         "ratio": round(p50["soaked"] / p50["fresh"], 3),
     }
-
-
-@contextmanager
-def sibling_database(url: str, name: str) -> Iterator[str]:
-    """A new database ``name`` on the server of ``url``, dropped afterwards."""
-    admin = make_engine(url).execution_options(isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            connection.execute(text(f"CREATE DATABASE {name}"))
-        yield admin.url.set(database=name).render_as_string(hide_password=False)
-        with admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    finally:
-        admin.dispose()
 
 
 def drift(latencies: list[float], window: int) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from sqlalchemy import insert, text
 from bench.common import bench_database, open_store
 from bench.peers import (
     PEERS,
-    TURNS_PER_ROUND,
     PeerData,
     build_peers,
     count_round_trips,
@@ -345,9 +344,7 @@ def measure_turns(
             )
             contenders = {"kioku": numbered(ours, step)}
             contenders |= {name: numbered(turn, step) for name, turn in peers.turns.items()}
-            rounds = Rounds.run(
-                contenders, per_round=TURNS_PER_ROUND, rounds=max(1, turns // TURNS_PER_ROUND)
-            )
+            rounds = Rounds.of_turns(contenders, turns)
             skipped = dict(peers.skipped)
             found = dict(peers.found)
             found["kioku"] = kioku_rendered(scenario)

@@ -288,7 +288,5 @@ def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
 
 def _stamped(response: ModelResponse[Any], context: TurnContext) -> ModelResponse[Any]:
     """The model's replies stamped as answering the turn's user (see ``authorship``)."""
-    result = [
-        stamp_reply(m, context) if isinstance(m, AIMessage) else m for m in response.result
-    ]
+    result = [stamp_reply(m, context) if isinstance(m, AIMessage) else m for m in response.result]
     return ModelResponse(result=result, structured_response=response.structured_response)

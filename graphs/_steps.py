@@ -27,7 +27,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._authorship import owner_of, stamp_turn_input
-from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext
+from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext, sent_at_of
 from kioku._context_build.build import ContextBuilder, insert_tail_directive
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
@@ -305,17 +305,20 @@ class TurnSteps:
             owner, private = owner_of(message)
             if private:  # stamped when its turn ran; ShortTermMemory.capture applies the rest
                 continue
-            sent_at = message.additional_kwargs.get(SENT_AT)
+            sent_at = sent_at_of(message)
             if sent_at is None:
-                sent_at = now.isoformat()
+                sent_at = now
                 stamped.append(
                     message.model_copy(
                         update={
-                            "additional_kwargs": {**message.additional_kwargs, SENT_AT: sent_at}
+                            "additional_kwargs": {
+                                **message.additional_kwargs,
+                                SENT_AT: sent_at.isoformat(),
+                            }
                         }
                     )
                 )
-            captured.append(_stm_message(message, context, datetime.fromisoformat(sent_at), owner))
+            captured.append(_stm_message(message, context, sent_at, owner))
         if captured:
             try:
                 self.stm.capture(context, captured)

@@ -185,7 +185,6 @@ def test_roles_swapped_are_different_facts() -> None:
     assert conflict("{user} likes {bot}", "{bot} likes {user}") is not None
 
 
-
 def test_two_writers_saving_the_same_fact_at_once_save_it_once(store: KiokuStore) -> None:
     """The second writer compares with the first one's memory, not a snapshot without it.
 

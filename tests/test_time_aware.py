@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from kioku import KiokuStore, create_long_term_memory_tool
-from kioku._context import SENT_AT
+from kioku._context import SENT_AT, latest_sent_at, sent_at_of
 from kioku._memory.when import when_label
 from kioku._search.when import Window, window_of
 from kioku._tools.invoke import _single_call_graph
@@ -164,10 +164,16 @@ def test_without_an_event_time_a_memory_happened_when_its_message_was_sent(
         ],
     )
     human = HumanMessage("I moved to Porto", additional_kwargs={SENT_AT: "2025-01-02T08:00:00Z"})
-    state = _single_call_graph([tool]).invoke(
-        {"messages": [human, call]}, context=world.context()
-    )
+    state = _single_call_graph([tool]).invoke({"messages": [human, call]}, context=world.context())
     answer = json.loads(state["messages"][-1].content)
     assert answer["event_time"] == "2025-01-02T08:00:00+00:00", answer
     found = search(world, query="Porto")
     assert found["memories"][0].startswith(f"ID:{answer['memory_id']} (2025-01-02, ")
+
+
+def test_a_sent_time_is_read_only_when_it_is_one() -> None:
+    said = HumanMessage("hi", additional_kwargs={SENT_AT: "2025-01-02T08:00:00+00:00"})
+    garbled = HumanMessage("hi", additional_kwargs={SENT_AT: "last tuesday"})
+    assert sent_at_of(said) == datetime(2025, 1, 2, 8, tzinfo=UTC)
+    assert sent_at_of(garbled) is None and sent_at_of(HumanMessage("hi")) is None
+    assert latest_sent_at([said, garbled]) is None  # the latest human message decides

@@ -116,16 +116,20 @@ SENT_AT = "kioku_sent_at"
 """``additional_kwargs`` key of a message holding when it was sent (ISO 8601)."""
 
 
+def sent_at_of(message: object) -> datetime | None:
+    """When ``message`` was sent, if it says so in a readable :data:`SENT_AT`."""
+    raw = (getattr(message, "additional_kwargs", None) or {}).get(SENT_AT)
+    try:
+        return datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+
+
 def latest_sent_at(messages: Sequence[object]) -> datetime | None:
     """When the latest human message of ``messages`` was sent, if it says (:data:`SENT_AT`)."""
     for message in reversed(messages):
-        if getattr(message, "type", None) != "human":
-            continue
-        raw = (getattr(message, "additional_kwargs", None) or {}).get(SENT_AT)
-        try:
-            return datetime.fromisoformat(raw) if isinstance(raw, str) else None
-        except ValueError:
-            return None
+        if getattr(message, "type", None) == "human":
+            return sent_at_of(message)
     return None
 
 

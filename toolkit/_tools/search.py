@@ -77,8 +77,7 @@ SCHEMA: dict[str, Any] = {
         "since": {
             "type": "string",
             "description": (
-                "Only memories of events on or after this ISO 8601 date or date-time "
-                "(optional)."
+                "Only memories of events on or after this ISO 8601 date or date-time (optional)."
             ),
         },
         "until": {

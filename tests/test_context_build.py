@@ -298,6 +298,31 @@ def test_over_budget_the_most_relevant_are_rendered_and_search_offered(scenario:
     assert built.retrieval == ("server_memories", "personal_memories")
 
 
+def test_a_window_holding_the_whole_scope_is_ranked_by_ids_alone(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lighter ranking (ids, no text) renders the very blocks the full rows would."""
+    _add_filler(scenario)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
+    full_rows = loader.rank_by_relevance
+
+    def refused(*args: Any) -> list[Any]:
+        raise AssertionError("the whole scope is loaded: ids are enough")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(loader, "rank_by_relevance", refused)
+        light = scenario.builder(budgets=budgets).build(scenario.context(), question)
+
+    def from_full_rows(*args: Any) -> list[int]:
+        return [row.id for row in full_rows(*args)]
+
+    monkeypatch.setattr(loader, "rank_ids_by_relevance", from_full_rows)
+    heavy = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    assert light.retrieval == ("server_memories", "personal_memories")
+    assert [(i.tag, i.text) for i in light.items] == [(i.tag, i.text) for i in heavy.items]
+
+
 def test_below_budget_everything_is_rendered_even_with_a_question(scenario: Scenario) -> None:
     built = scenario.builder().build(scenario.context(), [HumanMessage("which day is tea?")])
     assert built.omitted == {} and built.retrieval == ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,13 @@ from kioku._db.engine import normalise_url
 from kioku._db.models import Memory, Server, User
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
 from kioku._memory.repository import GLOBAL_LINEAGE
-from kioku._search.engine import _apply_hnsw_settings, vector_candidates
+from kioku._search.engine import (
+    _apply_hnsw_settings,
+    rank_candidates,
+    rank_ids,
+    vector_candidates,
+)
+from kioku._search.planning import VectorPlan
 from kioku._search.query import Visibility
 from kioku._search.sql import SearchShape, candidates_sql, search_params
 
@@ -123,3 +130,53 @@ def test_hnsw_settings_hold_for_searches_outside_a_transaction(
             assert _hnsw_settings(session) == ("relaxed_order", "100")  # a later statement
     finally:
         foreign.dispose()
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    visibility=visibilities,
+    query=st.sampled_from(["tea", "memory 12 about tea", "coffee", ""]),
+    with_vector=st.booleans(),
+    limit=st.sampled_from([1, 5, 60]),
+)
+def test_ranking_by_ids_alone_ranks_as_the_full_rows_do(
+    corpus: KiokuStore, visibility: Visibility, query: str, with_vector: bool, limit: int
+) -> None:
+    """The context build's lighter statement (no join, no text) ranks the same memories."""
+    rng = random.Random(limit)
+    vector = [rng.gauss(0, 1) for _ in range(corpus.embedder.dimension)] if with_vector else None
+    now = datetime.now(UTC)
+    with corpus.sessions() as session:
+        full = rank_candidates(
+            session, visibility, query, vector, now=now, limit=limit, candidates=limit
+        )
+        light = rank_ids(session, visibility, query, vector, now=now, limit=limit, candidates=limit)
+    assert light == [hit.id for hit in full.hits()]
+
+
+@pytest.mark.parametrize("vector", ["exact", "hnsw", None])
+@pytest.mark.parametrize("with_text", [True, False])
+@pytest.mark.parametrize(
+    "visibility",
+    [Visibility("s1", LINEAGES[0], ("u1", "u2")), Visibility("s1", LINEAGES[0], (), False)],
+)
+def test_the_lighter_statement_finds_the_same_candidates(
+    corpus: KiokuStore, vector: VectorPlan | None, with_text: bool, visibility: Visibility
+) -> None:
+    params = search_params(
+        visibility, vector=[0.5] * corpus.embedder.dimension, terms="tea", pool=50
+    )
+    found = {}
+    with corpus.sessions() as session:
+        _apply_hnsw_settings(session)
+        for details in (True, False):
+            shape = SearchShape.of(
+                visibility, memory_type=None, vector=vector, text=with_text, details=details
+            )
+            rows = session.execute(text(candidates_sql(shape)), params).mappings().all()
+            found[details] = sorted(
+                (row["id"], row["score"], row["source"], row["importance"], row["created_at"])
+                for row in rows
+            )
+    assert found[False] == found[True]
+    assert found[True] or not (vector or with_text) or not visibility.include_server

@@ -47,7 +47,7 @@ from kioku._search.query import Visibility
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
-from kioku._store import MEMORY_WINDOW, KiokuStore
+from kioku._store import MEMORY_WINDOW, KiokuStore, MemoryWindow
 
 logger = logging.getLogger(__name__)
 
@@ -224,8 +224,19 @@ class ContextBuilder:
                 loaded.append(loader.load_memories(session, self.store, reach, state))
             return loaded[0]
 
-        def ranked(visibility: Visibility, count: int) -> list[CandidateRow]:
-            return loader.rank_by_relevance(session, self.store, visibility, query, count)
+        def ranked(
+            visibility: Visibility, count: int, held: Sequence[MemoryWindow]
+        ) -> tuple[list[int], list[CandidateRow]]:
+            """Ids most relevant first, and the rows of those ``held`` lacks.
+
+            When ``held`` covers every memory in reach, only ids and what ranks them are
+            read (a memory saved since it was loaded shows from the next turn).
+            """
+            if all(len(window.records) >= window.total for window in held):
+                found = loader.rank_ids_by_relevance(session, self.store, visibility, query, count)
+                return found, []
+            rows = loader.rank_by_relevance(session, self.store, visibility, query, count)
+            return [row.id for row in rows], rows
 
         def server_stage() -> Rendered:
             window, budget = memories().server, budgets.server_memories
@@ -239,7 +250,7 @@ class ContextBuilder:
                 )
             retrieval.append("server_memories")
             scope = Visibility(reach.server_key, reach.lineage_id)
-            found = ranked(scope, wanted(window.total, omitted))
+            priority, found = ranked(scope, wanted(window.total, omitted), [window])
             extra = server_memory_lines(missing_from(window.records, found), names, counter, now)
             return server_memories_stage(
                 merge_lines(lines, extra),
@@ -247,7 +258,7 @@ class ContextBuilder:
                 names,
                 counter,
                 budget,
-                priority=[hit.id for hit in found],
+                priority=priority,
                 total=window.total,
             )
 
@@ -263,7 +274,7 @@ class ContextBuilder:
             scope = Visibility(
                 reach.server_key, reach.lineage_id, tuple(windows), include_server=False
             )
-            hits = ranked(scope, wanted(total, omitted))
+            priority, hits = ranked(scope, wanted(total, omitted), list(windows.values()))
             every = [m for user_records in records.values() for m in user_records]
             extra_by_user: dict[str, list[MemoryRecord]] = {}
             for m in missing_from(every, hits):
@@ -275,7 +286,7 @@ class ContextBuilder:
                 merge_lines(lines, extra),
                 counter,
                 budget,
-                priority=[hit.id for hit in hits],
+                priority=priority,
                 total=total,
             )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypedDict
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -31,7 +32,8 @@ from kioku._memory.repository import (
     versions_of,
 )
 from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
-from kioku._search.engine import CandidateRow, rank_candidates
+from kioku._search.aids import SearchAids
+from kioku._search.engine import CandidateRow, rank_candidates, rank_ids
 from kioku._search.query import Visibility
 from kioku._stm.model import StmEntry, StmKey, utc_now
 from kioku._stm.registry import THREAD_VERSION_SQL, StmRegistry
@@ -176,19 +178,48 @@ def rank_by_relevance(
     """The memories ``visibility`` covers, most relevant to ``query`` first."""
     if not query.strip():
         return []
-    try:
-        vector = embed_query(store.embedder.embeddings, query)
-    except Exception:
-        vector = None  # rank by text and relevance alone
+    vector = _query_vector(store, query)
     ranking = rank_candidates(
-        session,
-        visibility,
-        query,
-        vector,
-        now=utc_now(),
-        limit=count,
-        candidates=count,
-        aids=store.search_aids,
-        min_similarity=relevance_floor(store.embedder.model, store.settings.relevance_similarity),
+        session, visibility, query, vector, limit=count, **_ranked(store, count)
     )
     return ranking.best(count)
+
+
+def rank_ids_by_relevance(
+    session: Session,
+    store: KiokuStore,
+    visibility: Visibility,
+    query: str,
+    count: int,
+) -> list[int]:
+    """The ids of :func:`rank_by_relevance`, for a caller holding every memory in reach."""
+    if not query.strip():
+        return []
+    vector = _query_vector(store, query)
+    return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count))
+
+
+class _RankingOptions(TypedDict):
+    now: datetime
+    candidates: int
+    aids: SearchAids
+    min_similarity: float | None
+
+
+def _ranked(store: KiokuStore, count: int) -> _RankingOptions:
+    """How the context build ranks: ``count`` candidates per search, the search floor."""
+    return {
+        "now": utc_now(),
+        "candidates": count,
+        "aids": store.search_aids,
+        "min_similarity": relevance_floor(
+            store.embedder.model, store.settings.relevance_similarity
+        ),
+    }
+
+
+def _query_vector(store: KiokuStore, query: str) -> list[float] | None:
+    try:
+        return embed_query(store.embedder.embeddings, query)
+    except Exception:
+        return None  # rank by text and relevance alone

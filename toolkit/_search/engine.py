@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -22,6 +22,7 @@ from kioku._search.scoring import FusionWeights, fuse, relevance
 from kioku._search.sizes import ScopeSizes
 from kioku._search.sql import (
     DETAIL_COLUMNS,
+    RANKING_COLUMNS,
     SearchShape,
     candidates_sql,
     scope_size_sql,
@@ -175,6 +176,51 @@ class CandidateRow(NamedTuple):
 assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source", "matched")
 
 
+class RankedRow(NamedTuple):
+    """A candidate as a ranking needs it, for callers that hold the memories themselves."""
+
+    id: int
+    importance: float
+    decay_rate: float
+    created_at: datetime
+    event_time: datetime | None
+    score: float
+    source: str
+    matched: float | None
+
+    @property
+    def happened_at(self) -> datetime:
+        """When what it records happened: its event time, else when it was saved."""
+        return self.event_time or self.created_at
+
+
+assert RankedRow._fields == (*RANKING_COLUMNS, "score", "source", "matched")
+
+
+class _Rankable(Protocol):
+    """What fusion reads of a candidate (both row kinds)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def decay_rate(self) -> float: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def happened_at(self) -> datetime: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def matched(self) -> float | None: ...
+
+
+Row = TypeVar("Row", bound=_Rankable)
+
+
 def _candidates(
     session: Session,
     visibility: Visibility,
@@ -190,6 +236,43 @@ def _candidates(
     until: datetime | None = None,
 ) -> dict[str, list[CandidateRow]]:
     """Vector and text candidates in one statement: rows per source, best first."""
+    return _rows_of(
+        session,
+        visibility,
+        CandidateRow._make,
+        details=True,
+        query_vector=query_vector,
+        terms=terms,
+        memory_type=memory_type,
+        pool=pool,
+        min_importance=min_importance,
+        exact_max_rows=exact_max_rows,
+        sizes=sizes,
+        since=since,
+        until=until,
+    )
+
+
+def _rows_of(
+    session: Session,
+    visibility: Visibility,
+    make: Callable[[Iterable[Any]], Row],
+    *,
+    details: bool,
+    query_vector: Sequence[float] | None,
+    terms: str | None,
+    memory_type: str | None,
+    pool: int,
+    min_importance: float | None = None,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, list[Row]]:
+    """:func:`_candidates`, rows built by ``make``.
+
+    Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`.
+    """
     plan = (
         _vector_plan(session, visibility, pool=pool, exact_max_rows=exact_max_rows, sizes=sizes)
         if query_vector is not None
@@ -202,6 +285,7 @@ def _candidates(
         text=terms is not None,
         min_importance=min_importance,
         timed=since is not None or until is not None,
+        details=details,
     )
     params = search_params(
         visibility,
@@ -213,9 +297,9 @@ def _candidates(
         since=since,
         until=until,
     )
-    found: dict[str, list[CandidateRow]] = {"vector": [], "text": []}
+    found: dict[str, list[Row]] = {"vector": [], "text": []}
     for row in session.execute(text(candidates_sql(shape)), params).all():
-        candidate = CandidateRow._make(row)
+        candidate = make(row)
         found[candidate.source].append(candidate)
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
@@ -369,14 +453,108 @@ def rank_candidates(
     in the query ("last week", "in May", "3 days ago") ranks the candidates of its window
     higher (:mod:`kioku._search.when`).
     """
+    fused = _fused(
+        session,
+        visibility,
+        query,
+        query_vector,
+        CandidateRow._make,
+        details=True,
+        now=now,
+        memory_type=memory_type,
+        min_importance=min_importance,
+        limit=limit,
+        candidates=candidates,
+        weights=weights,
+        aids=aids,
+        min_similarity=min_similarity,
+        min_matched=min_matched,
+        since=since,
+        until=until,
+    )
+    return Ranking(
+        fused.order,
+        fused.rows,
+        fused.relevance,
+        {memory_id: rank for rank, memory_id in enumerate(fused.by_vector, start=1)},
+        {memory_id: rank for rank, memory_id in enumerate(fused.by_text, start=1)},
+        limit,
+    )
+
+
+def rank_ids(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
+    *,
+    now: datetime,
+    limit: int,
+    candidates: int | None = None,
+    aids: SearchAids | None = None,
+    min_similarity: float | None = None,
+) -> list[int]:
+    """The ids of :func:`rank_candidates`'s ``limit`` best, best first.
+
+    For a caller that already holds the memories: the statement returns only what the
+    ranking needs, so it neither joins back to ``memories`` nor sends their text.
+    """
+    fused = _fused(
+        session,
+        visibility,
+        query,
+        query_vector,
+        RankedRow._make,
+        details=False,
+        now=now,
+        limit=limit,
+        candidates=candidates,
+        aids=aids,
+        min_similarity=min_similarity,
+    )
+    return [memory_id for memory_id, _ in fused.order[:limit]]
+
+
+@dataclass(frozen=True)
+class _Fusion(Generic[Row]):
+    order: list[tuple[int, float]]
+    rows: dict[int, Row]
+    relevance: dict[int, float]
+    by_vector: list[int]
+    by_text: list[int]
+
+
+def _fused(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
+    make: Callable[[Iterable[Any]], Row],
+    *,
+    details: bool,
+    now: datetime,
+    limit: int,
+    memory_type: str | None = None,
+    min_importance: float | None = None,
+    candidates: int | None = None,
+    weights: FusionWeights | None = None,
+    aids: SearchAids | None = None,
+    min_similarity: float | None = None,
+    min_matched: float = MIN_MATCHED_SHARE,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> _Fusion[Row]:
+    """The one ranking behind :func:`rank_candidates` and :func:`rank_ids`."""
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
     pool = max(candidates or 2 * limit, limit, 20)
     shares = aids.term_shares.get(session, visibility) if aids is not None else None
-    found = _candidates(
+    found = _rows_of(
         session,
         visibility,
+        make,
+        details=details,
         query_vector=query_vector,
         terms=_text_terms(query, shares),
         memory_type=memory_type,
@@ -418,7 +596,7 @@ def rank_candidates(
         if window is not None
         else []
     )
-    fused = fuse(
+    order = fuse(
         {"vector": by_vector, "text": by_text, "relevance": by_relevance, "time": in_window},
         {
             "vector": weights.vector,
@@ -427,11 +605,4 @@ def rank_candidates(
             "time": weights.time,
         },
     )
-    return Ranking(
-        fused,
-        rows,
-        scores,
-        {memory_id: rank for rank, memory_id in enumerate(by_vector, start=1)},
-        {memory_id: rank for rank, memory_id in enumerate(by_text, start=1)},
-        limit,
-    )
+    return _Fusion(order, rows, scores, by_vector, by_text)

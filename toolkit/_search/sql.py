@@ -34,6 +34,10 @@ DETAIL_COLUMNS = (
     "event_time",
 )
 """Columns every candidate row carries, besides ``score`` and ``source``."""
+RANKING_COLUMNS = ("id", "importance", "decay_rate", "created_at", "event_time")
+"""Columns a ranking needs (relevance, time window) when the caller holds the rest: the
+statement then skips its join back to ``memories`` (``SearchShape.details`` off)."""
+_RANKING_TYPES = ("bigint", "float8", "float8", "timestamptz", "timestamptz")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class SearchShape:
     """Whether full-text candidates are wanted."""
     timed: bool = False
     """Only memories whose event happened from ``:since`` until ``:until``."""
+    details: bool = True
+    """Rows carry :data:`DETAIL_COLUMNS`; else only :data:`RANKING_COLUMNS`."""
 
     @classmethod
     def of(
@@ -65,6 +71,7 @@ class SearchShape:
         text: bool,
         min_importance: float | None = None,
         timed: bool = False,
+        details: bool = True,
     ) -> SearchShape:
         """The shape of a search over ``visibility``."""
         return cls(
@@ -75,6 +82,7 @@ class SearchShape:
             vector=vector,
             text=text,
             timed=timed,
+            details=details,
         )
 
 
@@ -113,24 +121,37 @@ HAPPENED_AT = "coalesce(event_time, created_at)"
 """When a memory's event happened: its event time, else when it was saved."""
 
 
+def _carried(shape: SearchShape) -> str:
+    """The ranking's columns, carried by each search when no join adds the details."""
+    return "" if shape.details else "".join(f", {c}" for c in RANKING_COLUMNS[1:])
+
+
 def _vector_hits(shape: SearchShape) -> str:
+    carried = _carried(shape)
     if shape.vector == "hnsw":
         # One filtered index scan; pgvector's iterative scan fills the limit.
         return (
-            f"SELECT id, {_DISTANCE} AS score, NULL::float8 AS matched FROM memories "
+            f"SELECT id, {_DISTANCE} AS score, NULL::float8 AS matched{carried} FROM memories "
             f"WHERE {_any_part(shape)} AND embedding IS NOT NULL "
             f"ORDER BY {_DISTANCE} LIMIT :pool"
         )
     # Exact: each scope kind from its covering index. The distance is computed once, in
     # a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.
+    nothing = "".join(
+        f", NULL::{kind} AS {column}"
+        for column, kind in zip(RANKING_COLUMNS[1:], _RANKING_TYPES[1:], strict=True)
+    )
     per_part = [
-        "(SELECT id, score, NULL::float8 AS matched FROM "
-        f"(SELECT id, {_DISTANCE} AS score FROM memories "
+        f"(SELECT id, score, NULL::float8 AS matched{carried} FROM "
+        f"(SELECT id, {_DISTANCE} AS score{carried} FROM memories "
         f"WHERE {part} AND embedding IS NOT NULL OFFSET 0) AS scored "
         "ORDER BY score, id LIMIT :pool)"
         for part in _parts(shape)
-    ] or ["(SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::float8 AS matched WHERE false)"]
-    return f"SELECT id, score, matched FROM ({' UNION ALL '.join(per_part)}) AS nearest"
+    ] or [
+        "(SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::float8 AS matched"
+        f"{nothing if carried else ''} WHERE false)"
+    ]
+    return f"SELECT id, score, matched{carried} FROM ({' UNION ALL '.join(per_part)}) AS nearest"
 
 
 _MATCHED_SHARE = (
@@ -145,7 +166,8 @@ memory not embedded yet (its meaning cannot be compared) counts as holding them 
 
 def _text_hits(shape: SearchShape) -> str:
     return (
-        f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched "
+        f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched"
+        f"{_carried(shape)} "
         "FROM memories, to_tsquery('english', :terms) AS query "
         f"WHERE {_any_part(shape)} AND search_vector @@ query "
         "ORDER BY score DESC, id LIMIT :pool"
@@ -154,8 +176,13 @@ def _text_hits(shape: SearchShape) -> str:
 
 @lru_cache(maxsize=128)
 def candidates_sql(shape: SearchShape) -> str:
-    """One statement returning the vector and text candidates, tagged by ``source``."""
-    details = ", ".join(f"m.{column}" for column in DETAIL_COLUMNS)
+    """One statement returning the vector and text candidates, tagged by ``source``.
+
+    Each row: :data:`DETAIL_COLUMNS` (or :data:`RANKING_COLUMNS`), ``score``, ``source``,
+    ``matched``.
+    """
+    columns = DETAIL_COLUMNS if shape.details else RANKING_COLUMNS
+    details = ", ".join(f"m.{column}" for column in columns)
     searches = []
     if shape.vector is not None:
         searches.append(("vector", _vector_hits(shape)))
@@ -165,6 +192,13 @@ def candidates_sql(shape: SearchShape) -> str:
         return (
             f"SELECT {details}, 0.0 AS score, '' AS source, NULL::float8 AS matched "
             "FROM memories AS m WHERE false"
+        )
+    if not shape.details:  # the searches carry what the ranking needs: no join
+        carried = ", ".join(f"hits.{column}" for column in RANKING_COLUMNS)
+        return " UNION ALL ".join(
+            f"(SELECT {carried}, hits.score::float8 AS score, '{name}' AS source, hits.matched "
+            f"FROM ({sql}) AS hits)"
+            for name, sql in searches
         )
     return " UNION ALL ".join(
         f"(SELECT {details}, hits.score::float8 AS score, '{name}' AS source, hits.matched "

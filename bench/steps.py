@@ -38,6 +38,7 @@ STEPS = (
     "startup",
     "turn_small",
     "turn_large",
+    "memory_curve",
     "conversation",
     "search",
     "stm_lookup",
@@ -53,6 +54,9 @@ def run_step(name: str, plan: Plan) -> dict[str, Any]:
         "startup": lambda: dict(startup.measure_startup()),
         "turn_small": lambda: turn.measure_turns(plan.small_server, plan.turns),
         "turn_large": lambda: turn.measure_turns(plan.large_server, plan.turns),
+        "memory_curve": lambda: turn.measure_memory_count(
+            (plan.small_server, plan.large_server), plan.turns
+        ),
         "conversation": lambda: curves.measure_conversation_length(
             plan.conversation_lengths, plan.conversation_turns
         ),

@@ -10,7 +10,7 @@ participant's (query embedding excluded, as for kioku), a get of this channel's 
 and a listing of the newest other-channel entries, a put for the tool's write and a put
 for the capture.
 
-Run: .venv/bin/python -m bench.turn [--server-memories 100 100000] [--turns 200]
+Run: .venv/bin/python -m bench.turn [--server-memories 100 10000] [--turns 200] [--curve]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, text
 
-from bench.common import bench_database, open_store
+from bench.common import bench_database, new_database, open_store
 from bench.peers import (
     PEERS,
     PeerData,
@@ -378,6 +378,52 @@ def measure_turns(
     }
 
 
+CURVE_PEER = "postgres_store_flat"
+"""The peer whose own curve is printed beside kioku's: it scans a scope as kioku does."""
+
+
+def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
+    """Turn p50/p95 at each size (memories per scope), kioku and :data:`CURVE_PEER`.
+
+    Each size has its own database on one server; every contender at every size
+    alternates with the others in 5-turn rounds in this one process, so the curve
+    compares turns timed side by side, not minutes apart.
+    """
+    vectors: dict[str, dict[str, list[float]]] = {}
+    contenders: dict[str, Callable[[], object]] = {}
+    with ExitStack() as stack:
+        server_url = stack.enter_context(bench_database(f"kioku_bench_curve_{sizes[0]}"))
+        for size in sizes:
+            url = (
+                server_url
+                if size == sizes[0]
+                else stack.enter_context(new_database(server_url, f"kioku_bench_curve_{size}"))
+            )
+            sized = vectors.setdefault(str(size), {})
+            scenario = build_scenario(url, size, 50, sized)
+            stack.callback(scenario.close)
+            peers = build_peers(peer_data(url, scenario, sized), which=[CURVE_PEER])
+            stack.callback(peers.close)
+            step = iter(range(10**9))
+            ours = kioku_turn(
+                scenario.store, scenario.stm, scenario.context, scenario.updatable, sized
+            )
+            contenders[f"kioku {size}"] = numbered(ours, step)
+            for name, turn in peers.turns.items():
+                contenders[f"{name} {size}"] = numbered(turn, step)
+        rounds = Rounds.of_turns(contenders, turns)
+    figures = {
+        name: {"p50_ms": rounds.p50(name), "p95_ms": rounds.p95(name)} for name in rounds.samples
+    }
+    small, large = min(sizes), max(sizes)
+    ratios = {
+        who: figures[f"{who} {large}"]["p50_ms"] / figures[f"{who} {small}"]["p50_ms"]
+        for who in ("kioku", CURVE_PEER)
+        if f"{who} {large}" in figures and f"{who} {small}" in figures
+    }
+    return {"sizes": list(sizes), "contenders": figures, "ratio_p50": ratios}
+
+
 def measure_stm_lookup(channels: int, lookups: int) -> dict[str, Any]:
     """Other-channel STM lookup at ``channels`` channels."""
     vectors: dict[str, list[float]] = {}
@@ -417,7 +463,19 @@ def main() -> None:
     parser.add_argument("--server-memories", type=int, nargs="+", default=[100, 10_000])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--which", nargs="+", default=list(PEERS), choices=PEERS)
+    parser.add_argument(
+        "--curve",
+        action="store_true",
+        help="only the memories-per-scope curve: sizes alternating in one process",
+    )
     args = parser.parse_args()
+    if args.curve:
+        curve = measure_memory_count(args.server_memories, args.turns)
+        for name, f in curve["contenders"].items():
+            print(f"{name:<28}p50 {f['p50_ms']:8.2f} ms  p95 {f['p95_ms']:8.2f} ms")
+        for who, ratio in curve["ratio_p50"].items():
+            print(f"{who}: p50 ratio {ratio:.3f} (target <= 1.5 for kioku)")
+        return
     for size in args.server_memories:
         print(turn_table(measure_turns(size, args.turns, which=args.which)))
     s = measure_stm_lookup(1000, args.turns)

@@ -39,7 +39,14 @@ from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
 from kioku._memory.sameness import same_meaning
 from kioku._memory.statuses import CreateStatus as S
-from kioku._memory.text import name_key, render_tokens, sanitise_content, with_bridge_name
+from kioku._memory.text import (
+    as_data,
+    name_key,
+    quoted_data,
+    render_tokens,
+    sanitise_content,
+    with_bridge_name,
+)
 from kioku._memory.typed import TypedFields
 from kioku._reach import reach_of
 from kioku._search.engine import nearest
@@ -176,6 +183,8 @@ def _refuse_repeat(
         if row.content == content:
             return
         if same_meaning(row.content, content, 1.0 - row.score, threshold):
+            if MemoryRepository(call.session).holds(scope, content):
+                return  # an exact repeat (of a memory not embedded yet): already_saved
             # Read only now, on this rare path: a disabled server answers as disabled, and
             # a memory the turn may not see is never shown (the save goes on as before).
             settings = AccountRepository(call.session).settings_for(context)
@@ -191,12 +200,12 @@ def _refuse_repeat(
             )
             raise fail(
                 S.DUPLICATE,
-                f"This means the same as ID:{row.id}, already saved: {shown!r}. Nothing was "
-                f"saved. To change or add to it, call update_long_term_memory with memory_id "
-                f"{row.id} and the full new text; if it is a different fact, say what sets it "
-                "apart (who, when, how much).",
+                f"This means the same as ID:{row.id}, already saved: {quoted_data(shown)}. "
+                "Nothing was saved. To change or add to it, call update_long_term_memory with "
+                f"memory_id {row.id} and the full new text; if it is a different fact, say what "
+                "sets it apart (who, when, how much).",
                 memory_id=row.id,
-                existing_content=shown,
+                existing_content=as_data(shown),
             )
 
 

@@ -261,6 +261,15 @@ class MemoryRepository:
         total = int(rows[0].total) if rows else 0
         return [MemoryRecord(*cast(tuple[Any, ...], row)[:-1]) for row in rows], total
 
+    def holds(self, scope: ServerScope | PersonalScope, content: str) -> bool:
+        """Whether ``scope`` holds an active memory of exactly ``content`` (embedded or not)."""
+        found = self.session.scalar(
+            select(Memory.id)
+            .where(Memory.status == "active", *self._scope_filter(scope), Memory.content == content)
+            .limit(1)
+        )
+        return found is not None
+
     def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
         """Active memories in ``scope``, newest first (only the columns a record needs)."""
         rows = self.session.execute(

@@ -30,7 +30,10 @@ def _words(text: str) -> list[str]:
 
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
-_NUMBER = re.compile(r"\d(?:[\d,]*\d)?")
+_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)|\d+")
+"""A number, with thousands grouped by commas ("1,450") or not; "1,5" is two numbers."""
+_APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u201b\u02bc\u2032", "'"))
+"""Typographic apostrophes (as phones and models write "can’t") read as ASCII ones."""
 _NUMBER_WORDS = {
     word: str(value)
     for value, word in enumerate(
@@ -186,7 +189,7 @@ class Reading:
 def read(text: str) -> Reading:
     """The words, names, numbers and polarity of ``text``."""
     text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).translate(_APOSTROPHES)
     text = _NO_LONGER.sub(" nolonger ", text)
     text = _USED_TO.sub(" usedto ", text)
     text = _PASSED_AWAY.sub(" died ", text)
@@ -396,7 +399,8 @@ def _two_words_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     if second - first == 2 and a[first + 1] in {"and", "or"}:
         return False  # "cats and dogs" / "dogs and cats"
     swapped = (a[first], a[second])
-    return not any(word.isdigit() or word in _MONTHS for word in swapped)  # "5 May" / "May 5"
+    day_and_month = any(w.isdigit() for w in swapped) and any(w in _MONTHS for w in swapped)
+    return not day_and_month  # "5 May" / "May 5"; "5/6" / "6/5" and "3-1" / "1-3" differ
 
 
 _NEGATING_PREFIXES = ("un", "dis", "non", "in", "im", "ir", "il")

@@ -107,7 +107,7 @@ def test_directory_stages_in_order() -> None:
 
 def _record(memory_id: int, content: str) -> MemoryRecord:
     now = datetime.now(UTC)
-    return MemoryRecord(memory_id, "server", "s", None, 10000, content, now, now)
+    return MemoryRecord(memory_id, "server", "s", None, 10000, content, now, now, None, now)
 
 
 def test_render_blocks() -> None:

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from sqlalchemy import insert
 
 from kioku import KiokuStore, create_long_term_memory_tool
 from kioku._context import SENT_AT, latest_sent_at, sent_at_of
+from kioku._db.models import Memory
+from kioku._memory.repository import MemoryRepository, ServerScope
 from kioku._memory.when import when_label
 from kioku._search.when import Window, window_of
 from kioku._tools.invoke import _single_call_graph
@@ -85,6 +88,36 @@ def test_a_memory_says_when_it_happened(world: World) -> None:
     refused = create(world, "Alice ran again", event_time="last Tuesday")
     assert refused["status"] == "memory_save_failed_invalid_args"
     assert "ISO 8601" in refused["reason"]
+
+
+def test_when_it_happened_is_the_event_time_else_when_it_was_saved(world: World) -> None:
+    """One definition (``memories.happened_at``), read by rows, records and since/until."""
+    dated = create(world, "Alice ran the Porto half marathon", event_time="2025-05-08")
+    saved_at = datetime(2024, 1, 2, 3, 4, tzinfo=UTC)
+    with world.store.transaction() as session:
+        undated = session.scalar(
+            insert(Memory)
+            .values(
+                scope="server",
+                server_id="srv-a",
+                persona_lineage_id=world.persona.lineage_id,
+                content="Alice ran the Berlin marathon",
+                created_at=saved_at,
+            )
+            .returning(Memory.id)
+        )
+    assert undated is not None
+    with world.store.sessions() as session:
+        records = {
+            r.id: r
+            for r in MemoryRepository(session).list(ServerScope("srv-a", world.persona.lineage_id))
+        }
+    assert records[dated["memory_id"]].happened_at == datetime(2025, 5, 8, tzinfo=UTC)
+    assert records[undated].event_time is None
+    assert records[undated].happened_at == saved_at
+    early = search(world, query="Alice ran marathon", until="2025-01-01")
+    assert [m.split()[0] for m in early["memories"]] == [f"ID:{undated}"]
+    assert early["memories"][0].startswith(f"ID:{undated} (2024-01-02, ")
 
 
 def test_typed_memories_take_an_event_time(world: World) -> None:

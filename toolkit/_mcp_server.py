@@ -318,7 +318,7 @@ def _hit(row: Memory) -> SearchHit:
         0.0,
         None,
         None,
-        row.event_time or row.created_at,
+        row.happened_at,
     )
 
 

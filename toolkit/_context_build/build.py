@@ -101,6 +101,7 @@ def missing_from(
             hit.created_at,
             hit.updated_at,
             hit.event_time,
+            hit.happened_at,
         )
         for hit in found
         if hit.id not in have

@@ -167,6 +167,12 @@ class Memory(Base):
     )
     """When what the memory records happened (``attributes.event_time``; migration 0011);
     ``None``: when it was saved."""
+    happened_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True),
+        Computed("coalesce(kioku_event_time(attributes), created_at)", persisted=True),
+    )
+    """When what the memory records happened: its event time, else when it was saved
+    (migration 0012). The one definition: readers and search filters use this column."""
 
     __table_args__ = (
         CheckConstraint("scope IN ('server', 'personal')", name="scope"),

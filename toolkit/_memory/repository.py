@@ -94,13 +94,11 @@ class MemoryRecord:
     content: str
     created_at: datetime
     updated_at: datetime
-    event_time: datetime | None = None
+    event_time: datetime | None
     """When what it records happened, if it says (``None``: when it was saved)."""
-
-    @property
-    def happened_at(self) -> datetime:
-        """When what it records happened: its event time, else when it was saved."""
-        return self.event_time or self.created_at
+    happened_at: datetime
+    """When what it records happened: its event time, else when it was saved (the column
+    ``memories.happened_at``, where this is defined)."""
 
 
 _RECORD_COLUMNS = (
@@ -113,6 +111,7 @@ _RECORD_COLUMNS = (
     Memory.created_at,
     Memory.updated_at,
     Memory.event_time,
+    Memory.happened_at,
 )
 """The columns of :class:`MemoryRecord`, in its field order."""
 
@@ -128,6 +127,7 @@ def _record(row: Memory) -> MemoryRecord:
         created_at=row.created_at,
         updated_at=row.updated_at,
         event_time=row.event_time,
+        happened_at=row.happened_at,
     )
 
 

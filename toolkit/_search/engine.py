@@ -163,14 +163,11 @@ class CandidateRow(NamedTuple):
     persona_lineage_id: int
     updated_at: datetime
     event_time: datetime | None
+    happened_at: datetime
+    """When what it records happened: its event time, else when it was saved."""
     score: float
     source: str
     matched: float | None
-
-    @property
-    def happened_at(self) -> datetime:
-        """When what it records happened: its event time, else when it was saved."""
-        return self.event_time or self.created_at
 
 
 assert CandidateRow._fields == (*DETAIL_COLUMNS, "score", "source", "matched")
@@ -183,15 +180,10 @@ class RankedRow(NamedTuple):
     importance: float
     decay_rate: float
     created_at: datetime
-    event_time: datetime | None
+    happened_at: datetime
     score: float
     source: str
     matched: float | None
-
-    @property
-    def happened_at(self) -> datetime:
-        """When what it records happened: its event time, else when it was saved."""
-        return self.event_time or self.created_at
 
 
 assert RankedRow._fields == (*RANKING_COLUMNS, "score", "source", "matched")

@@ -32,9 +32,10 @@ DETAIL_COLUMNS = (
     "persona_lineage_id",
     "updated_at",
     "event_time",
+    "happened_at",
 )
 """Columns every candidate row carries, besides ``score`` and ``source``."""
-RANKING_COLUMNS = ("id", "importance", "decay_rate", "created_at", "event_time")
+RANKING_COLUMNS = ("id", "importance", "decay_rate", "created_at", "happened_at")
 """Columns a ranking needs (relevance, time window) when the caller holds the rest: the
 statement then skips its join back to ``memories`` (``SearchShape.details`` off)."""
 _RANKING_TYPES = ("bigint", "float8", "float8", "timestamptz", "timestamptz")
@@ -105,8 +106,8 @@ def _parts(shape: SearchShape) -> list[str]:
         extra += " AND importance >= :min_importance"  # a float column: compared as numbers
     if shape.timed:
         extra += (
-            f" AND {HAPPENED_AT} >= CAST(:since AS timestamptz)"
-            f" AND {HAPPENED_AT} < CAST(:until AS timestamptz)"
+            " AND happened_at >= CAST(:since AS timestamptz)"
+            " AND happened_at < CAST(:until AS timestamptz)"
         )
     return [owner + extra for owner in _owners(shape)]
 
@@ -117,8 +118,6 @@ def _any_part(shape: SearchShape) -> str:
 
 
 _DISTANCE = "embedding <=> CAST(:vector AS halfvec)"
-HAPPENED_AT = "coalesce(event_time, created_at)"
-"""When a memory's event happened: its event time, else when it was saved."""
 
 
 def _carried(shape: SearchShape) -> str:

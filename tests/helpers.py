@@ -13,7 +13,8 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from pydantic import AliasChoices
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
 
 from kioku import (
     KiokuSettings,
@@ -153,6 +154,22 @@ def table_counts(store: KiokuStore) -> tuple[int, int]:
         memories = session.scalar(select(func.count()).select_from(Memory)) or 0
         history = session.scalar(select(func.count()).select_from(MemoryHistory)) or 0
     return memories, history
+
+
+def insert_server_memory(session: Session, world: World, content: str, **columns: Any) -> int:
+    """A server memory of ``world``'s persona on srv-a, written straight to the table (no
+    tool, no checks): for states a tool would not make, such as one saved without a vector."""
+    return session.execute(
+        insert(Memory)
+        .values(
+            scope="server",
+            server_id="srv-a",
+            persona_lineage_id=world.persona.lineage_id,
+            content=content,
+            **columns,
+        )
+        .returning(Memory.id)
+    ).scalar_one()
 
 
 def memory_row(store: KiokuStore, memory_id: int) -> Memory | None:

@@ -8,17 +8,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from sqlalchemy import insert, text
+from sqlalchemy import text
 
 from bench.duplicates import DEFAULT_PAIRS as PAIRS
 from bench.duplicates import load_pairs, score
 from kioku import KiokuStore, create_long_term_memory_tool
-from kioku._db.models import Memory
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.repository import MemoryRepository, ServerScope
 from kioku._memory.sameness import conflict
 from kioku._tools.ltm import create_memory_tool
-from tests.helpers import World, make_world, table_counts
+from tests.helpers import World, insert_server_memory, make_world, table_counts
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -219,17 +218,9 @@ def test_two_writers_saving_the_same_fact_at_once_save_it_once(store: KiokuStore
     content = "Alice drinks jasmine tea every morning"
     with store.sessions() as first, ThreadPoolExecutor(max_workers=1) as pool:
         MemoryRepository(first).lock_scope(ServerScope("srv-a", world.persona.lineage_id))
-        saved = first.execute(
-            insert(Memory)
-            .values(
-                scope="server",
-                server_id="srv-a",
-                persona_lineage_id=world.persona.lineage_id,
-                content=content,
-                embedding=store.embedder.embeddings.embed_query(content),
-            )
-            .returning(Memory.id)
-        ).scalar_one()
+        saved = insert_server_memory(
+            first, world, content, embedding=store.embedder.embeddings.embed_query(content)
+        )
         second = pool.submit(create, world, "alice drinks jasmine tea every morning!")
         deadline = time.monotonic() + 120
         while not _a_session_waits_for_an_advisory_lock(store):
@@ -271,16 +262,8 @@ def test_an_exact_repeat_of_a_memory_not_embedded_yet_is_already_saved(world: Wo
         "memory_saved_successfully"
     )
     with world.store.transaction() as session:  # saved while the embedder was down
-        pending = session.scalar(
-            insert(Memory)
-            .values(
-                scope="server",
-                server_id="srv-a",
-                persona_lineage_id=world.persona.lineage_id,
-                content="Alice drinks jasmine tea every morning!",
-                needs_embedding=True,
-            )
-            .returning(Memory.id)
+        pending = insert_server_memory(
+            session, world, "Alice drinks jasmine tea every morning!", needs_embedding=True
         )
     again = create(world, "Alice drinks jasmine tea every morning!")
     assert again["status"] == "memory_saved_successfully", again

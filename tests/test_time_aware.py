@@ -9,18 +9,16 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from sqlalchemy import insert
 
 from kioku import KiokuStore, create_long_term_memory_tool
 from kioku._context import SENT_AT, latest_sent_at, sent_at_of
-from kioku._db.models import Memory
 from kioku._memory.repository import MemoryRepository, ServerScope
 from kioku._memory.when import when_label
 from kioku._search.when import Window, window_of
 from kioku._tools.invoke import _single_call_graph
 from kioku._tools.ltm import create_memory_tool
 from kioku._tools.search import search_long_term_memory
-from tests.helpers import World, make_world, memory_row
+from tests.helpers import World, insert_server_memory, make_world, memory_row
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 
@@ -95,16 +93,8 @@ def test_when_it_happened_is_the_event_time_else_when_it_was_saved(world: World)
     dated = create(world, "Alice ran the Porto half marathon", event_time="2025-05-08")
     saved_at = datetime(2024, 1, 2, 3, 4, tzinfo=UTC)
     with world.store.transaction() as session:
-        undated = session.scalar(
-            insert(Memory)
-            .values(
-                scope="server",
-                server_id="srv-a",
-                persona_lineage_id=world.persona.lineage_id,
-                content="Alice ran the Berlin marathon",
-                created_at=saved_at,
-            )
-            .returning(Memory.id)
+        undated = insert_server_memory(
+            session, world, "Alice ran the Berlin marathon", created_at=saved_at
         )
     assert undated is not None
     with world.store.sessions() as session:

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from kioku._memory.text import APOSTROPHES
+
 
 @dataclass(frozen=True)
 class LocalePhrases:
@@ -108,12 +110,11 @@ JAPANESE = LocalePhrases(
 DEFAULT_LOCALES: Mapping[str, LocalePhrases] = {"en": ENGLISH, "ja": JAPANESE}
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])")
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 
 
 def normalise_message(text: str) -> str:
     """NFKC, lower-case, unified apostrophes, collapsed whitespace."""
-    folded = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).lower()
+    folded = unicodedata.normalize("NFKC", text).translate(APOSTROPHES).lower()
     return " ".join(folded.split())
 
 

@@ -21,6 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from kioku._memory.text import APOSTROPHES
 from kioku._search.when import MONTHS
 from kioku._stemming import stem
 
@@ -32,8 +33,6 @@ def _words(text: str) -> list[str]:
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)|\d+")
 """A number, with thousands grouped by commas ("1,450") or not; "1,5" is two numbers."""
-_APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u201b\u02bc\u2032", "'"))
-"""Typographic apostrophes (as phones and models write "can’t") read as ASCII ones."""
 _NUMBER_WORDS = {
     word: str(value)
     for value, word in enumerate(
@@ -189,7 +188,7 @@ class Reading:
 def read(text: str) -> Reading:
     """The words, names, numbers and polarity of ``text``."""
     text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).translate(_APOSTROPHES)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).translate(APOSTROPHES)
     text = _NO_LONGER.sub(" nolonger ", text)
     text = _USED_TO.sub(" usedto ", text)
     text = _PASSED_AWAY.sub(" died ", text)

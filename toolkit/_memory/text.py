@@ -101,6 +101,9 @@ _LOOK_ALIKES = str.maketrans(
     }
 )
 """Brackets and quotes NFKC leaves alone, folded like their ASCII forms."""
+APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u201b\u02bc\u2032`", "'"))
+"""Typographic apostrophes (as phones and models write "can’t") and backticks, to ``'``:
+for the rules that read words (intent phrases, sameness)."""
 _HEADER = re.compile(r"#{2,}")
 _FENCE = re.compile(r"`{3,}|~{3,}")
 _LEADING_MARKS = re.compile(r"^[\s#>*+\-=|]+")

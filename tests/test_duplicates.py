@@ -194,6 +194,24 @@ def test_a_repeat_of_a_hidden_personal_memory_is_never_shown(store: KiokuStore) 
     assert "Bob is secretly" not in json.dumps(again)
 
 
+def test_an_exact_repeat_of_a_hidden_personal_memory_answers_as_a_new_save(
+    store: KiokuStore,
+) -> None:
+    """Saying "already saved" would confirm what a memory the turn cannot see says."""
+    world = make_world(store)
+    secret = "Bob is secretly interviewing at a rival company next week"
+    args = {"memory_scope": "target_user", "target_user": "Bob"}
+    first = create(world, secret, **args)
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", personal_memories_enabled=False)
+    fresh = create(world, "Bob collects vintage fountain pens", **args)
+    again = create(world, secret, **args)
+    assert again["status"] == fresh["status"] == "memory_saved_successfully", again
+    assert set(again) == set(fresh) and "already_saved" not in again
+    assert again["reason"] == f"Saved as ID:{first['memory_id']}."
+    assert table_counts(store)[0] == 2
+
+
 def test_a_disabled_server_answers_disabled_not_duplicate(store: KiokuStore) -> None:
     world = make_world(store)
     create(world, "Alice drinks jasmine tea every morning")

@@ -123,12 +123,14 @@ def save(
     data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
     if target is not None:
         data["target_user"] = target.display_name
-    if saved.outcome == "already_saved":
+    if saved.outcome == "already_saved" and _shown_to(context, scope, personal_enabled):
         return ToolResult(
             S.SAVED,
             f"This exact memory is already saved as ID:{record_id}; nothing new was written.",
             {**data, "already_saved": True},
         )
+    # A repeat into a scope this turn cannot see answers as a new save would: saying
+    # "already saved" would confirm what a hidden memory says.
     call.store.invalidate(scope)
     owner_name = target.display_name if target is not None else "User"
     persona_name = context.persona.name
@@ -150,6 +152,16 @@ def save(
     if "event_time" in typed.attributes:
         data["event_time"] = typed.attributes["event_time"]
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
+
+
+def _shown_to(
+    context: TurnContext, scope: ServerScope | PersonalScope, personal_memories_enabled: bool
+) -> bool:
+    """Whether this turn sees ``scope``'s memories (:mod:`kioku._reach` decides)."""
+    if not isinstance(scope, PersonalScope):
+        return True
+    reach = reach_of(context, personal_memories_enabled=personal_memories_enabled)
+    return reach.shows_personal(scope.user_id)
 
 
 DUPLICATE_CANDIDATES = 5
@@ -190,8 +202,7 @@ def _refuse_repeat(
             settings = AccountRepository(call.session).settings_for(context)
             if not settings.self_teaching_enabled:
                 raise disabled(STATUSES)
-            reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
-            if isinstance(scope, PersonalScope) and not reach.shows_personal(scope.user_id):
+            if not _shown_to(context, scope, settings.personal_memories_enabled):
                 return
             shown = render_tokens(
                 row.content,

@@ -2,12 +2,13 @@
 
 Run: ``.venv/bin/python -m bench.duplicates [--pairs FILE ...]``. Each pair is an existing
 memory ``a``, a new one ``b`` and whether ``b`` repeats ``a``, in ``tests/data/``, each
-written separately (the last four by helpers that never saw the rules or the other sets):
+written separately (the last five by helpers that never saw the rules or the other sets):
 ``duplicate_pairs.jsonl`` (written for kioku, the rules tuned on it),
 ``duplicate_pairs_heldout.jsonl`` (first held out, then the rules were also tuned on its
 errors), ``duplicate_pairs_fresh.jsonl`` (first only its totals measured; its errors read
-later), ``duplicate_pairs_blind4.jsonl`` and ``duplicate_pairs_blind5.jsonl`` (each measured
-once with the rules of the time, then its errors read); ``--pairs`` adds other sets. A
+later), ``duplicate_pairs_blind4.jsonl``, ``duplicate_pairs_blind5.jsonl`` and
+``duplicate_pairs_blind6.jsonl`` (each measured once with the rules of the time, then its
+errors read); ``--pairs`` adds other sets. A
 pair counts as refused when kioku's rule (:func:`kioku._memory.sameness.same_meaning` at the
 embedder's calibrated threshold) says it repeats. Embedders: the hashing one always,
 all-MiniLM-L6-v2 when ``.[local]`` is installed.
@@ -34,7 +35,7 @@ HELD_OUT_PAIRS = DATA / "duplicate_pairs_heldout.jsonl"
 """Written separately; the rules were later tuned on its errors too."""
 FRESH_PAIRS = DATA / "duplicate_pairs_fresh.jsonl"
 """Written separately; only its totals measured at first, its errors read later."""
-BLIND_PAIRS = (DATA / "duplicate_pairs_blind4.jsonl", DATA / "duplicate_pairs_blind5.jsonl")
+BLIND_PAIRS = tuple(DATA / f"duplicate_pairs_blind{n}.jsonl" for n in (4, 5, 6))
 """Written blind by other authors; each measured once before its errors were read."""
 ALL_PAIRS = (DEFAULT_PAIRS, HELD_OUT_PAIRS, FRESH_PAIRS, *BLIND_PAIRS)
 

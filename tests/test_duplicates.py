@@ -15,7 +15,7 @@ from bench.duplicates import load_pairs, score
 from kioku import KiokuStore, create_long_term_memory_tool
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.repository import MemoryRepository, ServerScope
-from kioku._memory.sameness import conflict
+from kioku._memory.sameness import conflict, same_meaning
 from kioku._tools.ltm import create_memory_tool
 from tests.helpers import World, insert_server_memory, make_world, table_counts
 
@@ -166,10 +166,37 @@ def test_hashing_embedder_precision_on_the_labelled_set() -> None:
         ("Liam lives at 10 Baker Street, flat 3", "Liam lives at 3 Baker Street, flat 10", "roles"),
         ("Liam's dose is 1,5 mg", "Liam's dose is 15 mg", "numbers"),
         ("Liam moved from May to June", "Liam moved from June to May", "roles"),
+        ("Liam's mom is visiting next weekend", "Liam's mom visited last weekend", "time"),
+        ("Liam has a dentist appointment on Monday", "Liam had one last Monday", "time"),
+        ("Liam is on parental leave", "Liam was on parental leave two years ago", "time"),
+        ("Liam's book club meets on the last Friday of the month", "It meets monthly", None),
+        ("Liam starts college in September", "Liam will begin college in September", None),
+        ("Liam is a smoker", "Liam is a non-smoker", "polarity"),
+        ("Liam works for a non-profit", "Liam works for a nonprofit", None),
+        ("Liam plays bass in a jazz trio", "Liam plays bass in a three-piece jazz band", None),
+        ("Voice chat closes at midnight", "Voice chat closes at 12 AM", None),
+        ("Lunch is at noon", "Lunch is at 12pm", None),
     ],
 )
 def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str | None) -> None:
     assert conflict(first, second) == why
+
+
+@pytest.mark.parametrize(
+    ("similarity", "second", "same"),
+    [
+        (0.70, "Hiroshi drives a Honda", True),  # says less: all its words are the first's
+        (0.70, "Hiroshi drives a Toyota", False),  # a word of its own
+        (0.70, "Hiroshi", False),  # too few words to say less of anything
+        (0.60, "Hiroshi drives a Honda", False),  # beyond the margin
+        (0.80, "Hiroshi drives a Honda", True),
+    ],
+)
+def test_a_text_saying_less_may_be_a_little_less_similar(
+    similarity: float, second: str, same: bool
+) -> None:
+    first = "Hiroshi drives a silver 2020 Honda Civic hybrid"
+    assert same_meaning(first, second, similarity, 0.78) is same
 
 
 def test_a_repeat_of_a_hidden_personal_memory_is_never_shown(store: KiokuStore) -> None:

@@ -42,6 +42,8 @@ _NUMBER_WORDS = {
         )
     )
 } | {"once": "1", "twice": "2", "thrice": "3", "pair": "2", "dozen": "12", "decade": "10"}
+_NUMBER_WORDS |= {"duo": "2", "trio": "3", "quartet": "4", "quintet": "5"}
+_NUMBER_WORDS |= {"midnight": "0", "noon": "12", "midday": "12"}  # "12 AM" is "0"
 _NUMBER_WORDS |= {
     word: str(value)
     for value, word in enumerate(
@@ -111,6 +113,8 @@ NEGATIONS = frozenset(
 """Words that turn a statement around ("dislikes tea" against "likes tea"), or say what
 someone does not do ("vegan", "teetotal", "lactose intolerant" against "can't digest
 lactose")."""
+_NON = re.compile(r"\bnon-(?=[^\W\d_])", re.IGNORECASE)
+"""``non-smoker``: one word, so the prefix reads as a negation of ``smoker``."""
 _FREE_OF = re.compile(r"(?<=\w)-free\b", re.IGNORECASE)
 """``gluten-free``: without gluten."""
 _IN_LAW = re.compile(r"\b(\w+)-in-laws?\b", re.IGNORECASE)
@@ -131,6 +135,15 @@ RELATIONS = {
 }
 """Words naming someone related to the subject ("Jake's son"), each to its group's name:
 a memory about the subject's son is about a different person."""
+_PAST = re.compile(
+    r"\b(?:last\s+(?:week|weekend|month|year|night|time|summer|winter|spring|fall|autumn|"
+    r"season|semester|term|{})(?!\s+of\b)|ago|yesterday|previously)\b".format(
+        "|".join([*MONTHS, *(day.removesuffix("s") for day in _WEEKDAYS)])
+    ),
+    re.IGNORECASE,
+)
+"""Words placing a statement in the past ("last Monday", "two years ago"), not a recurring
+"last Friday of the month"."""
 ADDED_WORDS = 3
 """Words of meaning one text adds to all of the other's that make it a new fact (or as
 many as the two share, when that is fewer: "after" / "after, async")."""
@@ -180,6 +193,8 @@ class Reading:
     """Numbers, clock times (24-hour), weekdays and months."""
     negated: bool
     """An odd number of negations."""
+    past: bool = False
+    """Placed in the past by :data:`_PAST`: "had a dentist appointment last Monday"."""
     aside: frozenset[str] = frozenset()
     """Stems of words in asides that describe what they follow ("Milan, Italy", "Siemens,
     the engineering company"): detail, not a new fact."""
@@ -193,6 +208,7 @@ def read(text: str) -> Reading:
     text = _USED_TO.sub(" usedto ", text)
     text = _PASSED_AWAY.sub(" died ", text)
     text = _HEDGES.sub(" ", text)
+    text = _NON.sub("non", text)
     text = _FREE_OF.sub(" without", text)
     text = _IN_LAW.sub(r"\1inlaw", text)
     text = _AGE.sub(r"\1", text)  # "34 years old" is "34"
@@ -235,6 +251,7 @@ def read(text: str) -> Reading:
         names=frozenset(name.removesuffix("'s") for name in names),
         numbers=frozenset(numbers),
         negated=negations % 2 == 1,
+        past=_PAST.search(text) is not None,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
     )
 
@@ -309,6 +326,8 @@ def conflict(first: str, second: str) -> str | None:
     a, b = read(first), read(second)
     if a.negated != b.negated or _negated_word(a.words, b.words) or _negated_word(b.words, a.words):
         return "polarity"
+    if a.past != b.past:
+        return "time"  # "is visiting next weekend" / "visited last weekend"
     if not b.numbers <= a.numbers and not a.numbers | b.numbers <= {"1"}:
         return "numbers"  # "one" on its own is "a": "has one cat" / "has a cat"
     only_a, only_b = _names_only_in(a, b), _names_only_in(b, a)
@@ -454,6 +473,22 @@ def _canonical(word: str) -> str:
     return RELATIONS.get(word) or _SYNONYMS.get(word) or stem(word)
 
 
+SUBSET_MARGIN = 0.12
+"""How much less similar a new text may be when all its words of meaning are the stored
+one's: it says less ("Hiroshi drives a Honda" after "… a silver 2020 Honda Civic")."""
+SUBSET_WORDS = 2
+"""Words of meaning a shorter text needs for :data:`SUBSET_MARGIN`."""
+
+
 def same_meaning(first: str, second: str, similarity: float, threshold: float) -> bool:
-    """Whether ``second`` repeats ``first``: similar enough and no :func:`conflict`."""
-    return similarity >= threshold and conflict(first, second) is None
+    """Whether ``second`` repeats ``first``: similar enough and no :func:`conflict`.
+
+    Similar enough is ``threshold``, or :data:`SUBSET_MARGIN` less for a text whose words
+    of meaning are all in ``first``'s.
+    """
+    if similarity < threshold - SUBSET_MARGIN or conflict(first, second) is not None:
+        return False
+    if similarity >= threshold:
+        return True
+    a, b = read(first), read(second)
+    return len(b.content) >= SUBSET_WORDS and b.content <= a.content

@@ -36,6 +36,7 @@ QUICK = Plan(2_000, 20, 10, 100, 2_000, 25, 300, 200, 100, (10, 200), 25)
 STEPS = (
     "soak",
     "startup",
+    "turn_alone",
     "turn_small",
     "turn_large",
     "memory_curve",
@@ -52,6 +53,7 @@ def run_step(name: str, plan: Plan) -> dict[str, Any]:
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "soak": lambda: soak.soak(plan.soak_turns),
         "startup": lambda: dict(startup.measure_startup()),
+        "turn_alone": lambda: turn.measure_alone(plan.small_server, 3 * plan.turns),
         "turn_small": lambda: turn.measure_turns(plan.small_server, plan.turns),
         "turn_large": lambda: turn.measure_turns(plan.large_server, plan.turns),
         "memory_curve": lambda: turn.measure_memory_count(

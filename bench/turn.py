@@ -11,11 +11,13 @@ and a listing of the newest other-channel entries, a put for the tool's write an
 for the capture.
 
 Run: .venv/bin/python -m bench.turn [--server-memories 100 10000] [--turns 200] [--curve]
+[--alone]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -424,6 +426,41 @@ def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
     return {"sizes": list(sizes), "contenders": figures, "ratio_p50": ratios}
 
 
+ALONE_TURNS = 600
+"""Turns timed for :func:`measure_alone` (after warm-up): enough for a steady p95."""
+
+
+def measure_alone(server_memories: int, turns: int = ALONE_TURNS) -> dict[str, Any]:
+    """The turn of kioku alone in its process (no peer between its turns): the absolute figure.
+
+    The issue's "p95 on an idle machine" is a figure of kioku's own work; in the
+    alternating runs each peer's turns (other allocations, other connections) come between
+    kioku's, which is right for ratios and adds to absolutes. The load average before and
+    after says how idle the machine was.
+    """
+    vectors: dict[str, list[float]] = {}
+    with bench_database(f"kioku_bench_alone_{server_memories}") as url:
+        scenario = build_scenario(url, server_memories, 50, vectors)
+        try:
+            ours = kioku_turn(
+                scenario.store, scenario.stm, scenario.context, scenario.updatable, vectors
+            )
+            step = iter(range(10**9))
+            load_before = os.getloadavg()[0]
+            rounds = Rounds.of_turns({"kioku": numbered(ours, step)}, turns)
+            load_after = os.getloadavg()[0]
+        finally:
+            scenario.close()
+    return {
+        "server_memories": server_memories,
+        "turns": len(rounds.samples["kioku"]),
+        "p50_ms": rounds.p50("kioku"),
+        "p95_ms": rounds.p95("kioku"),
+        "load_before": round(load_before, 2),
+        "load_after": round(load_after, 2),
+    }
+
+
 def measure_stm_lookup(channels: int, lookups: int) -> dict[str, Any]:
     """Other-channel STM lookup at ``channels`` channels."""
     vectors: dict[str, list[float]] = {}
@@ -468,7 +505,20 @@ def main() -> None:
         action="store_true",
         help="only the memories-per-scope curve: sizes alternating in one process",
     )
+    parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="only kioku's turns, alone in the process (3 x --turns): the absolute p50/p95",
+    )
     args = parser.parse_args()
+    if args.alone:
+        for size in args.server_memories:
+            a = measure_alone(size, 3 * args.turns)
+            print(
+                f"kioku alone, {size:,} per scope, {a['turns']} turns: p50 {a['p50_ms']:.2f} ms"
+                f"  p95 {a['p95_ms']:.2f} ms  (load {a['load_before']} -> {a['load_after']})"
+            )
+        return
     if args.curve:
         curve = measure_memory_count(args.server_memories, args.turns)
         for name, f in curve["contenders"].items():

@@ -21,6 +21,7 @@ from kioku import (
     MemoryNotice,
     Participant,
     PersonalScope,
+    SavedPlan,
     ServerScope,
     consolidation_context,
 )
@@ -494,3 +495,101 @@ def test_one_pass_removes_at_most_half_of_what_it_shows() -> None:
     plan = parse_plan(reply, [1, 2, 3, 4, 5, 6], max_length=1000)
     assert [s.remove for s in plan.supersessions] == [(2, 3)]
     assert "more than 3 of the 6" in plan.rejected[0].reason
+
+
+def update(world: World, memory_id: int, text: str) -> None:
+    from kioku import update_long_term_memory_tool
+
+    tool = update_long_term_memory_tool(world.store)
+    result = world.run(tool, {"memory_id": memory_id, "memory_content": text}, world.context())
+    assert result.result["status"] == "memory_updated_successfully", result.result
+
+
+def test_a_saved_plan_is_applied_as_reviewed_without_asking_again(
+    store: KiokuStore, world: World, tea: dict[str, int]
+) -> None:
+    """What is applied is what the dry run showed; a memory changed since is left alone."""
+    dry = store.consolidate(server_scope(world), scripted(tea_plan(tea)))
+    saved = dry.saved_plan()
+    assert saved is not None and set(saved.shown) == set(tea.values())
+    kept = SavedPlan.from_dict(json.loads(json.dumps(saved.to_dict())))
+    assert kept == saved
+    update(world, tea["green2"], "Green tea is what the tea club drinks, and oolong")
+    no_model = ScriptedChatModel(script=Script([]))  # asking it would fail the test
+    report = store.consolidate(server_scope(world), no_model, plan=kept, apply=True)
+    assert report.from_saved_plan and not report.plan.merges
+    assert any(
+        f"ID:{tea['green2']} changed since the plan was made" in r.reason
+        for r in report.plan.rejected
+    )
+    assert [(o.memory_id, o.applied) for o in report.outcomes] == [(tea["monday"], True)]
+    after = contents(store)
+    assert tea["monday"] not in after and after[tea["green"]] == "The tea club drinks green tea"
+    assert "saved plan" in report.render()
+
+
+def test_a_saved_plan_is_checked_like_a_reply_and_kept_to_its_scope(
+    store: KiokuStore, world: World, tea: dict[str, int]
+) -> None:
+    saved = store.consolidate(server_scope(world), scripted(tea_plan(tea))).saved_plan()
+    assert saved is not None
+    other = ServerScope("srv-b", world.persona.lineage_id)
+    with pytest.raises(ConfigurationError, match="the saved plan is for the server scope"):
+        store.consolidate(other, plan=saved)
+    edited = saved.to_dict()
+    edited["reply"] = json.dumps({"supersessions": [{"keep": tea["green"], "remove": [99999]}]})
+    report = store.consolidate(server_scope(world), plan=SavedPlan.from_dict(edited), apply=True)
+    assert report.plan.is_empty and "ID:99999 was not among" in report.plan.rejected[0].reason
+    assert report.outcomes == () and len(contents(store)) == 4
+    with pytest.raises(ConfigurationError, match="needs a chat model, or a saved plan"):
+        store.consolidate(server_scope(world))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [],
+        {"format": "something else"},
+        {"format": "kioku-consolidation-plan", "version": 1, "scope": {}},
+        {
+            "format": "kioku-consolidation-plan",
+            "version": 1,
+            "scope": {"kind": "server", "owner": "s", "lineage": 10000},
+            "reply": "{}",
+            "shown": [{"id": "1; DROP TABLE memories", "content": "x"}],
+        },
+    ],
+)
+def test_a_file_that_is_not_a_saved_plan_says_so(data: Any) -> None:
+    with pytest.raises(ConfigurationError, match="not a saved consolidation plan"):
+        SavedPlan.from_dict(data)
+
+
+def test_cli_saves_the_plan_and_applies_exactly_it(
+    store: KiokuStore,
+    world: World,
+    tea: dict[str, int],
+    kioku_cli: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    from kioku import _models
+    from kioku.cli import main
+
+    script = Script([say(tea_plan(tea))])  # one reply: the apply must not ask again
+    monkeypatch.setattr(_models, "openai_model_from_env", lambda: ScriptedChatModel(script=script))
+    path = tmp_path / "plan.json"
+    dry = kioku_cli("consolidate", "--server", "srv-a", "--save-plan", str(path))
+    assert f"Plan saved to {path}" in dry and os.stat(path).st_mode & 0o777 == 0o600
+    assert main(["consolidate", "--server", "srv-a", "--save-plan", str(path)]) == 2
+    assert "already exists" in capsys.readouterr().out
+    without_model_settings(monkeypatch)
+    monkeypatch.setattr(_models, "openai_model_from_env", lambda: None)
+    applied = kioku_cli("consolidate", "--server", "srv-a", "--apply", "--plan", str(path))
+    assert f"supersession 1: ID:{tea['monday']} deleted" in applied
+    assert f"merge 1: ID:{tea['green2']} deleted" in applied
+    path.write_text("not json")
+    assert main(["consolidate", "--server", "srv-a", "--plan", str(path)]) == 2
+    out = capsys.readouterr().out.strip()
+    assert len(out.splitlines()) == 1 and "is not a saved plan" in out

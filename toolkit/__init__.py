@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kioku._consolidation.plan import ConsolidationPlan
     from kioku._consolidation.prompt import CONSOLIDATION_PROMPT
     from kioku._consolidation.report import ConsolidationReport
+    from kioku._consolidation.saved import SavedPlan
     from kioku._consolidation.scope import consolidation_context
     from kioku._context import (
         DEFAULT_PERSONA,
@@ -69,6 +70,7 @@ __all__ = [
     "ConfigurationError",
     "ConsolidationPlan",
     "ConsolidationReport",
+    "SavedPlan",
     "ContextBudgets",
     "ContextBuilder",
     "ContextItem",
@@ -180,6 +182,7 @@ _LAZY: dict[str, str] = {
     "CONSOLIDATION_PROMPT": "kioku._consolidation.prompt",
     "ConsolidationPlan": "kioku._consolidation.plan",
     "ConsolidationReport": "kioku._consolidation.report",
+    "SavedPlan": "kioku._consolidation.saved",
     "consolidation_context": "kioku._consolidation.scope",
 }
 

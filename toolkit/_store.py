@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from kioku._consolidation.report import ConsolidationReport
+    from kioku._consolidation.saved import SavedPlan
     from kioku._context import TurnContext
     from kioku._db.models import MemoryHistory
     from kioku._erasure import ErasureReceipt
@@ -344,10 +345,11 @@ class KiokuStore:
     def consolidate(
         self,
         scope: CacheKey,
-        model: BaseChatModel,
+        model: BaseChatModel | None = None,
         *,
         apply: bool = False,
         context: TurnContext | None = None,
+        plan: SavedPlan | None = None,
     ) -> ConsolidationReport:
         """Ask ``model`` once which memories of ``scope`` to merge or retire; apply if asked.
 
@@ -359,22 +361,29 @@ class KiokuStore:
         carries the plan out through ``update_long_term_memory``'s flow, change by change,
         so scope checks, privacy, limits, history and notices apply as to a tool call.
 
+        To apply exactly the plan a dry run showed, pass ``plan=report.saved_plan()`` (no
+        model is asked): the reply is checked again, and an action naming a memory whose
+        text changed since, or that is gone, is dropped with the reason.
+
         Args:
             scope: a :class:`ServerScope` or :class:`PersonalScope`.
             model: any LangChain chat model; its errors propagate (nothing is changed).
+                Not needed with ``plan``.
             apply: carry the plan out.
             context: the turn context to write with (default:
                 ``kioku.consolidation_context(store, scope)``); it must address ``scope``.
+            plan: a :class:`~kioku.SavedPlan` of an earlier dry run over ``scope``.
 
         Returns:
             A :class:`~kioku.ConsolidationReport`: the plan, and each change's status.
 
         Raises:
-            ConfigurationError: ``context`` addresses other memories than ``scope``.
+            ConfigurationError: ``context`` addresses other memories than ``scope``; neither
+                ``model`` nor ``plan`` is given; ``plan`` is for another scope.
         """
         from kioku._consolidation.run import consolidate
 
-        return consolidate(self, scope, model, apply=apply, context=context)
+        return consolidate(self, scope, model, apply=apply, context=context, plan=plan)
 
     def applied_update(self, scope: CacheKey, change: ContentChange) -> None:
         """After ``change`` committed: apply it to ``scope``'s cached window, or drop it.

@@ -255,6 +255,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="carry the plan out (through the update tool's flow); without it nothing changes",
     )
+    kept = consolidate.add_mutually_exclusive_group()
+    kept.add_argument(
+        "--save-plan",
+        metavar="FILE",
+        help="a dry run that also writes the plan to FILE (a new file, readable by you only)",
+    )
+    kept.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="use the plan saved in FILE instead of asking the model (with --apply: carry "
+        "out exactly it; actions on memories changed since are dropped)",
+    )
     sub.add_parser("setup", help="create or upgrade the database schema")
     sub.add_parser(
         "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
@@ -305,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
                 "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
             )
             return 2
-    if args.command == "consolidate":
+    if args.command == "consolidate" and args.save_plan and args.apply:
+        return _failed(console, ConfigurationError("--save-plan is a dry run: drop --apply"))
+    if args.command == "consolidate" and args.plan is None:
         from kioku._consolidation.command import consolidation_model
 
         try:
@@ -353,7 +367,6 @@ def _run_command(
     elif args.command == "consolidate":
         from kioku._consolidation.command import run_consolidate
 
-        assert model is not None
         run_consolidate(
             store,
             model,
@@ -362,6 +375,8 @@ def _run_command(
             persona_name=args.persona,
             user_id=args.user,
             apply=args.apply,
+            save_plan=args.save_plan,
+            saved_plan=args.plan,
         )
     elif args.command == "chat":
         from kioku._chat import run_chat

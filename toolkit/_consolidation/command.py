@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kioku._errors import ConfigurationError
@@ -11,6 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kioku._accounts import AccountRepository
+    from kioku._consolidation.saved import SavedPlan
     from kioku._context import Persona
     from kioku._store import KiokuStore
 
@@ -36,18 +39,24 @@ def consolidation_model() -> BaseChatModel:
 
 def run_consolidate(
     store: KiokuStore,
-    model: BaseChatModel,
+    model: BaseChatModel | None,
     console: Console,
     *,
     server_id: str,
     persona_name: str | None,
     user_id: str | None,
     apply: bool,
+    save_plan: str | None = None,
+    saved_plan: str | None = None,
 ) -> None:
     """Consolidate a server's server-wide memories, or one user's personal ones, and report.
 
+    ``save_plan`` names a new file for the dry run's plan; ``saved_plan`` a file written so,
+    whose plan is used instead of asking ``model``.
+
     Raises:
-        ConfigurationError: the server, persona or user is unknown.
+        ConfigurationError: the server, persona or user is unknown; a plan file cannot be
+            read or written, or is for another scope.
     """
     from kioku._consolidation.run import consolidate
     from kioku._consolidation.scope import consolidation_context
@@ -70,9 +79,72 @@ def run_consolidate(
         else ServerScope(server_key(server_id), lineage)
     )
     context = consolidation_context(store, scope, server_id=server_id, persona=persona)
-    with console.status("Asking the model…"):
-        report = consolidate(store, scope, model, apply=apply, context=context)
+    plan = read_plan(Path(saved_plan)) if saved_plan is not None else None
+    if save_plan is not None and os.path.lexists(save_plan):  # before the model is asked
+        raise ConfigurationError(_EXISTS.format(path=save_plan))
+    with console.status("Applying the saved plan…" if plan else "Asking the model…"):
+        report = consolidate(store, scope, model, apply=apply, context=context, plan=plan)
     console.print(report.render(), markup=False, highlight=False, soft_wrap=True)
+    if save_plan is not None:
+        kept = report.saved_plan()
+        if kept is None:
+            console.print("No plan to save: the model was not asked.", markup=False)
+            return
+        write_plan(Path(save_plan), kept)
+        console.print(
+            f"Plan saved to {save_plan}; apply exactly it with --apply --plan {save_plan}.",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+_EXISTS = "{path} already exists: remove it or name a new file for --save-plan"
+
+
+def write_plan(path: Path, plan: SavedPlan) -> None:
+    """Write ``plan`` to ``path``, a new file only its owner may read (it holds memories).
+
+    Raises:
+        ConfigurationError: the file exists or cannot be created.
+    """
+    import json
+
+    data = json.dumps(plan.to_dict(), ensure_ascii=False, indent=1).encode()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise ConfigurationError(_EXISTS.format(path=path)) from None
+    except OSError as exc:
+        raise ConfigurationError(f"cannot create {path}: {exc.strerror}") from None
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+
+
+MAX_PLAN_BYTES = 50_000_000
+"""A larger file is not read as a plan."""
+
+
+def read_plan(path: Path) -> SavedPlan:
+    """The plan ``kioku consolidate --save-plan`` wrote to ``path``.
+
+    Raises:
+        ConfigurationError: the file cannot be read or is not a saved plan.
+    """
+    import json
+
+    from kioku._consolidation.saved import SavedPlan
+
+    try:
+        if path.stat().st_size > MAX_PLAN_BYTES:
+            raise ConfigurationError(f"{path} is over {MAX_PLAN_BYTES:,} bytes: not a plan")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the plan {path}: {exc.strerror}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigurationError(f"{path} is not a saved plan (not JSON: {exc})") from None
+    return SavedPlan.from_dict(data)
 
 
 def _persona(accounts: AccountRepository, server_id: str, name: str | None) -> Persona:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kioku._consolidation.plan import ActionKind, ConsolidationPlan
+from kioku._consolidation.saved import SavedPlan
 from kioku._memory.repository import PersonalScope, ServerScope
 from kioku._memory.statuses import UpdateStatus
 from kioku._memory.text import as_data
@@ -52,6 +53,21 @@ class ConsolidationReport:
     """Whether the plan was carried out (``apply=True``); a dry run changes nothing."""
     outcomes: tuple[ChangeOutcome, ...] = ()
     """One per change tried, in order (empty for a dry run)."""
+    shown_texts: tuple[str, ...] = ()
+    """The text of each memory of ``shown``, in the same order."""
+    from_saved_plan: bool = False
+    """Whether the plan was a saved one (no model was asked)."""
+
+    def saved_plan(self) -> SavedPlan | None:
+        """The plan as reviewed, to apply later without asking the model again.
+
+        ``None`` when the model was not asked (nothing to save).
+        """
+        if self.reply is None:
+            return None
+        return SavedPlan(
+            self.scope, self.reply, dict(zip(self.shown, self.shown_texts, strict=True))
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values."""
@@ -86,9 +102,10 @@ class ConsolidationReport:
         (:func:`as_data`); kioku's reasons and statuses are put on one line without
         control characters.
         """
+        source = "in the saved plan" if self.from_saved_plan else "shown to the model"
         lines = [
             f"Consolidation of {self.description}: {len(self.shown)} of {self.total} "
-            "memories shown to the model."
+            f"memories {source}."
         ]
         if self.plan.error:
             lines.append(f"No plan: {_one_line(self.plan.error)}")
@@ -100,7 +117,10 @@ class ConsolidationReport:
             lines.append("Applied:" if self.outcomes else "Applied: nothing to change.")
             lines.extend(f"  {_outcome_line(o)}" for o in self.outcomes)
         elif not self.plan.is_empty:
-            lines.append("Dry run: nothing was changed (apply=True or --apply carries it out).")
+            lines.append(
+                "Dry run: nothing was changed (apply=True or --apply carries it out; "
+                "--save-plan keeps this plan, to apply exactly it with --plan)."
+            )
         return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from kioku._accounts import AccountRepository
 from kioku._consolidation.plan import ActionKind, ConsolidationPlan, parse_plan
 from kioku._consolidation.prompt import consolidation_messages
 from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationReport
+from kioku._consolidation.saved import SavedPlan, without_changed
 from kioku._consolidation.scope import consolidation_context
 from kioku._context import TurnContext
 from kioku._errors import ConfigurationError
@@ -35,34 +36,68 @@ MIN_MEMORIES = 2
 def consolidate(
     store: KiokuStore,
     scope: ServerScope | PersonalScope,
-    model: BaseChatModel,
+    model: BaseChatModel | None,
     *,
     apply: bool = False,
     context: TurnContext | None = None,
+    plan: SavedPlan | None = None,
 ) -> ConsolidationReport:
-    """Run one consolidation pass over ``scope`` (see :meth:`KiokuStore.consolidate`)."""
+    """Run one consolidation pass over ``scope`` (see :meth:`KiokuStore.consolidate`).
+
+    With ``plan`` (a saved one) no model is asked: see :mod:`kioku._consolidation.saved`.
+    """
+    if plan is not None:
+        if plan.scope != scope:
+            raise ConfigurationError(
+                f"the saved plan is for the {plan.scope.kind} scope {plan.scope.owner_id!r} "
+                f"(lineage {plan.scope.lineage_id}), not {scope.owner_id!r} "
+                f"(lineage {scope.lineage_id})"
+            )
+    elif model is None:
+        raise ConfigurationError("consolidate needs a chat model, or a saved plan to apply")
     context = context or consolidation_context(store, scope)
     check_context(scope, context)
     description = describe(scope, context)
     window = store.memory_window(scope)
     refusal = _privacy_refusal(store, scope, context)
     if refusal is not None:
-        plan = ConsolidationPlan(error=refusal)
-        return ConsolidationReport(scope, description, (), window.total, plan, None, apply)
+        refused = ConsolidationPlan(error=refusal)
+        return ConsolidationReport(scope, description, (), window.total, refused, None, apply)
+    max_length = store.settings.max_memory_length
+    if plan is not None:
+        current = {record.id: record.content for record in window.records}
+        checked = without_changed(
+            parse_plan(plan.reply, tuple(plan.shown), max_length=max_length), plan.shown, current
+        )
+        outcomes = apply_plan(store, scope, context, checked) if apply else ()
+        shown_ids, texts = tuple(plan.shown), tuple(plan.shown.values())
+        return ConsolidationReport(
+            scope,
+            description,
+            shown_ids,
+            window.total,
+            checked,
+            plan.reply,
+            apply,
+            outcomes,
+            texts,
+            from_saved_plan=True,
+        )
     shown = tuple(record.id for record in window.records)
+    texts = tuple(record.content for record in window.records)
     if len(shown) < MIN_MEMORIES:
         return ConsolidationReport(
             scope, description, shown, window.total, ConsolidationPlan(), None, apply
         )
-    max_length = store.settings.max_memory_length
+    assert model is not None  # checked above
     messages = consolidation_messages(
         window.records, scope_description=description, max_length=max_length
     )
     reply = model.invoke(messages).text
-    plan = parse_plan(reply, shown, max_length=max_length)
-    outcomes = apply_plan(store, scope, context, plan) if apply else ()
+    parsed = parse_plan(reply, shown, max_length=max_length)
+    outcomes = apply_plan(store, scope, context, parsed) if apply else ()
     return ConsolidationReport(
-        scope, description, shown, window.total, plan, reply, apply, outcomes
+        scope, description, shown, window.total, parsed, reply, apply, outcomes, texts
     )
 
 

@@ -221,22 +221,33 @@ def test_a_repeat_of_a_hidden_personal_memory_is_never_shown(store: KiokuStore) 
     assert "Bob is secretly" not in json.dumps(again)
 
 
-def test_an_exact_repeat_of_a_hidden_personal_memory_answers_as_a_new_save(
-    store: KiokuStore,
-) -> None:
-    """Saying "already saved" would confirm what a memory the turn cannot see says."""
+def test_an_exact_repeat_of_a_hidden_personal_memory_is_a_new_save(store: KiokuStore) -> None:
+    """Nothing in the answer may tell a right guess of a hidden memory from a wrong one."""
     world = make_world(store)
     secret = "Bob is secretly interviewing at a rival company next week"
     args = {"memory_scope": "target_user", "target_user": "Bob"}
     first = create(world, secret, **args)
     with store.accounts() as accounts:
         accounts.upsert_server("srv-a", personal_memories_enabled=False)
-    fresh = create(world, "Bob collects vintage fountain pens", **args)
-    again = create(world, secret, **args)
-    assert again["status"] == fresh["status"] == "memory_saved_successfully", again
-    assert set(again) == set(fresh) and "already_saved" not in again
-    assert again["reason"] == f"Saved as ID:{first['memory_id']}."
-    assert table_counts(store)[0] == 2
+    wrong = create(world, "Bob collects vintage fountain pens", **args)
+    right = create(world, secret, **args)
+    assert right["status"] == wrong["status"] == "memory_saved_successfully", right
+    assert set(right) == set(wrong) and "already_saved" not in right
+    assert right["memory_id"] > wrong["memory_id"] > first["memory_id"]  # a new row each
+    assert table_counts(store)[0] == 3
+
+
+def test_a_full_hidden_scope_refuses_right_and_wrong_guesses_alike(store: KiokuStore) -> None:
+    world = make_world(store)
+    secret = "Bob is secretly interviewing at a rival company next week"
+    args = {"memory_scope": "target_user", "target_user": "Bob"}
+    create(world, secret, **args)
+    store.settings = store.settings.model_copy(update={"max_personal_memories": 1})
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", personal_memories_enabled=False)
+    right = create(world, secret, **args)
+    wrong = create(world, "Bob collects vintage fountain pens", **args)
+    assert right == wrong and right["status"] == "memory_save_failed_limit_exceeded", right
 
 
 def test_a_disabled_server_answers_disabled_not_duplicate(store: KiokuStore) -> None:

@@ -123,14 +123,12 @@ def save(
     data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
     if target is not None:
         data["target_user"] = target.display_name
-    if saved.outcome == "already_saved" and _shown_to(context, scope, personal_enabled):
+    if saved.outcome == "already_saved":
         return ToolResult(
             S.SAVED,
             f"This exact memory is already saved as ID:{record_id}; nothing new was written.",
             {**data, "already_saved": True},
         )
-    # A repeat into a scope this turn cannot see answers as a new save would: saying
-    # "already saved" would confirm what a hidden memory says.
     call.store.invalidate(scope)
     owner_name = target.display_name if target is not None else "User"
     persona_name = context.persona.name
@@ -154,13 +152,15 @@ def save(
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
 
 
-def _shown_to(
-    context: TurnContext, scope: ServerScope | PersonalScope, personal_memories_enabled: bool
-) -> bool:
-    """Whether this turn sees ``scope``'s memories (:mod:`kioku._reach` decides)."""
+def _shown_to(call: FlowCall, context: TurnContext, scope: ServerScope | PersonalScope) -> bool:
+    """Whether this turn sees ``scope``'s memories (:mod:`kioku._reach` decides).
+
+    A personal scope depends on the server's settings, read here (personal creates only).
+    """
     if not isinstance(scope, PersonalScope):
         return True
-    reach = reach_of(context, personal_memories_enabled=personal_memories_enabled)
+    settings = AccountRepository(call.session).settings_for(context)
+    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
     return reach.shows_personal(scope.user_id)
 
 
@@ -176,7 +176,7 @@ def _refuse_repeat(
     content: str,
     embedding: list[float],
 ) -> None:
-    """Refuse a memory that means the same as one already in ``scope``.
+    """Refuse a memory that means the same as one already in ``scope`` (which the turn sees).
 
     Identical text is left to the write, which answers ``already_saved``.
     """
@@ -197,13 +197,10 @@ def _refuse_repeat(
         if same_meaning(row.content, content, 1.0 - row.score, threshold):
             if MemoryRepository(call.session).holds(scope, content):
                 return  # an exact repeat (of a memory not embedded yet): already_saved
-            # Read only now, on this rare path: a disabled server answers as disabled, and
-            # a memory the turn may not see is never shown (the save goes on as before).
+            # Read only now, on this rare path: a disabled server answers as disabled.
             settings = AccountRepository(call.session).settings_for(context)
             if not settings.self_teaching_enabled:
                 raise disabled(STATUSES)
-            if not _shown_to(context, scope, settings.personal_memories_enabled):
-                return
             shown = render_tokens(
                 row.content,
                 user_name=target.display_name if target is not None else "User",
@@ -273,7 +270,10 @@ def _insert(
     defaults = call.store.settings
     personal = isinstance(scope, PersonalScope)
     embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
-    if embedding is not None:
+    # In a scope the turn cannot see, no answer may confirm what a memory says: neither a
+    # refusal naming it nor "already saved" with its id; the create is a plain insert.
+    shown = _shown_to(call, context, scope)
+    if embedding is not None and shown:
         # Under the scope's write lock, so that of two writers saving the same fact at once
         # the second compares with the first one's memory.
         MemoryRepository(call.session).lock_scope(scope)
@@ -300,6 +300,7 @@ def _insert(
         importance=typed.importance,
         decay_rate=typed.decay_rate,
         attributes=typed.attributes,
+        check_repeat=shown,
     )
     call.session.connection()  # a failure to connect means nothing was sent
     try:
@@ -311,8 +312,9 @@ def _insert(
         # The create may have committed before the reply was lost. It is idempotent (an
         # identical memory answers already_saved), so running it again finds out.
         logger.warning("kioku: the reply to a create was lost (%s); checking", exc)
+        retried = replace(new, check_repeat=True)  # finds this call's own row
         saved = confirm_outcome(
-            call, STATUSES, lambda session: MemoryRepository(session).create_within_limit(new)
+            call, STATUSES, lambda session: MemoryRepository(session).create_within_limit(retried)
         )
         if saved.outcome == "already_saved":
             # Almost surely the row this call committed before its reply was lost.

@@ -154,6 +154,9 @@ class NewMemory:
     importance: float = 0.5
     decay_rate: float = 0.01
     attributes: dict[str, Any] = field(default_factory=dict)
+    check_repeat: bool = True
+    """Answer an exact repeat with the existing memory (``already_saved``). Off for a scope
+    the turn cannot see, whose contents no answer may confirm (migration 0013)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +175,7 @@ class CreateOutcome:
 
 _LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 """The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
-_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 18))
+_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 19))
 """The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
 statement compilation and SQLAlchemy's parameter processing."""
 
@@ -282,7 +285,7 @@ class MemoryRepository:
     def create_within_limit(self, new: NewMemory) -> CreateOutcome:
         """Save ``new`` unless self-teaching is off or its scope is full: one round trip.
 
-        The server-side ``kioku_create_memory`` (migrations 0005, 0006) reads the server's
+        The server-side ``kioku_create_memory`` (migrations 0005 to 0013) reads the server's
         settings, takes the scope's advisory lock (serialising writers, so the limit holds
         under concurrency), counts, inserts the row and its ``create`` history row, and
         inserts the server (and the owner of a personal memory) when missing. Without an
@@ -310,6 +313,7 @@ class MemoryRepository:
             new.importance,
             new.decay_rate,
             Jsonb(new.attributes),
+            new.check_repeat,
         )
         row = self.session.connection().exec_driver_sql(_CREATE_MEMORY, parameters).one()
         return CreateOutcome(

@@ -593,3 +593,62 @@ def test_cli_saves_the_plan_and_applies_exactly_it(
     assert main(["consolidate", "--server", "srv-a", "--plan", str(path)]) == 2
     out = capsys.readouterr().out.strip()
     assert len(out.splitlines()) == 1 and "is not a saved plan" in out
+
+
+def test_ids_a_plan_file_adds_neither_count_nor_widen_the_limit(
+    store: KiokuStore, world: World, tea: dict[str, int]
+) -> None:
+    saved = store.consolidate(server_scope(world), scripted(tea_plan(tea))).saved_plan()
+    assert saved is not None
+    padded = saved.to_dict()
+    padded["shown"] += [{"id": 90000 + n, "content": f"made up {n}"} for n in range(10)]
+    everything_but_one = [tea["green2"], tea["monday"], tea["friday"]]
+    padded["reply"] = json.dumps(
+        {"supersessions": [{"keep": tea["green"], "remove": everything_but_one}]}
+    )
+    report = store.consolidate(server_scope(world), plan=SavedPlan.from_dict(padded), apply=True)
+    assert report.plan.is_empty and "more than 2 of the 4" in report.plan.rejected[0].reason
+    assert len(report.shown) == 4 and len(contents(store)) == 4
+
+
+def test_cli_refuses_odd_plan_files_on_one_line(
+    store: KiokuStore,
+    world: World,
+    tea: dict[str, int],
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    from kioku import _models
+    from kioku.cli import main
+
+    monkeypatch.setenv("KIOKU_DATABASE_URL", database_url)
+    unasked = ScriptedChatModel(script=Script([]))  # none of these may reach the model
+    monkeypatch.setattr(_models, "openai_model_from_env", lambda: unasked)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    cases = {
+        ("--save-plan", "", "--apply"): "need a file name",
+        ("--plan", str(pipe)): "not a regular file",
+        ("--plan", "/dev/zero"): "not a regular file",
+        ("--plan", str(tmp_path)): "not a regular file",
+        ("--save-plan", str(tmp_path / "missing" / "plan.json")): "folder does not exist",
+    }
+    for args, message in cases.items():
+        assert main(["consolidate", "--server", "srv-a", *args]) == 2, args
+        out = capsys.readouterr().out.strip()
+        assert len(out.splitlines()) == 1 and message in out, (args, out)
+    assert len(contents(store)) == 4
+
+
+def test_a_reply_with_any_text_is_saved_and_read_back(
+    store: KiokuStore, world: World, tea: dict[str, int], tmp_path: Any
+) -> None:
+    from kioku._consolidation.command import read_plan, write_plan
+
+    reply = tea_plan(tea)[:-1] + ', "note": "\\ud800 \\u202e lone surrogate"}'
+    saved = store.consolidate(server_scope(world), scripted(reply)).saved_plan()
+    assert saved is not None
+    write_plan(tmp_path / "plan.json", saved)
+    assert read_plan(tmp_path / "plan.json") == saved

@@ -182,6 +182,18 @@ def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str 
     assert conflict(first, second) == why
 
 
+def test_a_shorter_text_with_people_in_other_places_is_not_less_similar_enough() -> None:
+    assert not same_meaning(
+        "Alice recommended the book Dune to Bob", "Bob recommended Dune", 0.755, 0.78
+    )
+    assert not same_meaning(
+        "Alice booked a table at Nobu for her anniversary with Jamie",
+        "Jamie booked a table at Nobu",
+        0.722,
+        0.78,
+    )
+
+
 @pytest.mark.parametrize(
     ("similarity", "second", "same"),
     [
@@ -190,6 +202,7 @@ def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str 
         (0.70, "Hiroshi", False),  # too few words to say less of anything
         (0.60, "Hiroshi drives a Honda", False),  # beyond the margin
         (0.80, "Hiroshi drives a Honda", True),
+        (0.75, "Hiroshi has a Honda", False),  # a word of its own, even a light one
     ],
 )
 def test_a_text_saying_less_may_be_a_little_less_similar(

@@ -317,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
                 "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
             )
             return 2
-    if args.command == "consolidate" and args.save_plan and args.apply:
+    if args.command == "consolidate" and "" in (args.save_plan, args.plan):
+        return _failed(console, ConfigurationError("--save-plan and --plan need a file name"))
+    if args.command == "consolidate" and args.save_plan is not None and args.apply:
         return _failed(console, ConfigurationError("--save-plan is a dry run: drop --apply"))
     if args.command == "consolidate" and args.plan is None:
         from kioku._consolidation.command import consolidation_model

@@ -80,8 +80,11 @@ def run_consolidate(
     )
     context = consolidation_context(store, scope, server_id=server_id, persona=persona)
     plan = read_plan(Path(saved_plan)) if saved_plan is not None else None
-    if save_plan is not None and os.path.lexists(save_plan):  # before the model is asked
-        raise ConfigurationError(_EXISTS.format(path=save_plan))
+    if save_plan is not None:  # checked before the model is asked
+        if os.path.lexists(save_plan):
+            raise ConfigurationError(_EXISTS.format(path=save_plan))
+        if not Path(save_plan).absolute().parent.is_dir():
+            raise ConfigurationError(f"cannot create {save_plan}: its folder does not exist")
     with console.status("Applying the saved plan…" if plan else "Asking the model…"):
         report = consolidate(store, scope, model, apply=apply, context=context, plan=plan)
     console.print(report.render(), markup=False, highlight=False, soft_wrap=True)
@@ -110,7 +113,7 @@ def write_plan(path: Path, plan: SavedPlan) -> None:
     """
     import json
 
-    data = json.dumps(plan.to_dict(), ensure_ascii=False, indent=1).encode()
+    data = json.dumps(plan.to_dict(), indent=1).encode()  # ASCII: any text survives
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
         descriptor = os.open(path, flags, 0o600)
@@ -118,8 +121,12 @@ def write_plan(path: Path, plan: SavedPlan) -> None:
         raise ConfigurationError(_EXISTS.format(path=path)) from None
     except OSError as exc:
         raise ConfigurationError(f"cannot create {path}: {exc.strerror}") from None
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise ConfigurationError(f"cannot write {path}: {exc.strerror}") from None
 
 
 MAX_PLAN_BYTES = 50_000_000
@@ -133,13 +140,18 @@ def read_plan(path: Path) -> SavedPlan:
         ConfigurationError: the file cannot be read or is not a saved plan.
     """
     import json
+    import stat
 
     from kioku._consolidation.saved import SavedPlan
 
     try:
-        if path.stat().st_size > MAX_PLAN_BYTES:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ConfigurationError(f"{path} is not a regular file: not a saved plan")
+        with path.open("rb") as file:
+            raw = file.read(MAX_PLAN_BYTES + 1)
+        if len(raw) > MAX_PLAN_BYTES:
             raise ConfigurationError(f"{path} is over {MAX_PLAN_BYTES:,} bytes: not a plan")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"cannot read the plan {path}: {exc.strerror}") from None
     except (ValueError, RecursionError) as exc:

@@ -97,7 +97,13 @@ class _Refused(ValueError):
     """One action fails a check; the message is the reason recorded."""
 
 
-def parse_plan(reply: str, shown: Collection[int], *, max_length: int) -> ConsolidationPlan:
+def parse_plan(
+    reply: str,
+    shown: Collection[int],
+    *,
+    max_length: int,
+    why_not: Mapping[int, str] | None = None,
+) -> ConsolidationPlan:
     """Read the model's ``reply`` as a plan over the memories ``shown`` to it.
 
     Args:
@@ -105,6 +111,8 @@ def parse_plan(reply: str, shown: Collection[int], *, max_length: int) -> Consol
             a code fence or with words around it.
         shown: ids of the memories the prompt listed; no other id is accepted.
         max_length: the longest merged text accepted (``MAX_MEMORY_LENGTH``).
+        why_not: the reason to give for an id not in ``shown`` (a saved plan's memory that
+            changed since), instead of "not among the memories shown".
 
     Returns:
         The plan; never raises. Invalid actions are in ``rejected``, and a reply that is
@@ -125,7 +133,7 @@ def parse_plan(reply: str, shown: Collection[int], *, max_length: int) -> Consol
     removed = 0
     for kind, index, item in _items(data, rejected):
         try:
-            keep, remove = _ids(item, allowed, claimed)
+            keep, remove = _ids(item, allowed, claimed, why_not or {})
             if removed + len(remove) > most_removed:
                 raise _Refused(
                     f"would remove more than {most_removed} of the {len(allowed)} memories "
@@ -190,7 +198,7 @@ def _items(
 
 
 def _ids(
-    item: Any, allowed: frozenset[int], claimed: Mapping[int, str]
+    item: Any, allowed: frozenset[int], claimed: Mapping[int, str], why_not: Mapping[int, str]
 ) -> tuple[int, tuple[int, ...]]:
     """The action's ``keep`` and ``remove`` ids, each shown, distinct and not yet claimed."""
     if not isinstance(item, dict):
@@ -207,7 +215,9 @@ def _ids(
         raise _Refused("names a memory twice (keep and remove must be different memories)")
     for memory_id in ids:
         if memory_id not in allowed:
-            raise _Refused(f"ID:{memory_id} was not among the memories shown")
+            raise _Refused(
+                why_not.get(memory_id, f"ID:{memory_id} was not among the memories shown")
+            )
         if memory_id in claimed:
             raise _Refused(f"ID:{memory_id} is already in {claimed[memory_id]}")
     return keep, remove

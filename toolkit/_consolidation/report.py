@@ -118,7 +118,9 @@ class ConsolidationReport:
             lines.extend(f"  {_outcome_line(o)}" for o in self.outcomes)
         elif not self.plan.is_empty:
             lines.append(
-                "Dry run: nothing was changed (apply=True or --apply carries it out; "
+                "Dry run: nothing was changed (--apply with the same --plan carries it out)."
+                if self.from_saved_plan
+                else "Dry run: nothing was changed (apply=True or --apply carries it out; "
                 "--save-plan keeps this plan, to apply exactly it with --plan)."
             )
         return "\n".join(lines)

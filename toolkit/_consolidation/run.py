@@ -16,7 +16,7 @@ from kioku._accounts import AccountRepository
 from kioku._consolidation.plan import ActionKind, ConsolidationPlan, parse_plan
 from kioku._consolidation.prompt import consolidation_messages
 from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationReport
-from kioku._consolidation.saved import SavedPlan, without_changed
+from kioku._consolidation.saved import SavedPlan, changed_since
 from kioku._consolidation.scope import consolidation_context
 from kioku._context import TurnContext
 from kioku._errors import ConfigurationError
@@ -50,7 +50,7 @@ def consolidate(
         if plan.scope != scope:
             raise ConfigurationError(
                 f"the saved plan is for the {plan.scope.kind} scope {plan.scope.owner_id!r} "
-                f"(lineage {plan.scope.lineage_id}), not {scope.owner_id!r} "
+                f"(lineage {plan.scope.lineage_id}), not the {scope.kind} scope {scope.owner_id!r} "
                 f"(lineage {scope.lineage_id})"
             )
     elif model is None:
@@ -65,22 +65,24 @@ def consolidate(
         return ConsolidationReport(scope, description, (), window.total, refused, None, apply)
     max_length = store.settings.max_memory_length
     if plan is not None:
+        # Only memories still as they were shown count as shown: ids a file adds, or
+        # memories changed since, neither widen the one-pass limit nor reach the flow.
         current = {record.id: record.content for record in window.records}
-        checked = without_changed(
-            parse_plan(plan.reply, tuple(plan.shown), max_length=max_length), plan.shown, current
+        still = {i: text for i, text in plan.shown.items() if current.get(i) == text}
+        checked = parse_plan(
+            plan.reply, tuple(still), max_length=max_length, why_not=changed_since(plan, current)
         )
         outcomes = apply_plan(store, scope, context, checked) if apply else ()
-        shown_ids, texts = tuple(plan.shown), tuple(plan.shown.values())
         return ConsolidationReport(
             scope,
             description,
-            shown_ids,
+            tuple(still),
             window.total,
             checked,
             plan.reply,
             apply,
             outcomes,
-            texts,
+            tuple(still.values()),
             from_saved_plan=True,
         )
     shown = tuple(record.id for record in window.records)

@@ -2,18 +2,18 @@
 
 A saved plan holds the model's reply and the text of every memory it was shown. Applying
 it asks no model: the reply is read again by :func:`~kioku._consolidation.plan.parse_plan`
-(every check of a fresh reply applies), and an action naming a memory whose text changed,
-or that left the scope, since the plan was made is dropped with the reason. A saved plan
+(every check of a fresh reply applies) over the memories still as they were shown, so an
+action naming a memory whose text changed, or that is gone, since the plan was made is
+dropped with the reason, and ids the file adds count for nothing. A saved plan
 is untrusted input like a reply: it can only propose what a reply could.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from kioku._consolidation.plan import ConsolidationPlan, RejectedAction
 from kioku._errors import ConfigurationError
 from kioku._memory.repository import PersonalScope, ServerScope
 
@@ -86,35 +86,21 @@ def _text(value: Any) -> str:
     return value
 
 
-def without_changed(
-    plan: ConsolidationPlan, shown: Mapping[int, str], current: Mapping[int, str]
-) -> ConsolidationPlan:
-    """``plan`` without the actions naming a memory that changed or left since it was shown.
+def changed_since(plan: SavedPlan, current: Mapping[int, str]) -> dict[int, str]:
+    """Why each memory of ``plan`` that is no longer as it was shown may not be named.
 
     Args:
-        plan: the plan read from the saved reply.
-        shown: each shown memory's text when the plan was made.
-        current: the scope's memories now, by id.
+        plan: the saved plan.
+        current: the scope's memories now (its newest), by id.
     """
-    rejected = list(plan.rejected)
-
-    def unchanged(kind: Any, index: int, ids: tuple[int, ...]) -> bool:
-        for memory_id in ids:
-            now = current.get(memory_id)
-            if now != shown.get(memory_id):
-                what = "is no longer among the newest in its scope" if now is None else "changed"
-                rejected.append(
-                    RejectedAction(kind, index, f"ID:{memory_id} {what} since the plan was made")
-                )
-                return False
-        return True
-
-    merges = tuple(
-        m for n, m in enumerate(plan.merges, 1) if unchanged("merge", n, (m.keep, *m.remove))
-    )
-    supersessions = tuple(
-        s
-        for n, s in enumerate(plan.supersessions, 1)
-        if unchanged("supersession", n, (s.keep, *s.remove))
-    )
-    return replace(plan, merges=merges, supersessions=supersessions, rejected=tuple(rejected))
+    reasons: dict[int, str] = {}
+    for memory_id, text in plan.shown.items():
+        now = current.get(memory_id)
+        if now is None:
+            reasons[memory_id] = (
+                f"ID:{memory_id} is not among the scope's newest memories now (deleted, moved "
+                "out of the window, or never in this scope)"
+            )
+        elif now != text:
+            reasons[memory_id] = f"ID:{memory_id} changed since the plan was made"
+    return reasons

@@ -474,21 +474,29 @@ def _canonical(word: str) -> str:
 
 
 SUBSET_MARGIN = 0.12
-"""How much less similar a new text may be when all its words of meaning are the stored
-one's: it says less ("Hiroshi drives a Honda" after "… a silver 2020 Honda Civic")."""
+"""How much less similar a new text may be when it is the stored one with words left out:
+it says less ("Hiroshi drives a Honda" after "… a silver 2020 Honda Civic")."""
 SUBSET_WORDS = 2
 """Words of meaning a shorter text needs for :data:`SUBSET_MARGIN`."""
+_ARTICLES = frozenset(_words("a an the"))
 
 
 def same_meaning(first: str, second: str, similarity: float, threshold: float) -> bool:
     """Whether ``second`` repeats ``first``: similar enough and no :func:`conflict`.
 
-    Similar enough is ``threshold``, or :data:`SUBSET_MARGIN` less for a text whose words
-    of meaning are all in ``first``'s.
+    Similar enough is ``threshold``, or :data:`SUBSET_MARGIN` less for a text that is
+    ``first`` with words left out (in the same order, so nobody changes places: "Bob
+    recommended Dune" does not shorten "Alice recommended Dune to Bob").
     """
     if similarity < threshold - SUBSET_MARGIN or conflict(first, second) is not None:
         return False
     if similarity >= threshold:
         return True
     a, b = read(first), read(second)
-    return len(b.content) >= SUBSET_WORDS and b.content <= a.content
+    return len(b.content) >= SUBSET_WORDS and _left_out_of(b.tokens, a.tokens)
+
+
+def _left_out_of(shorter: tuple[str, ...], longer: tuple[str, ...]) -> bool:
+    """Whether ``shorter``'s words (articles aside) appear in ``longer`` in the same order."""
+    remaining = iter(word for word in longer if word not in _ARTICLES)
+    return all(word in remaining for word in shorter if word not in _ARTICLES)

@@ -76,6 +76,30 @@ def test_scopes_are_compared_on_their_own(world: World) -> None:
     assert server["memory_id"] != personal["memory_id"]
 
 
+def test_an_episode_on_another_day_is_another_event(world: World) -> None:
+    """The same words of an episodic memory on a new day are kept, each with its time."""
+    tool = create_memory_tool(world.store)
+
+    def episode(content: str, when: str) -> dict[str, Any]:
+        args = {"memory_type": "episodic", "memory_content": content, "event_time": when}
+        return world.run(tool, args, world.context()).result
+
+    first = episode("User went bouldering at the Arch climbing wall", "2026-03-02T18:00:00Z")
+    later = episode("User went bouldering at the Arch climbing wall", "2026-03-09T18:00:00Z")
+    assert later["status"] == "memory_saved_successfully" and "already_saved" not in later
+    assert later["memory_id"] != first["memory_id"] and later["event_time"].startswith("2026-03-09")
+    reworded = episode("user went bouldering at the Arch climbing wall!", "2026-03-16T09:00:00Z")
+    assert reworded["status"] == "memory_saved_successfully", reworded
+    same_day = episode("User went bouldering at the Arch climbing wall", "2026-03-09T21:00:00Z")
+    assert same_day.get("already_saved") is True and same_day["memory_id"] == later["memory_id"]
+    same_day_reworded = episode(
+        "user went bouldering at the Arch climbing wall!", "2026-03-02T08:00:00Z"
+    )
+    assert same_day_reworded["status"] == "memory_save_failed_duplicate", same_day_reworded
+    assert same_day_reworded["memory_id"] == first["memory_id"]
+    assert table_counts(world.store)[0] == 3
+
+
 def test_typed_memories_are_checked_too(world: World) -> None:
     tool = create_memory_tool(world.store)
     args = {"memory_type": "semantic", "memory_content": "Sencha is a steamed green tea"}

@@ -175,6 +175,7 @@ def _refuse_repeat(
     target: Person | None,
     content: str,
     embedding: list[float],
+    typed: TypedFields,
 ) -> None:
     """Refuse a memory that means the same as one already in ``scope`` (which the turn sees).
 
@@ -192,11 +193,13 @@ def _refuse_repeat(
         sizes=store.search_aids.sizes,
     )
     for row in rows:
-        if row.content == content:
-            return
-        if same_meaning(row.content, content, 1.0 - row.score, threshold):
-            if MemoryRepository(call.session).holds(scope, content):
-                return  # an exact repeat (of a memory not embedded yet): already_saved
+        identical = row.content == content
+        if identical or same_meaning(row.content, content, 1.0 - row.score, threshold):
+            repository = MemoryRepository(call.session)
+            if not repository.same_event(row.id, typed.memory_type, typed.attributes):
+                continue  # the same words, of an episode on another day
+            if identical or repository.holds(scope, content, typed.memory_type, typed.attributes):
+                return  # an exact repeat (maybe of a memory not embedded yet): already_saved
             # Read only now, on this rare path: a disabled server answers as disabled.
             settings = AccountRepository(call.session).settings_for(context)
             if not settings.self_teaching_enabled:
@@ -277,7 +280,7 @@ def _insert(
         # Under the scope's write lock, so that of two writers saving the same fact at once
         # the second compares with the first one's memory.
         MemoryRepository(call.session).lock_scope(scope)
-        _refuse_repeat(call, context, scope, target, content, embedding)
+        _refuse_repeat(call, context, scope, target, content, embedding, typed)
     elif not call.session.in_transaction():
         # Nothing to compare, nothing read in this unit of work: the create is atomic on its
         # own, so run it as a single statement and save the BEGIN and COMMIT round trips.

@@ -174,6 +174,10 @@ class CreateOutcome:
 
 
 _LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+_SAME_EVENT = text(
+    "SELECT kioku_same_event(memory_type, happened_at, :type, "
+    "coalesce(kioku_event_time(:attributes), now())) FROM memories WHERE id = :id"
+)
 """The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
 _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 19))
 """The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
@@ -264,14 +268,47 @@ class MemoryRepository:
         total = int(rows[0].total) if rows else 0
         return [MemoryRecord(*cast(tuple[Any, ...], row)[:-1]) for row in rows], total
 
-    def holds(self, scope: ServerScope | PersonalScope, content: str) -> bool:
-        """Whether ``scope`` holds an active memory of exactly ``content`` (embedded or not)."""
+    def holds(
+        self,
+        scope: ServerScope | PersonalScope,
+        content: str,
+        memory_type: str,
+        attributes: dict[str, Any],
+    ) -> bool:
+        """Whether ``scope`` holds an active memory of exactly ``content`` (embedded or not).
+
+        Only one recording the same thing as the new memory counts (:meth:`same_event`).
+        """
+        same_event = func.kioku_same_event(
+            Memory.memory_type,
+            Memory.happened_at,
+            memory_type,
+            func.coalesce(func.kioku_event_time(Jsonb(attributes)), func.now()),
+        )
         found = self.session.scalar(
             select(Memory.id)
-            .where(Memory.status == "active", *self._scope_filter(scope), Memory.content == content)
+            .where(
+                Memory.status == "active",
+                *self._scope_filter(scope),
+                Memory.content == content,
+                same_event,
+            )
             .limit(1)
         )
         return found is not None
+
+    def same_event(self, memory_id: int, memory_type: str, attributes: dict[str, Any]) -> bool:
+        """Whether memory ``memory_id`` and a new one record the same thing, by time.
+
+        ``kioku_same_event`` (migration 0014) decides: two episodic memories that happened
+        on different days are different events. The new one happens at its
+        ``attributes`` event time, else now.
+        """
+        return bool(
+            self.session.scalar(
+                _SAME_EVENT, {"id": memory_id, "type": memory_type, "attributes": Jsonb(attributes)}
+            )
+        )
 
     def list(self, scope: ServerScope | PersonalScope) -> list[MemoryRecord]:
         """Active memories in ``scope``, newest first (only the columns a record needs)."""

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ WRITTEN_TABLES = (
     "checkpoints",
     "checkpoint_blobs",
     "checkpoint_writes",
+    "memory_access",
 )
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
@@ -514,3 +515,14 @@ def test_argument_names_agree_across_tools(store: KiokuStore) -> None:
     assert "memory_type" in properties["create_memory"] & properties["search_long_term_memory"]
     assert "memory_content" in properties["create_memory"] & properties["create_long_term_memory"]
     assert not {"type", "content"} & properties["create_memory"]
+
+
+def test_a_read_only_instance_does_not_count_what_it_finds(store: KiokuStore) -> None:
+    scope = McpScope(server_id="mcp-srv", user_id="mcp-alice", user_name="Alice")
+    writer = KiokuMcp(store, scope)
+    created = writer.call("create_memory", {"type": "semantic", "content": "Sencha is steamed"})
+    reader = KiokuMcp(store, replace(scope, writable=False))
+    found = reader.call("search_long_term_memory", {"query": "sencha"})
+    assert found["memories"][0].startswith(f"ID:{created['memory_id']} ")
+    store.access.flush()
+    assert _snapshot(store)["counts"]["memory_access"] == 0

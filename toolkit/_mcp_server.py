@@ -194,6 +194,8 @@ class KiokuMcp:
         self._listed = [listed[name] for name in RULES]
         if scope.writable:  # the sweeper deletes expired rows: a read-only instance does not
             store.start_sweeper()
+        else:  # nor does it count what its searches return
+            store.access.recording = False
 
     def context(self, persona: Persona) -> TurnContext:
         """A fresh turn context per call (so per-turn limits apply per call)."""

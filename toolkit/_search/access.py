@@ -47,9 +47,13 @@ class AccessRecorder:
         self._pending: Counter[int] = Counter()
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
+        self.recording = True
+        """``False`` for a process that must not write (a read-only MCP server)."""
 
     def record(self, memory_ids: Iterable[int]) -> None:
-        """Count one access for each id; the batch is written later."""
+        """Count one access for each id; the batch is written later (unless not recording)."""
+        if not self.recording:
+            return
         with self._lock:
             self._pending.update(memory_ids)
             full = len(self._pending) >= self.flush_every

@@ -652,3 +652,24 @@ def test_a_reply_with_any_text_is_saved_and_read_back(
     assert saved is not None
     write_plan(tmp_path / "plan.json", saved)
     assert read_plan(tmp_path / "plan.json") == saved
+
+
+def test_episodes_are_shown_with_their_day(store: KiokuStore, world: World) -> None:
+    from kioku._tools.ltm import create_memory_tool
+
+    tool = create_memory_tool(store)
+    for day in ("2026-03-02", "2026-03-09"):
+        args = {
+            "memory_type": "episodic",
+            "memory_content": "The team played five-a-side football",
+            "event_time": f"{day}T18:00:00Z",
+        }
+        assert world.run(tool, args, world.context()).result["status"] == (
+            "memory_saved_successfully"
+        )
+    model = scripted('{"merges": [], "supersessions": []}')
+    store.consolidate(server_scope(world), model)
+    [[_, human]] = model.script.prompts
+    lines = human.text.splitlines()
+    for day in ("2026-03-02", "2026-03-09"):
+        assert any(f"(episode, {day}) The team played five-a-side football" in x for x in lines)

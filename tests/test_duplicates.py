@@ -100,6 +100,17 @@ def test_an_episode_on_another_day_is_another_event(world: World) -> None:
     assert table_counts(world.store)[0] == 3
 
 
+def test_a_fact_and_an_episode_of_another_day_are_both_kept(world: World) -> None:
+    tool = create_memory_tool(world.store)
+    words = "User ran the Lisbon half marathon"
+    fact = {"memory_type": "semantic", "memory_content": words}
+    first = world.run(tool, fact, world.context()).result
+    episode = {**fact, "memory_type": "episodic", "event_time": "2025-10-19T09:00:00Z"}
+    later = world.run(tool, episode, world.context()).result
+    assert later["status"] == "memory_saved_successfully" and "already_saved" not in later
+    assert later["memory_id"] != first["memory_id"]
+
+
 def test_typed_memories_are_checked_too(world: World) -> None:
     tool = create_memory_tool(world.store)
     args = {"memory_type": "semantic", "memory_content": "Sencha is a steamed green tea"}

@@ -526,3 +526,6 @@ def test_a_read_only_instance_does_not_count_what_it_finds(store: KiokuStore) ->
     assert found["memories"][0].startswith(f"ID:{created['memory_id']} ")
     store.access.flush()
     assert _snapshot(store)["counts"]["memory_access"] == 0
+    writer.call("search_long_term_memory", {"query": "sencha"})  # the process still counts
+    store.access.flush()
+    assert _snapshot(store)["counts"]["memory_access"] == 1

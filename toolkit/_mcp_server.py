@@ -51,6 +51,7 @@ from kioku._memory.results import ToolResult
 from kioku._memory.statuses import CreateStatus, UpdateStatus
 from kioku._memory.text import echo
 from kioku._memory.update import update_long_term_memory
+from kioku._search.access import not_counted
 from kioku._search.engine import SearchHit
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
@@ -194,8 +195,6 @@ class KiokuMcp:
         self._listed = [listed[name] for name in RULES]
         if scope.writable:  # the sweeper deletes expired rows: a read-only instance does not
             store.start_sweeper()
-        else:  # nor does it count what its searches return
-            store.access.recording = False
 
     def context(self, persona: Persona) -> TurnContext:
         """A fresh turn context per call (so per-turn limits apply per call)."""
@@ -223,8 +222,10 @@ class KiokuMcp:
             return {"status": UNKNOWN_TOOL, "reason": f"No tool named '{echo(name)}'."}
         if rules.read_only_refusal is not None and not self.scope.writable:
             return ToolResult(rules.read_only_refusal, READ_ONLY_REASON).to_dict()
+        # A read-only instance does not count what its searches return either.
+        counted = contextlib.nullcontext() if self.scope.writable else not_counted()
         try:
-            with storage_errors(name):
+            with storage_errors(name), counted:
                 return self._run(name, dict(arguments))
         except StorageError as exc:
             return ToolResult(

@@ -102,6 +102,7 @@ def missing_from(
             hit.updated_at,
             hit.event_time,
             hit.happened_at,
+            hit.memory_type,
         )
         for hit in found
         if hit.id not in have

@@ -99,6 +99,8 @@ class MemoryRecord:
     happened_at: datetime
     """When what it records happened: its event time, else when it was saved (the column
     ``memories.happened_at``, where this is defined)."""
+    memory_type: str = "semantic"
+    """``semantic``, ``episodic``, ``procedural`` … (typed memories)."""
 
 
 _RECORD_COLUMNS = (
@@ -112,6 +114,7 @@ _RECORD_COLUMNS = (
     Memory.updated_at,
     Memory.event_time,
     Memory.happened_at,
+    Memory.memory_type,
 )
 """The columns of :class:`MemoryRecord`, in its field order."""
 
@@ -128,6 +131,7 @@ def _record(row: Memory) -> MemoryRecord:
         updated_at=row.updated_at,
         event_time=row.event_time,
         happened_at=row.happened_at,
+        memory_type=row.memory_type,
     )
 
 
@@ -174,11 +178,11 @@ class CreateOutcome:
 
 
 _LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
 _SAME_EVENT = text(
     "SELECT kioku_same_event(memory_type, happened_at, :type, "
     "coalesce(kioku_event_time(:attributes), now())) FROM memories WHERE id = :id"
 )
-"""The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
 _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 19))
 """The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
 statement compilation and SQLAlchemy's parameter processing."""
@@ -300,8 +304,8 @@ class MemoryRepository:
     def same_event(self, memory_id: int, memory_type: str, attributes: dict[str, Any]) -> bool:
         """Whether memory ``memory_id`` and a new one record the same thing, by time.
 
-        ``kioku_same_event`` (migration 0014) decides: two episodic memories that happened
-        on different days are different events. The new one happens at its
+        ``kioku_same_event`` (migration 0014) decides: when either is episodic, memories
+        that happened on different days (UTC) record different things. The new one happens at its
         ``attributes`` event time, else now.
         """
         return bool(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
@@ -23,6 +25,23 @@ _FLUSH = text(
 )
 """Counts go to ``memory_access``, never to ``memories`` rows (no row locks held against
 the update tool, no index entries added); deleted memories are skipped."""
+
+
+_NOT_COUNTED: ContextVar[bool] = ContextVar("kioku_accesses_not_counted", default=False)
+
+
+@contextmanager
+def not_counted() -> Iterator[None]:
+    """Accesses recorded in this block (this thread or task only) are not counted.
+
+    For a caller that must write nothing, such as a read-only MCP server, whose store
+    other callers of the process may share.
+    """
+    token = _NOT_COUNTED.set(True)
+    try:
+        yield
+    finally:
+        _NOT_COUNTED.reset(token)
 
 
 class AccessRecorder:
@@ -47,12 +66,10 @@ class AccessRecorder:
         self._pending: Counter[int] = Counter()
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
-        self.recording = True
-        """``False`` for a process that must not write (a read-only MCP server)."""
 
     def record(self, memory_ids: Iterable[int]) -> None:
-        """Count one access for each id; the batch is written later (unless not recording)."""
-        if not self.recording:
+        """Count one access for each id, written later in a batch (not in :func:`not_counted`)."""
+        if _NOT_COUNTED.get():
             return
         with self._lock:
             self._pending.update(memory_ids)

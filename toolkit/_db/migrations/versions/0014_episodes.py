@@ -1,10 +1,10 @@
 """An episodic memory is an event: the same words on another day are another event (#15).
 
 ``kioku_same_event`` is the rule, defined once: two memories record the same thing unless
-both are episodic and happened on different days (UTC). The create function's exact-repeat
-check uses it, so a repeated episode on a new day is saved instead of answering
-``already_saved`` (and losing its event time); the duplicate refusal asks it too
-(``MemoryRepository.same_event``).
+one of them is episodic and they happened on different days (UTC). The create function's
+exact-repeat check uses it, so a repeated episode on a new day is saved instead of
+answering ``already_saved`` (and losing its event time); the duplicate refusal asks it
+too (``MemoryRepository.same_event``).
 
 Revision ID: 0014
 Revises: 0013
@@ -27,7 +27,7 @@ SAME_EVENT = """
 CREATE FUNCTION kioku_same_event(
     p_type text, p_when timestamptz, q_type text, q_when timestamptz
 ) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT p_type IS DISTINCT FROM 'episodic' OR q_type IS DISTINCT FROM 'episodic'
+    SELECT (p_type IS DISTINCT FROM 'episodic' AND q_type IS DISTINCT FROM 'episodic')
         OR (p_when AT TIME ZONE 'UTC')::date = (q_when AT TIME ZONE 'UTC')::date
 $$;
 """

@@ -67,11 +67,9 @@ def consolidate(
     if plan is not None:
         # Only memories still as they were shown count as shown: ids a file adds, or
         # memories changed since, neither widen the one-pass limit nor reach the flow.
-        current = {record.id: record.content for record in window.records}
-        still = {i: text for i, text in plan.shown.items() if current.get(i) == text}
-        checked = parse_plan(
-            plan.reply, tuple(still), max_length=max_length, why_not=changed_since(plan, current)
-        )
+        changed = changed_since(plan, {r.id: r.content for r in window.records})
+        still = {i: text for i, text in plan.shown.items() if i not in changed}
+        checked = parse_plan(plan.reply, tuple(still), max_length=max_length, why_not=changed)
         outcomes = apply_plan(store, scope, context, checked) if apply else ()
         return ConsolidationReport(
             scope,

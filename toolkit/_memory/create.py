@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from kioku._accounts import AccountRepository
+from kioku._accounts import AccountRepository, ServerSettings
 from kioku._calibration import calibration_for
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._memory.arguments import CreateArgs, parse_create_args
@@ -152,14 +152,24 @@ def save(
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
 
 
-def _shown_to(call: FlowCall, context: TurnContext, scope: ServerScope | PersonalScope) -> bool:
-    """Whether this turn sees ``scope``'s memories (:mod:`kioku._reach` decides).
+def _personal_settings(
+    call: FlowCall, context: TurnContext, scope: ServerScope | PersonalScope
+) -> ServerSettings | None:
+    """The server's settings, read before the write for a personal scope only.
 
-    A personal scope depends on the server's settings, read here (personal creates only).
+    Whether the turn sees a personal scope depends on them (:func:`_shown_to`).
     """
     if not isinstance(scope, PersonalScope):
+        return None
+    return AccountRepository(call.session).settings_for(context)
+
+
+def _shown_to(
+    context: TurnContext, scope: ServerScope | PersonalScope, settings: ServerSettings | None
+) -> bool:
+    """Whether this turn sees ``scope``'s memories (:mod:`kioku._reach` decides)."""
+    if not isinstance(scope, PersonalScope) or settings is None:
         return True
-    settings = AccountRepository(call.session).settings_for(context)
     reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
     return reach.shows_personal(scope.user_id)
 
@@ -176,10 +186,12 @@ def _refuse_repeat(
     content: str,
     embedding: list[float],
     typed: TypedFields,
+    settings: ServerSettings | None,
 ) -> None:
     """Refuse a memory that means the same as one already in ``scope`` (which the turn sees).
 
-    Identical text is left to the write, which answers ``already_saved``.
+    Identical text is left to the write, which answers ``already_saved``. ``settings``:
+    the server's, when already read.
     """
     store = call.store
     threshold = store.settings.duplicate_similarity
@@ -201,7 +213,7 @@ def _refuse_repeat(
             if identical or repository.holds(scope, content, typed.memory_type, typed.attributes):
                 return  # an exact repeat (maybe of a memory not embedded yet): already_saved
             # Read only now, on this rare path: a disabled server answers as disabled.
-            settings = AccountRepository(call.session).settings_for(context)
+            settings = settings or AccountRepository(call.session).settings_for(context)
             if not settings.self_teaching_enabled:
                 raise disabled(STATUSES)
             shown = render_tokens(
@@ -275,12 +287,13 @@ def _insert(
     embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
     # In a scope the turn cannot see, no answer may confirm what a memory says: neither a
     # refusal naming it nor "already saved" with its id; the create is a plain insert.
-    shown = _shown_to(call, context, scope)
+    settings = _personal_settings(call, context, scope)
+    shown = _shown_to(context, scope, settings)
     if embedding is not None and shown:
         # Under the scope's write lock, so that of two writers saving the same fact at once
         # the second compares with the first one's memory.
         MemoryRepository(call.session).lock_scope(scope)
-        _refuse_repeat(call, context, scope, target, content, embedding, typed)
+        _refuse_repeat(call, context, scope, target, content, embedding, typed, settings)
     elif not call.session.in_transaction():
         # Nothing to compare, nothing read in this unit of work: the create is atomic on its
         # own, so run it as a single statement and save the BEGIN and COMMIT round trips.

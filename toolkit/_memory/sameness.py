@@ -323,7 +323,11 @@ def conflict(first: str, second: str) -> str | None:
 
     Not symmetric: a new text saying less than the stored one repeats it.
     """
-    a, b = read(first), read(second)
+    return _conflict(read(first), read(second))
+
+
+def _conflict(a: Reading, b: Reading) -> str | None:
+    """:func:`conflict` of two texts already read."""
     if a.negated != b.negated or _negated_word(a.words, b.words) or _negated_word(b.words, a.words):
         return "polarity"
     if a.past != b.past:
@@ -488,12 +492,14 @@ def same_meaning(first: str, second: str, similarity: float, threshold: float) -
     ``first`` with words left out (in the same order, so nobody changes places: "Bob
     recommended Dune" does not shorten "Alice recommended Dune to Bob").
     """
-    if similarity < threshold - SUBSET_MARGIN or conflict(first, second) is not None:
+    if similarity < threshold - SUBSET_MARGIN:
         return False
-    if similarity >= threshold:
-        return True
     a, b = read(first), read(second)
-    return len(b.content) >= SUBSET_WORDS and _left_out_of(b.tokens, a.tokens)
+    if _conflict(a, b) is not None:
+        return False
+    return similarity >= threshold or (
+        len(b.content) >= SUBSET_WORDS and _left_out_of(b.tokens, a.tokens)
+    )
 
 
 def _left_out_of(shorter: tuple[str, ...], longer: tuple[str, ...]) -> bool:

@@ -36,7 +36,7 @@ from rich.table import Table
 
 from bench import search
 from bench.steps import FULL, QUICK, STEPS, Plan, run_step
-from bench.turn import CURVE_PEER
+from bench.turn import CURVE_PEERS
 
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- kioku-bench:start -->", "<!-- kioku-bench:end -->"
@@ -190,10 +190,11 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
         Row(
             f"turn p50, {large_size:,} vs {small_size} memories per scope, alternating turns",
             ratios["kioku"],
-            ratios.get(CURVE_PEER),
+            ratios.get(CURVE_PEERS[0]),
             "x",
             "<= 1.5x",
-            f"{CURVE_PEER}'s own ratio" if CURVE_PEER in ratios else "",
+            f"{CURVE_PEERS[0]}'s own ratio"
+            + "".join(f"; {who}'s {ratios[who]:.2f}x" for who in CURVE_PEERS[1:] if who in ratios),
             ratios["kioku"] <= 1.5,
         )
     )
@@ -396,7 +397,8 @@ def markdown(plan: Plan, quick: bool, info: dict[str, str], r: dict[str, Any]) -
     lines += [
         "Memories per scope (`python -m bench.turn --curve`): the same turn at each size, "
         "each size in its own database on one server, kioku and "
-        f"`{CURVE_PEER}` at every size alternating in 5-turn rounds in one process (the "
+        + " and ".join(f"`{who}`" for who in CURVE_PEERS)
+        + " at every size alternating in 5-turn rounds in one process (the "
         "tables above come from separate processes, minutes apart):",
         "",
         "| contender | p50 ms | p95 ms |",

@@ -380,12 +380,14 @@ def measure_turns(
     }
 
 
-CURVE_PEER = "postgres_store_flat"
-"""The peer whose own curve is printed beside kioku's: it scans a scope as kioku does."""
+CURVE_PEERS = ("postgres_store_flat", "postgres_store_hnsw")
+"""The peers whose own curves are printed beside kioku's: ``PostgresStore`` scanning a
+scope exactly (as kioku does up to 2,000 memories) and through HNSW (as kioku does for the
+larger scopes, ``kioku._db.vectors.EXACT_SEARCH_MAX_ROWS``)."""
 
 
 def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
-    """Turn p50/p95 at each size (memories per scope), kioku and :data:`CURVE_PEER`.
+    """Turn p50/p95 at each size (memories per scope), kioku and :data:`CURVE_PEERS`.
 
     Each size has its own database on one server; every contender at every size
     alternates with the others in 5-turn rounds in this one process, so the curve
@@ -404,7 +406,7 @@ def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
             sized = vectors.setdefault(str(size), {})
             scenario = build_scenario(url, size, 50, sized)
             stack.callback(scenario.close)
-            peers = build_peers(peer_data(url, scenario, sized), which=[CURVE_PEER])
+            peers = build_peers(peer_data(url, scenario, sized), which=list(CURVE_PEERS))
             stack.callback(peers.close)
             step = iter(range(10**9))
             ours = kioku_turn(
@@ -420,7 +422,7 @@ def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
     small, large = min(sizes), max(sizes)
     ratios = {
         who: figures[f"{who} {large}"]["p50_ms"] / figures[f"{who} {small}"]["p50_ms"]
-        for who in ("kioku", CURVE_PEER)
+        for who in ("kioku", *CURVE_PEERS)
         if f"{who} {large}" in figures and f"{who} {small}" in figures
     }
     return {"sizes": list(sizes), "contenders": figures, "ratio_p50": ratios}

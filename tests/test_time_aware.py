@@ -200,3 +200,47 @@ def test_a_sent_time_is_read_only_when_it_is_one() -> None:
     assert sent_at_of(said) == datetime(2025, 1, 2, 8, tzinfo=UTC)
     assert sent_at_of(garbled) is None and sent_at_of(HumanMessage("hi")) is None
     assert latest_sent_at([said, garbled]) is None  # the latest human message decides
+
+
+@pytest.mark.parametrize("offset", ["+23:59", "-18:00", "+16:00"])
+def test_any_offset_python_reads_is_saved_in_utc_not_refused_by_the_database(
+    world: World, offset: str
+) -> None:
+    """PostgreSQL takes offsets up to 16 hours; ISO 8601 (and Python) up to a day."""
+    moment = datetime.fromisoformat(f"2025-05-08T12:00:00{offset}").astimezone(UTC)
+    saved = create(
+        world, f"Alice landed in Nadi ({offset})", event_time=f"2025-05-08T12:00{offset}"
+    )
+    assert saved["status"] == "memory_saved_successfully", saved
+    assert saved["event_time"] == moment.isoformat()
+    typed = world.run(
+        create_memory_tool(world.store),
+        {
+            "memory_type": "episodic",
+            "memory_content": f"The ferry left Nadi ({offset})",
+            "event_time": f"2025-05-08T12:00{offset}",
+        },
+        world.context(),
+    ).result
+    assert typed["status"] == "memory_saved_successfully", typed
+    row = memory_row(world.store, typed["memory_id"])
+    assert row is not None and row.event_time == moment
+    found = search(world, query="Nadi", since=f"2025-05-01T00:00{offset}")
+    assert found["status"] == "memories_found", found
+
+
+def test_a_time_outside_utc_years_is_refused_as_an_argument(world: World) -> None:
+    refused = create(world, "Alice was born", event_time="0001-01-01T00:00+01:00")
+    assert refused["status"] == "memory_save_failed_invalid_args", refused
+    assert "years 1 to 9999" in refused["reason"]
+    late = search(world, query="Alice", until="9999-12-31T23:00-05:00")
+    assert late["status"] == "search_failed_invalid_args", late
+
+
+def test_a_sent_time_with_any_offset_reads_as_utc() -> None:
+    far = HumanMessage("hi", additional_kwargs={SENT_AT: "2025-01-02T08:00:00+23:00"})
+    naive = HumanMessage("hi", additional_kwargs={SENT_AT: "2025-01-02T08:00:00"})
+    assert sent_at_of(far) == datetime(2025, 1, 1, 9, tzinfo=UTC)
+    assert sent_at_of(naive) == datetime(2025, 1, 2, 8, tzinfo=UTC)
+    edge = HumanMessage("hi", additional_kwargs={SENT_AT: "0001-01-01T00:00:00+05:00"})
+    assert sent_at_of(edge) is None

@@ -9,11 +9,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import IntEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
 
 from kioku._memory.notices import MemoryNotice
+from kioku._memory.when import in_utc
 
 GLOBAL_LINEAGE = 0
 """Personal memories with this lineage are visible to every persona."""
@@ -117,10 +118,10 @@ SENT_AT = "kioku_sent_at"
 
 
 def sent_at_of(message: object) -> datetime | None:
-    """When ``message`` was sent, if it says so in a readable :data:`SENT_AT`."""
+    """When ``message`` was sent (UTC), if it says so in a readable :data:`SENT_AT`."""
     raw = (getattr(message, "additional_kwargs", None) or {}).get(SENT_AT)
     try:
-        return datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        return in_utc(datetime.fromisoformat(raw)) if isinstance(raw, str) else None
     except ValueError:
         return None
 
@@ -175,10 +176,7 @@ class TurnContext:
 
     def message_time_utc(self) -> datetime | None:
         """:attr:`message_time` as an aware UTC datetime (``None`` when unknown)."""
-        moment = self.message_time
-        if moment is None:
-            return None
-        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return in_utc(self.message_time) if self.message_time is not None else None
 
     @classmethod
     def for_user(

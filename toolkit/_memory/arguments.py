@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from kioku._memory.text import echo, unstorable
+from kioku._memory.when import in_utc
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_NAME_LENGTH = 256
@@ -90,20 +91,21 @@ def _optional_name(arguments: Mapping[str, Any], key: str) -> str | None:
 
 
 def parse_time(value: Any, name: str) -> datetime:
-    """An ISO 8601 date or date-time (UTC when it names no offset).
+    """An ISO 8601 date or date-time, in UTC (taken as UTC when it names no offset).
 
     Raises:
         ArgumentError: naming the argument and the form it takes.
     """
+    form = f"{name} must be an ISO 8601 date or date-time, e.g. 2025-05-08"
     if not isinstance(value, str) or len(value) > 40:
-        raise ArgumentError(f"{name} must be an ISO 8601 date or date-time, e.g. 2025-05-08")
+        raise ArgumentError(form)
     try:
-        moment = datetime.fromisoformat(value.strip())
+        moment = in_utc(datetime.fromisoformat(value.strip()))
     except ValueError as exc:
-        raise ArgumentError(
-            f"{name} must be an ISO 8601 date or date-time, e.g. 2025-05-08"
-        ) from exc
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        raise ArgumentError(form) from exc
+    if moment is None:
+        raise ArgumentError(f"{name} lies outside the years 1 to 9999 in UTC")
+    return moment
 
 
 def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:

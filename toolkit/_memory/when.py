@@ -5,6 +5,22 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 
+def in_utc(moment: datetime) -> datetime | None:
+    """``moment`` in UTC (a naive one is taken as UTC); ``None`` when UTC has no such time.
+
+    Python accepts offsets up to a day and PostgreSQL only up to 16 hours, so times leave
+    Python in UTC: a valid offset never reaches the database as an error. ``None`` for a
+    moment within a day of ``datetime.min`` or ``datetime.max`` whose UTC time falls outside
+    them.
+    """
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
 def when_label(moment: datetime, now: datetime) -> str:
     """``2025-05-08, 3 weeks ago``: the date (UTC) and how long before ``now``."""
     return label_on(moment, now.astimezone(UTC).date())

@@ -323,6 +323,28 @@ def test_a_window_holding_the_whole_scope_is_ranked_by_ids_alone(
     assert [(i.tag, i.text) for i in light.items] == [(i.tag, i.text) for i in heavy.items]
 
 
+def test_both_blocks_rank_by_one_embedding_of_the_message(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedder may be a paid API call: a build embeds its query once, however many
+    blocks it ranks."""
+    _add_filler(scenario)
+    embeddings = scenario.store.embedder.embeddings
+    embedded: list[str] = []
+    real = embeddings.embed_query
+
+    def counted(text: str) -> list[float]:
+        embedded.append(text)
+        return real(text)
+
+    monkeypatch.setattr(embeddings, "embed_query", counted)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
+    built = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    assert built.retrieval == ("server_memories", "personal_memories")
+    assert embedded == ["Alice: which day does Kioku serve tea?"]
+
+
 def test_below_budget_everything_is_rendered_even_with_a_question(scenario: Scenario) -> None:
     built = scenario.builder().build(scenario.context(), [HumanMessage("which day is tea?")])
     assert built.omitted == {} and built.retrieval == ()

@@ -226,6 +226,13 @@ class ContextBuilder:
                 loaded.append(loader.load_memories(session, self.store, reach, state))
             return loaded[0]
 
+        embedded: list[list[float] | None] = []
+
+        def query_vector() -> list[float] | None:
+            if not embedded:  # once per build: both stages rank by the same message
+                embedded.append(loader.query_vector(self.store, query))
+            return embedded[0]
+
         def ranked(
             visibility: Visibility, count: int, held: Sequence[MemoryWindow]
         ) -> tuple[list[int], list[CandidateRow]]:
@@ -234,10 +241,15 @@ class ContextBuilder:
             When ``held`` covers every memory in reach, only ids and what ranks them are
             read (a memory saved since it was loaded shows from the next turn).
             """
+            if not query.strip():
+                return [], []
+            vector = query_vector()
             if all(len(window.records) >= window.total for window in held):
-                found = loader.rank_ids_by_relevance(session, self.store, visibility, query, count)
+                found = loader.rank_ids_by_relevance(
+                    session, self.store, visibility, query, count, vector
+                )
                 return found, []
-            rows = loader.rank_by_relevance(session, self.store, visibility, query, count)
+            rows = loader.rank_by_relevance(session, self.store, visibility, query, count, vector)
             return [row.id for row in rows], rows
 
         def server_stage() -> Rendered:

@@ -174,11 +174,15 @@ def rank_by_relevance(
     visibility: Visibility,
     query: str,
     count: int,
+    vector: list[float] | None,
 ) -> list[CandidateRow]:
-    """The memories ``visibility`` covers, most relevant to ``query`` first."""
+    """The memories ``visibility`` covers, most relevant to ``query`` first.
+
+    ``vector``: the query's embedding (:func:`query_vector`), ``None`` to rank by text and
+    relevance alone.
+    """
     if not query.strip():
         return []
-    vector = _query_vector(store, query)
     ranking = rank_candidates(
         session, visibility, query, vector, limit=count, **_ranked(store, count)
     )
@@ -191,11 +195,11 @@ def rank_ids_by_relevance(
     visibility: Visibility,
     query: str,
     count: int,
+    vector: list[float] | None,
 ) -> list[int]:
     """The ids of :func:`rank_by_relevance`, for a caller holding every memory in reach."""
     if not query.strip():
         return []
-    vector = _query_vector(store, query)
     return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count))
 
 
@@ -218,7 +222,8 @@ def _ranked(store: KiokuStore, count: int) -> _RankingOptions:
     }
 
 
-def _query_vector(store: KiokuStore, query: str) -> list[float] | None:
+def query_vector(store: KiokuStore, query: str) -> list[float] | None:
+    """``query`` embedded by the store's embedder; ``None`` when the embedder fails."""
     try:
         return embed_query(store.embedder.embeddings, query)
     except Exception:

@@ -37,6 +37,7 @@ from rich.table import Table
 from bench import search
 from bench.steps import FULL, QUICK, STEPS, Plan, run_step
 from bench.turn import CURVE_PEERS
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
 
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- kioku-bench:start -->", "<!-- kioku-bench:end -->"
@@ -240,7 +241,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
         Row("startup: import kioku", up["import_s"], None, "s", "< 1 s", met=up["import_s"] < 1),
         Row("startup: kioku --help", up["help_s"], None, "s", "< 1 s", met=up["help_s"] < 1),
         Row(
-            "tool-path writes, no HNSW (limits <= 10k per scope)",
+            f"tool-path writes, no HNSW (limits <= {EXACT_SEARCH_MAX_ROWS:,} per scope)",
             writes["kioku_tool_path_without_hnsw"],
             writes["postgres_store_flat_put"],
             "/s",

@@ -9,7 +9,7 @@ library would set it up. Query and document embeddings are precomputed for every
 (lookups), as for kioku; token counts use kioku's cached cl100k counter line by line.
 
 ``postgres_store_flat`` — LangGraph ``PostgresStore``, halfvec vectors, no ANN index (exact
-search, as kioku searches a scope up to 10,000 memories). Per turn, one ``store.batch`` of
+search, as kioku searches a scope up to 2,000 memories). Per turn, one ``store.batch`` of
 reads: a vector search (limit 10) of the server's namespace and of each participant's, a
 get of this channel's short-term entry and a listing of the 4 newest other-channel entries;
 the results rendered into a prompt and its tokens counted; then one ``store.batch`` of
@@ -17,7 +17,7 @@ writes: a put of the updated memory (re-embedded, lookup) and puts of the two sh
 entries (the channel's and the speaker's), each keeping the last 20 messages.
 
 ``postgres_store_hnsw`` — the same with an HNSW index on halfvec (as kioku uses for scopes
-beyond 10,000 memories). PostgresStore filters the namespace after the index scan, so small
+beyond 2,000 memories). PostgresStore filters the namespace after the index scan, so small
 namespaces may come back with fewer than 10 results at scale (see ``Peers.found``).
 
 ``langmem`` — LangMem 0.0.30's tools over a PostgresStore (halfvec, flat, field
@@ -46,7 +46,7 @@ turn renders fewer memories (``Peers.found``).
 ``raw_sql_floor`` — hand-written SQL over one psycopg connection (pipeline mode, each
 transaction an explicit BEGIN ... COMMIT sent with its statements) on a kioku-like
 ``memories`` table (halfvec, same rows) in its own schema, HNSW index only when a scope
-exceeds 10,000 rows. Per turn, one pipelined read transaction: the newest
+exceeds 2,000 rows (as kioku). Per turn, one pipelined read transaction: the newest
 50 of the server's memories, the newest 50 of each participant's (one LATERAL query), a
 vector ORDER BY (exact, or HNSW with iterative scan at scale) in the server scope (limit 10),
 this channel's short-term entry and the 4 newest other-channel entries; rendered and
@@ -85,6 +85,7 @@ from langgraph.store.postgres.base import PostgresIndexConfig
 
 from bench.common import libpq, prepare_database
 from bench.search import Rounds
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
 
 PEERS = ("postgres_store_flat", "postgres_store_hnsw", "langmem", "mem0", "raw_sql_floor")
 """Every peer, in the order they are built and timed."""
@@ -98,7 +99,7 @@ OTHER_CHANNELS_READ = 4
 WINDOW = 50
 """Newest memories of a scope the raw floor reads, as kioku's memory windows do."""
 
-EXACT_MAX_ROWS = 10_000
+EXACT_MAX_ROWS = EXACT_SEARCH_MAX_ROWS
 """Above this many rows in a scope, kioku searches through HNSW; the floor does too."""
 
 REPLY = "Here is what I remember."

@@ -4,7 +4,7 @@ Per scale (10k, 100k memories of MSC persona sentences, hashing embedder, 384-d)
 one database and one run:
 - search p50/p95 (query embedding excluded) inside a 5% scope: kioku's hybrid search
   and PostgresStore's vector search of the same queries in the same scope (a namespace);
-- recall@10 against exact search: kioku's vector candidates (exact below 10k rows per
+- recall@10 against exact search: kioku's vector candidates (exact up to 2,000 rows per
   scope, the default), kioku forced through its HNSW index, and PostgresStore;
 - write throughput: kioku's tool path (``create_long_term_memory``: validation, settings,
   limit check under an advisory lock, insert + history; embedding excluded) with and
@@ -224,7 +224,7 @@ def run_scale(
     vectors = dict(zip(texts + writes, hashing.embed_documents(texts + writes), strict=True))
     lookup = EmbedderSpec(Lookup(vectors, hashing), f"hashing-{DIM}", DIM)
     with bench_database(f"kioku_bench_search_{scale}") as url:
-        # Limits far above 10k per scope: kioku builds its HNSW index ("auto").
+        # Limits far above 2,000 per scope: kioku builds its HNSW index ("auto").
         store = open_store(url, lookup, max_server_memories=10**9, vector_index="exact")
         t0 = time.perf_counter()
         load_kioku(store, corpus, vectors)
@@ -448,7 +448,7 @@ def write_rounds(
         {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
     )
     with store.engine.begin() as connection:
-        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 10k give you
+        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 2,000 give you
     without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),

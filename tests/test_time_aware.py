@@ -232,9 +232,31 @@ def test_any_offset_python_reads_is_saved_in_utc_not_refused_by_the_database(
 def test_a_time_outside_utc_years_is_refused_as_an_argument(world: World) -> None:
     refused = create(world, "Alice was born", event_time="0001-01-01T00:00+01:00")
     assert refused["status"] == "memory_save_failed_invalid_args", refused
-    assert "years 1 to 9999" in refused["reason"]
-    late = search(world, query="Alice", until="9999-12-31T23:00-05:00")
-    assert late["status"] == "search_failed_invalid_args", late
+    assert "between 0001-01-02 and 9999-12-30" in refused["reason"]
+    for edge in ("9999-12-31T23:00-05:00", "9999-12-31", "0001-01-01T12:00Z"):
+        late = search(world, query="Alice", until=edge)
+        assert late["status"] == "search_failed_invalid_args", late
+    last = create(world, "Alice will retire", event_time="9999-12-30T23:00Z")
+    assert last["status"] == "memory_saved_successfully", last
+
+
+def test_times_read_back_as_utc_whatever_the_session_zone(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connections ask for UTC, so a time near year 1 or 9999 reads back in any zone."""
+    create(world, "Alice planted the first tree", event_time="0001-01-02T01:00Z")
+    last = create(world, "Alice planted the last tree", event_time="9999-12-30T23:00Z")
+    monkeypatch.setenv("PGTZ", "Asia/Tokyo")  # read by libpq at connect
+    world.store.engine.dispose()
+    found = search(world, query="Alice planted tree")
+    assert found["status"] == "memories_found", found
+    assert len(found["memories"]) == 2
+    row = memory_row(world.store, last["memory_id"])
+    assert row is not None and row.event_time is not None
+    assert row.event_time.utcoffset() == timedelta(0)
+    monkeypatch.setenv("PGTZ", "America/New_York")
+    world.store.engine.dispose()
+    assert search(world, query="Alice planted tree")["status"] == "memories_found"
 
 
 def test_a_sent_time_with_any_offset_reads_as_utc() -> None:

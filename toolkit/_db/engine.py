@@ -64,10 +64,16 @@ DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
 def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> dict[str, Any]:
     """Pool settings plus per-connection settings.
 
-    The statement timeout (``0`` disables it) and kioku's HNSW search settings (pair the
-    engine with :func:`mark_search_settings`).
+    The statement timeout (``0`` disables it), UTC as the session's time zone (times come
+    back as UTC datetimes whatever the server's or ``PGTZ``'s zone, so every stored time
+    Python can hold reads back), and kioku's HNSW search settings (pair the engine with
+    :func:`mark_search_settings`).
     """
-    settings = {"statement_timeout": str(int(statement_timeout_ms)), **HNSW_SEARCH_SETTINGS}
+    settings = {
+        "statement_timeout": str(int(statement_timeout_ms)),
+        "TimeZone": "UTC",
+        **HNSW_SEARCH_SETTINGS,
+    }
     return {
         **ENGINE_OPTIONS,
         "connect_args": {"options": " ".join(f"-c {k}={v}" for k, v in settings.items())},
@@ -84,6 +90,25 @@ def mark_search_settings(engine: Engine) -> Engine:
         record.info[HNSW_SETTINGS_APPLIED] = True
 
     event.listen(engine, "connect", mark)
+    return engine
+
+
+def in_utc_sessions(engine: Engine) -> Engine:
+    """Make each new connection of ``engine`` use UTC as its session time zone.
+
+    :func:`engine_options` asks for it at connect; ``PGTZ`` in the environment still wins
+    there (libpq sends it after the options), so a connection that reports another zone
+    sets UTC once, before first use.
+    """
+
+    def to_utc(dbapi_connection: Any, record: Any) -> None:
+        if dbapi_connection.info.parameter_status("TimeZone") == "UTC":
+            return
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SET TimeZone TO 'UTC'")
+        dbapi_connection.commit()
+
+    event.listen(engine, "connect", to_utc)
     return engine
 
 
@@ -130,7 +155,8 @@ def make_engine(
         "pool_size": pool_size,
         "max_overflow": pool_size,
     }
-    return mark_search_settings(ping_when_idle(create_engine(normalise_url(url), **options)))
+    engine = create_engine(normalise_url(url), **options)
+    return mark_search_settings(in_utc_sessions(ping_when_idle(engine)))
 
 
 def check_pgvector(engine: Engine) -> None:

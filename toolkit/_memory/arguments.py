@@ -104,7 +104,7 @@ def parse_time(value: Any, name: str) -> datetime:
     except ValueError as exc:
         raise ArgumentError(form) from exc
     if moment is None:
-        raise ArgumentError(f"{name} lies outside the years 1 to 9999 in UTC")
+        raise ArgumentError(f"{name} must lie between 0001-01-02 and 9999-12-30 (UTC)")
     return moment
 
 

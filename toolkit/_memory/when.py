@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
+"""The times kioku stores: a day inside Python's years 1 to 9999, so that a stored time
+read in any time zone is still a Python datetime."""
+
 
 def in_utc(moment: datetime) -> datetime | None:
-    """``moment`` in UTC (a naive one is taken as UTC); ``None`` when UTC has no such time.
+    """``moment`` in UTC (naive means UTC); ``None`` outside :data:`EARLIEST`..:data:`LATEST`.
 
     Python accepts offsets up to a day and PostgreSQL only up to 16 hours, so times leave
-    Python in UTC: a valid offset never reaches the database as an error. ``None`` for a
-    moment within a day of ``datetime.min`` or ``datetime.max`` whose UTC time falls outside
-    them.
+    Python in UTC: a valid offset never reaches the database as an error.
     """
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
+        moment = moment.replace(tzinfo=UTC)
     try:
-        return moment.astimezone(UTC)
+        moment = moment.astimezone(UTC)
     except OverflowError:
         return None
+    return moment if EARLIEST <= moment <= LATEST else None
 
 
 def when_label(moment: datetime, now: datetime) -> str:

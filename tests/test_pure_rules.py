@@ -135,3 +135,9 @@ def test_vector_plan_index_for_large_common_scopes() -> None:
     assert choose_vector_plan(10_000, 10_500, 200, exact_max_rows=2_000) == "hnsw"
     assert choose_vector_plan(100_000, 1_000_000, 200, exact_max_rows=2_000) == "hnsw"
     assert choose_vector_plan(5, 5, 200, exact_max_rows=0) == "hnsw"  # 0: always the index
+
+
+def test_vector_plan_scans_filtered_searches_exactly_up_to_ten_thousand() -> None:
+    """A type, importance or time filter may be rare in the scope: the walk could not tell."""
+    assert choose_vector_plan(10_000, 10_500, 20, exact_max_rows=2_000, filtered=True) == "exact"
+    assert choose_vector_plan(10_001, 10_500, 20, exact_max_rows=2_000, filtered=True) == "hnsw"

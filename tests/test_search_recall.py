@@ -102,6 +102,21 @@ def test_recall_at_10_under_scope_filters(
     )
 
 
+def test_an_index_search_that_comes_back_short_is_done_exactly(corpus: KiokuStore) -> None:
+    """A walk that stops early (``hnsw.max_scan_tuples``; here, no iterative scan and a
+    short candidate list) leaves the pool unfilled: the scope is then scanned."""
+    visibility = Visibility("big", LINEAGE)  # 10% of the rows: the planner takes the index
+    query = [random.Random(3).gauss(0, 1) for _ in range(DIM)]
+    truth = exact(corpus, visibility, query, 20)
+    with corpus.sessions() as session:
+        session.execute(text("SET LOCAL hnsw.iterative_scan = off"))
+        session.execute(text("SET LOCAL hnsw.ef_search = 10"))  # 10 rows, about 1 of "big"
+        got = vector_candidates(
+            session, visibility, query, memory_type=None, limit=20, exact_max_rows=0
+        )
+    assert got == truth
+
+
 def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:
     with corpus.sessions() as session:
         session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))

@@ -25,9 +25,10 @@ HNSW_SEARCH_SETTINGS = {
 }
 """pgvector settings of kioku's HNSW searches: keep walking the graph until enough rows pass
 the scope filter (the candidate list bounds each step), for up to five times the visits the
-plan expects (``kioku._search.planning.HNSW_MAX_VISITS``), so stale size estimates or
-filters on type and importance cost time before they cost results. Connections made by
-``kioku._db.engine`` carry them from the start."""
+plan expects (``kioku._search.planning.HNSW_MAX_VISITS``), so stale size estimates cost
+time before they cost results; a walk that still stops short is followed by an exact scan
+(``kioku._search.engine``). Connections made by ``kioku._db.engine`` carry them from the
+start."""
 HNSW_SETTINGS_APPLIED = "kioku_hnsw_settings"
 """Key of a pooled connection's ``info`` saying it carries :data:`HNSW_SEARCH_SETTINGS`."""
 MODEL_KEY = "embedding_model"

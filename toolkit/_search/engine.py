@@ -110,10 +110,12 @@ def _vector_plan(
     pool: int,
     exact_max_rows: int,
     sizes: ScopeSizes | None,
+    filtered: bool = False,
 ) -> VectorPlan:
     """Exact search or HNSW (its settings applied), by :func:`choose_vector_plan`.
 
-    ``sizes`` spares most searches the counts that make this choice.
+    ``sizes`` spares most searches the counts that make this choice; ``filtered``: the
+    search also filters by type, importance or time.
     """
     shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
     size = _counted(
@@ -131,7 +133,7 @@ def _vector_plan(
             sizes, _TABLE_KEY, lambda: int(session.execute(_TABLE_ROWS).scalar_one())
         )
         table = estimate if estimate >= 0 else None  # never analysed: unknown
-    plan = choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows)
+    plan = choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows, filtered=filtered)
     if plan == "hnsw":
         _apply_hnsw_settings(session)
     return plan
@@ -263,21 +265,22 @@ def _rows_of(
 ) -> dict[str, list[Row]]:
     """:func:`_candidates`, rows built by ``make``.
 
-    Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`.
+    Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`. An
+    index search that comes back with fewer than ``pool`` vector rows (its walk reached
+    ``hnsw.max_scan_tuples`` first) is done again exactly, so no search comes back short.
     """
+    timed = since is not None or until is not None
     plan = (
-        _vector_plan(session, visibility, pool=pool, exact_max_rows=exact_max_rows, sizes=sizes)
+        _vector_plan(
+            session,
+            visibility,
+            pool=pool,
+            exact_max_rows=exact_max_rows,
+            sizes=sizes,
+            filtered=memory_type is not None or min_importance is not None or timed,
+        )
         if query_vector is not None
         else None
-    )
-    shape = SearchShape.of(
-        visibility,
-        memory_type=memory_type,
-        vector=plan,
-        text=terms is not None,
-        min_importance=min_importance,
-        timed=since is not None or until is not None,
-        details=details,
     )
     params = search_params(
         visibility,
@@ -289,10 +292,26 @@ def _rows_of(
         since=since,
         until=until,
     )
-    found: dict[str, list[Row]] = {"vector": [], "text": []}
-    for row in session.execute(text(candidates_sql(shape)), params).all():
-        candidate = make(row)
-        found[candidate.source].append(candidate)
+
+    def candidates(plan: VectorPlan | None) -> dict[str, list[Row]]:
+        shape = SearchShape.of(
+            visibility,
+            memory_type=memory_type,
+            vector=plan,
+            text=terms is not None,
+            min_importance=min_importance,
+            timed=timed,
+            details=details,
+        )
+        found: dict[str, list[Row]] = {"vector": [], "text": []}
+        for row in session.execute(text(candidates_sql(shape)), params).all():
+            candidate = make(row)
+            found[candidate.source].append(candidate)
+        return found
+
+    found = candidates(plan)
+    if plan == "hnsw" and len(found["vector"]) < pool:
+        found = candidates("exact")
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
     found["text"].sort(key=lambda row: (-row.score, row.id))

@@ -13,21 +13,33 @@ many (``hnsw.max_scan_tuples``, ``kioku._db.vectors.HNSW_SEARCH_SETTINGS``) befo
 gives up, room for stale estimates and for filters on type or importance."""
 HNSW_SAVING = 4
 """The index must visit at most a quarter of the rows an exact scan reads."""
+FILTERED_EXACT_MAX_ROWS = 10_000
+"""Searches that also filter (type, importance, time) scan scopes up to this size exactly:
+the graph walk cannot know how rare the filter is in the scope, and may walk far (and,
+at its visit cap, come back short) where a scan of this many rows takes about 10 ms."""
 
 
 def choose_vector_plan(
-    scope_rows: int, table_rows: int | None, pool: int, *, exact_max_rows: int
+    scope_rows: int,
+    table_rows: int | None,
+    pool: int,
+    *,
+    exact_max_rows: int,
+    filtered: bool = False,
 ) -> VectorPlan:
     """How to find the ``pool`` nearest of ``scope_rows`` memories among ``table_rows``.
 
     Scopes of at most ``exact_max_rows`` are scanned exactly (``0`` sends every scope
-    through the index). A filtered HNSW scan visits about ``pool × table_rows /
+    through the index), and of at most :data:`FILTERED_EXACT_MAX_ROWS` when the search
+    also ``filtered``. A filtered HNSW scan visits about ``pool × table_rows /
     scope_rows`` rows before it has ``pool`` of the scope's; it is chosen when that is
     both within :data:`HNSW_MAX_VISITS` and a fraction (:data:`HNSW_SAVING`) of the exact
     scan. Unknown table sizes keep the exact scan.
     """
     if exact_max_rows <= 0:
         return "hnsw"
+    if filtered:
+        exact_max_rows = max(exact_max_rows, FILTERED_EXACT_MAX_ROWS)
     if scope_rows <= exact_max_rows or table_rows is None:
         return "exact"
     visits = pool * max(table_rows, scope_rows) / scope_rows

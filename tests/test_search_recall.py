@@ -147,9 +147,27 @@ def test_the_hnsw_index_follows_the_limits(engine: Engine, settings: KiokuSettin
             store.setup()
 
     small = settings.model_copy(update={"vector_index": "auto"})
+    setup(small.model_copy(update={"vector_index": "exact"}))
+    assert not indexed()  # exact: no index
     setup(small)
     assert not indexed()  # limits of 100: every scope is searched exactly
     setup(small.model_copy(update={"max_server_memories": EXACT_SEARCH_MAX_ROWS + 1}))
     assert indexed()
+    setup(small)
+    assert indexed()  # auto keeps it: a command run without the limits must not undo it
     setup(small.model_copy(update={"vector_index": "exact"}))
+    assert not indexed()
+    with engine.begin() as connection:  # one server's own limit asks for the index too
+        connection.execute(
+            insert(Server).values(
+                id="roomy", name="roomy", max_personal_memories=EXACT_SEARCH_MAX_ROWS + 1
+            )
+        )
+    try:
+        setup(small)
+        assert indexed()
+    finally:
+        with engine.begin() as connection:
+            connection.execute(text("DELETE FROM servers WHERE id = 'roomy'"))
+        setup(small.model_copy(update={"vector_index": "exact"}))
     assert not indexed()

@@ -201,13 +201,20 @@ class KiokuSettings(BaseSettings):
         default="auto", validation_alias=AliasChoices("KIOKU_VECTOR_INDEX", "vector_index")
     )
     """``hnsw`` builds an HNSW index for scopes too large to search exactly; ``exact``
-    does without; ``auto`` builds it only when the memory limits allow such scopes."""
+    does without (and drops one); ``auto`` builds it when the memory limits (these, or a
+    server's own) allow such scopes, and never drops one."""
 
-    def wants_hnsw_index(self, exact_max_rows: int) -> bool:
-        """Whether setup should build the HNSW index, given the exact-search ceiling."""
+    def wants_hnsw_index(self, exact_max_rows: int) -> bool | None:
+        """Whether setup should build (``True``) or drop (``False``) the HNSW index.
+
+        ``None``: these limits do not need it, but a server's own may, and one built
+        earlier is kept (``auto`` never drops it: a command run without the application's
+        limits must not undo its index).
+        """
         if self.vector_index != "auto":
             return self.vector_index == "hnsw"
-        return max(self.max_server_memories, self.max_personal_memories) > exact_max_rows
+        largest = max(self.max_server_memories, self.max_personal_memories)
+        return True if largest > exact_max_rows else None
 
     stm_max_other_channels: int = Field(
         default=3,

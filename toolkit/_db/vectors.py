@@ -69,11 +69,13 @@ def stored_embedder(connection: Connection) -> tuple[str, int] | None:
 
 
 def ensure_vector_schema(
-    connection: Connection, model: str, dimension: int, *, hnsw: bool = True
+    connection: Connection, model: str, dimension: int, *, hnsw: bool | None = True
 ) -> None:
     """Give the column its dimension and indexes on first setup; refuse a silent switch.
 
     ``hnsw`` builds (or drops) the HNSW index; building it over many rows takes a while.
+    ``None`` builds it when a server's own limits allow scopes beyond exact search and
+    otherwise keeps what exists (:func:`hnsw_wanted`).
 
     Raises:
         ConfigurationError: when the database holds vectors of another embedder.
@@ -93,7 +95,35 @@ def ensure_vector_schema(
     set_vector_schema(connection, model, dimension, hnsw=hnsw)
 
 
-def _ensure_hnsw_index(connection: Connection, wanted: bool) -> None:
+def hnsw_wanted(connection: Connection, wish: bool | None) -> bool | None:
+    """Build, drop or keep (``None``) the HNSW index.
+
+    ``wish`` is the settings' :meth:`~kioku.KiokuSettings.wants_hnsw_index`; when it leaves
+    the choice open, a server whose own memory limits exceed :data:`EXACT_SEARCH_MAX_ROWS`
+    asks for the index.
+    """
+    if wish is not None:
+        return wish
+    largest = connection.execute(
+        text(
+            "SELECT coalesce(max(greatest(max_server_memories, max_personal_memories)), 0) "
+            "FROM servers"
+        )
+    ).scalar_one()
+    return True if int(largest) > EXACT_SEARCH_MAX_ROWS else None
+
+
+def _has_hnsw_index(connection: Connection) -> bool:
+    return (
+        connection.execute(text("SELECT to_regclass(:name)"), {"name": HNSW_INDEX}).scalar()
+        is not None
+    )
+
+
+def _ensure_hnsw_index(connection: Connection, wish: bool | None) -> None:
+    wanted = hnsw_wanted(connection, wish)
+    if wanted is None:
+        return
     if wanted:
         connection.execute(
             text(
@@ -117,14 +147,17 @@ def _column_type(connection: Connection) -> str:
 
 
 def set_vector_schema(
-    connection: Connection, model: str, dimension: int, *, hnsw: bool = True
+    connection: Connection, model: str, dimension: int, *, hnsw: bool | None = True
 ) -> None:
     """(Re)type the column as ``halfvec(dimension)`` and index it.
 
     Vectors of that size are kept (converted from full precision where needed); vectors
-    of another size are cleared, for ``kioku reembed`` to fill in.
+    of another size are cleared, for ``kioku reembed`` to fill in. ``hnsw`` as for
+    :func:`ensure_vector_schema` (``None`` rebuilds an HNSW index that existed).
     """
     connection.execute(text("SET LOCAL statement_timeout = 0"))  # retyping rewrites the table
+    if hnsw is None and _has_hnsw_index(connection):
+        hnsw = True
     connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
     _drop_scope_vector_indexes(connection)
     connection.execute(

@@ -129,6 +129,9 @@ def test_vector_plan_exact_for_small_rare_or_unknown_scopes() -> None:
     # 1% of ten million rows: the filtered index scan would give up before filling the pool
     assert choose_vector_plan(50_000, 10_000_000, 200, exact_max_rows=2_000) == "exact"
     assert choose_vector_plan(10_000, 10_000_000, 200, exact_max_rows=2_000) == "exact"
+    # 5% of 105,000 rows, pool 20: the walk still gathers ef_search (100) candidates,
+    # about 2,100 visits, more than a quarter of the 5,000 rows a scan reads
+    assert choose_vector_plan(5_000, 105_000, 20, exact_max_rows=2_000) == "exact"
 
 
 def test_vector_plan_index_for_large_common_scopes() -> None:

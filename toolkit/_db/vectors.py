@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, text
 
 from kioku._errors import ConfigurationError
+from kioku._search.planning import HNSW_EF_SEARCH
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
 EXACT_SEARCH_MAX_ROWS = 2_000
@@ -20,7 +21,7 @@ context build's candidates 1.5 to 2 ms (384 dimensions): they meet near 2,000 ro
 scope of 10,000 searched exactly costs about five times its HNSW search."""
 HNSW_SEARCH_SETTINGS = {
     "hnsw.iterative_scan": "relaxed_order",
-    "hnsw.ef_search": "100",
+    "hnsw.ef_search": str(HNSW_EF_SEARCH),
     "hnsw.max_scan_tuples": "100000",
 }
 """pgvector settings of kioku's HNSW searches: keep walking the graph until enough rows pass

@@ -13,6 +13,9 @@ many (``hnsw.max_scan_tuples``, ``kioku._db.vectors.HNSW_SEARCH_SETTINGS``) befo
 gives up, room for stale estimates and for filters on type or importance."""
 HNSW_SAVING = 4
 """The index must visit at most a quarter of the rows an exact scan reads."""
+HNSW_EF_SEARCH = 100
+"""Candidates the graph walk collects before it returns any (``hnsw.ef_search``), whatever
+the pool: with a scope filter, about ``HNSW_EF_SEARCH × table rows / scope rows`` visits."""
 FILTERED_EXACT_MAX_ROWS = 10_000
 """Searches that also filter (type, importance, time) scan scopes up to this size exactly:
 the graph walk cannot know how rare the filter is in the scope, and may walk far (and,
@@ -31,8 +34,8 @@ def choose_vector_plan(
 
     Scopes of at most ``exact_max_rows`` are scanned exactly (``0`` sends every scope
     through the index), and of at most :data:`FILTERED_EXACT_MAX_ROWS` when the search
-    also ``filtered``. A filtered HNSW scan visits about ``pool × table_rows /
-    scope_rows`` rows before it has ``pool`` of the scope's; it is chosen when that is
+    also ``filtered``. A filtered HNSW scan visits about ``max(pool, ef_search) ×
+    table_rows / scope_rows`` rows before it has ``pool`` of the scope's; it is chosen when that is
     both within :data:`HNSW_MAX_VISITS` and a fraction (:data:`HNSW_SAVING`) of the exact
     scan. Unknown table sizes keep the exact scan.
     """
@@ -42,5 +45,5 @@ def choose_vector_plan(
         exact_max_rows = max(exact_max_rows, FILTERED_EXACT_MAX_ROWS)
     if scope_rows <= exact_max_rows or table_rows is None:
         return "exact"
-    visits = pool * max(table_rows, scope_rows) / scope_rows
+    visits = max(pool, HNSW_EF_SEARCH) * max(table_rows, scope_rows) / scope_rows
     return "hnsw" if visits <= min(HNSW_MAX_VISITS, scope_rows / HNSW_SAVING) else "exact"

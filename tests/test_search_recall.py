@@ -11,7 +11,7 @@ from sqlalchemy import Engine, insert, select, text
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.engine import make_engine
 from kioku._db.models import Memory, Server
-from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._search.engine import vector_candidates
 from kioku._search.query import Visibility
@@ -155,6 +155,11 @@ def test_the_hnsw_index_follows_the_limits(engine: Engine, settings: KiokuSettin
     assert indexed()
     setup(small)
     assert indexed()  # auto keeps it: a command run without the limits must not undo it
+    with engine.begin() as connection:  # re-typing the column (kioku reembed) keeps it too
+        stored = stored_embedder(connection)
+        assert stored is not None
+        set_vector_schema(connection, *stored, hnsw=small.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS))
+    assert indexed()
     setup(small.model_copy(update={"vector_index": "exact"}))
     assert not indexed()
     with engine.begin() as connection:  # one server's own limit asks for the index too

@@ -65,9 +65,9 @@ def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> 
     """Pool settings plus per-connection settings.
 
     The statement timeout (``0`` disables it), UTC as the session's time zone (times come
-    back as UTC datetimes whatever the server's or ``PGTZ``'s zone, so every stored time
-    Python can hold reads back), and kioku's HNSW search settings (pair the engine with
-    :func:`mark_search_settings`).
+    back as UTC datetimes whatever the server's zone; ``PGTZ`` overrides startup options,
+    so pair the engine with :func:`in_utc_sessions` too), and kioku's HNSW search
+    settings (pair the engine with :func:`mark_search_settings`).
     """
     settings = {
         "statement_timeout": str(int(statement_timeout_ms)),

@@ -179,10 +179,8 @@ def rank_by_relevance(
     """The memories ``visibility`` covers, most relevant to ``query`` first.
 
     ``vector``: the query's embedding (:func:`query_vector`), ``None`` to rank by text and
-    relevance alone.
+    relevance alone. ``query`` is not blank (the build ranks nothing then).
     """
-    if not query.strip():
-        return []
     ranking = rank_candidates(
         session, visibility, query, vector, limit=count, **_ranked(store, count)
     )
@@ -198,8 +196,6 @@ def rank_ids_by_relevance(
     vector: list[float] | None,
 ) -> list[int]:
     """The ids of :func:`rank_by_relevance`, for a caller holding every memory in reach."""
-    if not query.strip():
-        return []
     return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count))
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, ClassVar, Literal, cast
 
 from psycopg.types.json import Jsonb
-from sqlalchemy import TextClause, func, select, text
+from sqlalchemy import ColumnElement, TextClause, func, select, text
 from sqlalchemy.orm import Session
 
 from kioku._context import GLOBAL_LINEAGE
@@ -179,10 +179,22 @@ class CreateOutcome:
 
 _LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 """The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
-_SAME_EVENT = text(
-    "SELECT kioku_same_event(memory_type, happened_at, :type, "
-    "coalesce(kioku_event_time(:attributes), now())) FROM memories WHERE id = :id"
-)
+
+
+def _same_event_as(memory_type: str, attributes: dict[str, Any]) -> ColumnElement[bool]:
+    """Whether a stored memory records the same thing as a new one (``kioku_same_event``).
+
+    The new one is of ``memory_type`` and happens at its ``attributes`` event time, else
+    now (migration 0014).
+    """
+    return func.kioku_same_event(
+        Memory.memory_type,
+        Memory.happened_at,
+        memory_type,
+        func.coalesce(func.kioku_event_time(Jsonb(attributes)), func.now()),
+    )
+
+
 _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 19))
 """The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
 statement compilation and SQLAlchemy's parameter processing."""
@@ -283,19 +295,13 @@ class MemoryRepository:
 
         Only one recording the same thing as the new memory counts (:meth:`same_event`).
         """
-        same_event = func.kioku_same_event(
-            Memory.memory_type,
-            Memory.happened_at,
-            memory_type,
-            func.coalesce(func.kioku_event_time(Jsonb(attributes)), func.now()),
-        )
         found = self.session.scalar(
             select(Memory.id)
             .where(
                 Memory.status == "active",
                 *self._scope_filter(scope),
                 Memory.content == content,
-                same_event,
+                _same_event_as(memory_type, attributes),
             )
             .limit(1)
         )
@@ -310,7 +316,7 @@ class MemoryRepository:
         """
         return bool(
             self.session.scalar(
-                _SAME_EVENT, {"id": memory_id, "type": memory_type, "attributes": Jsonb(attributes)}
+                select(_same_event_as(memory_type, attributes)).where(Memory.id == memory_id)
             )
         )
 

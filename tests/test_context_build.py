@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlalchemy import event
 from syrupy.assertion import SnapshotAssertion
 
 from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
@@ -382,6 +383,43 @@ def test_dm_context(scenario: Scenario, opted_in: bool) -> None:
     other = " ".join(i.text for i in built.items if i.tag == "stm_other_channels")
     assert ("#general on Tea House" in other) is opted_in
     assert ("#board on Go Club" in other) is opted_in
+
+
+@pytest.mark.parametrize("opted_in", [True, False])
+def test_the_turn_state_reads_the_registry_rows_their_own_query_would(
+    scenario: Scenario, opted_in: bool
+) -> None:
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=opted_in)
+    dm = scenario.context(
+        server_id=None, server_name=None, channel_id="dm-2", participants=(ALICE,)
+    )
+    for context in (scenario.context(), scenario.context(channel_id="garden"), dm):
+        with scenario.store.reads() as session:
+            state = loader.load_turn_state(session, context, scenario.stm.recent_threads(context))
+            alone = loader.load_turn_state(session, context)
+        assert alone.recent_threads is None
+        assert (state.settings, state.versions) == (alone.settings, alone.versions)
+        assert state.channel_version == alone.channel_version
+        assert state.recent_threads is not None
+        rows = scenario.stm.recallable(context, state.recent_threads)
+        assert rows == scenario.stm.candidates(context)
+        assert rows  # something was compared
+
+
+def test_a_build_reads_other_channels_in_the_turn_state_round_trip(scenario: Scenario) -> None:
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(scenario.store.engine, "before_cursor_execute", seen)
+    try:
+        built = scenario.builder().build(scenario.context(), DIALOGUE)
+    finally:
+        event.remove(scenario.store.engine, "before_cursor_execute", seen)
+    assert any(item.tag == "stm_other_channels" for item in built.items)
+    assert [s for s in statements if "stm_threads" in s] == statements[:1]  # the state's
 
 
 def test_token_counter_is_offline_and_lazy() -> None:

@@ -197,7 +197,8 @@ class ContextBuilder:
         state_box: list[loader.TurnState] = []
 
         def settings_stage() -> Rendered:
-            state_box.append(loader.load_turn_state(session, context))
+            recent = self.stm.recent_threads(context) if self.stm is not None else None
+            state_box.append(loader.load_turn_state(session, context, recent))
             return Rendered()
 
         guarded("settings", settings_stage)
@@ -315,7 +316,7 @@ class ContextBuilder:
                     "stm_other_channels",
                     lambda: other_channels_stage(
                         loader.load_other_channel_entries(
-                            session, self.store, stm, context, settings
+                            session, self.store, stm, context, settings, state
                         ),
                         context,
                         names,

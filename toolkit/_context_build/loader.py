@@ -35,8 +35,14 @@ from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
 from kioku._search.aids import SearchAids
 from kioku._search.engine import CandidateRow, rank_candidates, rank_ids
 from kioku._search.query import Visibility
-from kioku._stm.model import StmEntry, StmKey, utc_now
-from kioku._stm.registry import THREAD_VERSION_SQL, StmRegistry
+from kioku._stm.model import StmCandidate, StmEntry, StmKey, utc_now
+from kioku._stm.registry import (
+    RECENT_COLUMNS,
+    RECENT_SQL,
+    THREAD_VERSION_SQL,
+    RecentThreads,
+    StmRegistry,
+)
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore, MemoryWindow
 
@@ -50,28 +56,55 @@ class TurnState:
     """Versions of every memory scope the turn could show (personal memories enabled or not)."""
     channel_version: datetime | None
     """``last_updated`` of this channel's short-term memory (``None``: none yet)."""
+    recent_threads: list[StmCandidate] | None = None
+    """Other channels' registry rows the turn might recall, newest first, before any
+    filtering (``None``: not read)."""
 
 
-_TURN_STATE = text(
-    f"SELECT s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version "
-    f"FROM {SETTINGS_SOURCE} AS s"
+_TURN_STATE_COLUMNS = f"s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version"
+_TURN_STATE = text(f"SELECT {_TURN_STATE_COLUMNS} FROM {SETTINGS_SOURCE} AS s")
+_TURN_STATE_WITH_THREADS = text(
+    f"SELECT {_TURN_STATE_COLUMNS}, recent.* FROM {SETTINGS_SOURCE} AS s CROSS JOIN (SELECT "
+    + ", ".join(f"array_agg({column}) AS recent_{column}" for column in RECENT_COLUMNS)
+    + f" FROM ({RECENT_SQL}) AS r) AS recent"
 )
+"""The turn state and the rows of :data:`RECENT_SQL`, one array per column (aggregated
+together, so the arrays stay aligned)."""
 
 
-def load_turn_state(session: Session, context: TurnContext) -> TurnState:
-    """The turn's settings, the versions of its memory scopes and of its channel's entry."""
+def load_turn_state(
+    session: Session, context: TurnContext, recent: RecentThreads | None = None
+) -> TurnState:
+    """The turn's settings, the versions of its memory scopes and of its channel's entry.
+
+    With ``recent`` (:meth:`ShortTermMemory.recent_threads`), also the other channels'
+    registry rows it selects, in the same round trip.
+    """
     server, personal = _scopes(reach_of(context, personal_memories_enabled=True))
     scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
     keys = [k for scope in scopes for k in scope.version_keys()]
     row = session.execute(
-        _TURN_STATE,
+        _TURN_STATE if recent is None else _TURN_STATE_WITH_THREADS,
         {
             **settings_params(context.memory_server_key, context.is_dm),
             **version_params(keys),
             "thread": same_channel_key(context).thread_id,
+            **(recent.params() if recent is not None else {}),
         },
     ).one()
-    return TurnState(settings_from_row(row), versions_of(keys, row.versions), row.channel_version)
+    threads = (
+        recent.candidates(
+            zip(
+                *(getattr(row, f"recent_{column}") or () for column in RECENT_COLUMNS),
+                strict=True,
+            )
+        )
+        if recent is not None
+        else None
+    )
+    return TurnState(
+        settings_from_row(row), versions_of(keys, row.versions), row.channel_version, threads
+    )
 
 
 def _scopes(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:
@@ -110,13 +143,20 @@ def load_other_channel_entries(
     stm: ShortTermMemory,
     context: TurnContext,
     settings: ServerSettings,
+    state: TurnState | None = None,
 ) -> list[StmEntry]:
     """Recallable entries of other channels, privacy-filtered, newest first, capped.
+
+    The registry rows come from ``state`` when it read them, else from a query of their own.
 
     Messages of FULL-privacy people — the turn's, and anyone kioku's directory knows as
     FULL now — are left out (:func:`kioku._reach.may_remember_message`).
     """
-    candidates = stm.candidates(context, session=session)  # the opt-in read with them
+    candidates = (
+        stm.recallable(context, state.recent_threads)
+        if state is not None and state.recent_threads is not None
+        else stm.candidates(context, session=session)  # the opt-in read with them
+    )
     if not candidates:
         return []
     settings_by_server = {context.server_id or "": settings}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import delete, select, text
@@ -47,7 +48,7 @@ THREAD_VERSION_SQL = "SELECT last_updated FROM stm_threads WHERE thread_id = :th
 """``last_updated`` of the thread bound as ``:thread``: a subquery other reads embed."""
 
 
-_RECENT = text(
+RECENT_SQL = (
     "SELECT kind, owner_id, channel_id, server_id, parent_channel_id, last_updated "
     "FROM stm_threads WHERE ("
     "(kind = 'user' AND owner_id = :user_id AND ("
@@ -60,7 +61,65 @@ _RECENT = text(
     "AND last_updated >= CASE WHEN has_summary THEN :summary_cutoff ELSE :ttl_cutoff END "
     "ORDER BY last_updated DESC LIMIT :limit"
 )
-"""Recallable threads of a turn (see :meth:`StmRegistry.recent`)."""
+"""Recallable threads of a turn (:class:`RecentThreads`): a query other reads embed."""
+_RECENT = text(RECENT_SQL)
+
+RECENT_COLUMNS = (
+    "kind",
+    "owner_id",
+    "channel_id",
+    "server_id",
+    "parent_channel_id",
+    "last_updated",
+)
+"""The columns :data:`RECENT_SQL` selects, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecentThreads:
+    """Which registry rows a turn may recall from (:data:`RECENT_SQL`'s parameters).
+
+    Unexpired entries of ``lineage_id`` other than ``exclude_channel``, newest first: the
+    server's (``server_id``), and the user's own: those of other servers only with the
+    cross-server opt-in (``cross_server``, or when ``None`` the ``users`` row's flag, read
+    in the same statement); in a DM (``server_id`` is ``None``) also their DM entries.
+    Served by the ``(kind, owner_id, lineage_id, last_updated DESC)`` index.
+    """
+
+    user_id: str
+    server_id: str | None
+    cross_server: bool | None
+    lineage_id: int
+    exclude_channel: str
+    ttl_cutoff: datetime
+    summary_cutoff: datetime
+    limit: int
+
+    def params(self) -> dict[str, Any]:
+        """The statement's parameters."""
+        return {
+            "user_id": self.user_id,
+            "server_id": self.server_id,
+            "cross_server": self.cross_server,
+            "lineage_id": self.lineage_id,
+            "exclude_channel": self.exclude_channel,
+            "ttl_cutoff": self.ttl_cutoff,
+            "summary_cutoff": self.summary_cutoff,
+            "limit": self.limit,
+        }
+
+    def candidates(self, rows: Iterable[Sequence[Any]]) -> list[StmCandidate]:
+        """Rows of :data:`RECENT_SQL` (:data:`RECENT_COLUMNS`) as candidates, newest first."""
+        found = [
+            StmCandidate(
+                StmKey(cast(ScopeKind, kind), owner, channel, self.lineage_id),
+                server_id,
+                parent,
+                updated,
+            )
+            for kind, owner, channel, server_id, parent, updated in rows
+        ]
+        return sorted(found, key=lambda c: c.last_updated, reverse=True)
 
 
 class StmRegistry:
@@ -74,49 +133,9 @@ class StmRegistry:
         """Insert or refresh the rows of ``entries``' threads."""
         self.session.connection().exec_driver_sql(RECORD_SQL, record_params(entries))
 
-    def recent(
-        self,
-        *,
-        user_id: str,
-        server_id: str | None,
-        cross_server: bool | None,
-        lineage_id: int,
-        exclude_channel: str,
-        now: datetime,
-        ttl: timedelta,
-        summary_ttl: timedelta,
-        limit: int,
-    ) -> list[StmCandidate]:
-        """Unexpired entries of ``lineage_id`` other than ``exclude_channel``, newest first.
-
-        The server's entries (``server_id``), and the user's own: those of other servers
-        only with the cross-server opt-in (``cross_server``, or when ``None`` the ``users``
-        row's flag, read in the same statement); in a DM (``server_id`` is ``None``) also
-        their DM entries. Served by the ``(kind, owner_id, lineage_id, last_updated DESC)``
-        index.
-        """
-        rows = self.session.execute(
-            _RECENT,
-            {
-                "user_id": user_id,
-                "server_id": server_id,
-                "cross_server": cross_server,
-                "lineage_id": lineage_id,
-                "exclude_channel": exclude_channel,
-                "ttl_cutoff": now - ttl,
-                "summary_cutoff": now - summary_ttl,
-                "limit": limit,
-            },
-        ).all()
-        return [
-            StmCandidate(
-                StmKey(cast(ScopeKind, kind), owner, channel, lineage_id),
-                row_server_id,
-                parent,
-                updated,
-            )
-            for kind, owner, channel, row_server_id, parent, updated in rows
-        ]
+    def recent(self, query: RecentThreads) -> list[StmCandidate]:
+        """The registry rows ``query`` selects, newest first."""
+        return query.candidates(self.session.execute(_RECENT, query.params()).all())
 
     def version(self, thread_id: str) -> datetime | None:
         """``last_updated`` of one thread (``None`` when unknown)."""

@@ -37,7 +37,7 @@ from kioku._stm.model import (
     with_summary,
     without_person,
 )
-from kioku._stm.registry import RECORD_SQL, StmRegistry, record_params
+from kioku._stm.registry import RECORD_SQL, RecentThreads, StmRegistry, record_params
 from kioku._store import KiokuStore
 
 logger = logging.getLogger(__name__)
@@ -389,6 +389,39 @@ class ShortTermMemory:
         with self._turn_lock:
             self._summarised_turns.pop(turn_id, None)
 
+    def recent_threads(
+        self, context: TurnContext, *, cross_server: bool | None = None
+    ) -> RecentThreads:
+        """The registry rows ``context``'s turn might recall from (:meth:`candidates`).
+
+        For a caller reading them in a statement of its own (the context build reads them
+        with the turn's settings); :meth:`recallable` then filters them.
+        """
+        now = self.clock()
+        return RecentThreads(
+            user_id=context.user.user_id,
+            server_id=context.server_id,
+            cross_server=cross_server,
+            lineage_id=context.persona.lineage_id,
+            exclude_channel=context.channel_id,
+            ttl_cutoff=now - self.policy.ttl,
+            summary_cutoff=now - self.policy.summary_ttl,
+            limit=CANDIDATE_LIMIT,
+        )
+
+    @staticmethod
+    def recallable(context: TurnContext, rows: Sequence[StmCandidate]) -> list[StmCandidate]:
+        """:meth:`recent_threads`' rows less the user's own entries of this server's channels.
+
+        Those duplicate the server's entries (in a DM every row stays).
+        """
+        in_dm = context.server_id is None
+        return [
+            row
+            for row in rows
+            if in_dm or row.key.kind == "server" or row.server_id != context.server_id
+        ]
+
     def candidates(
         self,
         context: TurnContext,
@@ -403,27 +436,12 @@ class ShortTermMemory:
         ``users`` row's flag, read in the same statement. Uses ``session`` when given (the
         caller's unit of work), else a session of its own.
         """
-        in_dm = context.server_id is None
+        query = self.recent_threads(context, cross_server=cross_server)
         with ExitStack() as stack:
             if session is None:
                 session = stack.enter_context(self.store.sessions())
-            rows = StmRegistry(session).recent(
-                user_id=context.user.user_id,
-                server_id=context.server_id,
-                cross_server=cross_server,
-                lineage_id=context.persona.lineage_id,
-                exclude_channel=context.channel_id,
-                now=self.clock(),
-                ttl=self.policy.ttl,
-                summary_ttl=self.policy.summary_ttl,
-                limit=CANDIDATE_LIMIT,
-            )
-        # The user's own entries of this server's channels duplicate the server's entries.
-        return [
-            row
-            for row in rows
-            if in_dm or row.key.kind == "server" or row.server_id != context.server_id
-        ]
+            rows = StmRegistry(session).recent(query)
+        return self.recallable(context, rows)
 
     def forget(
         self,

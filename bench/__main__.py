@@ -67,6 +67,12 @@ class Row:
         return "" if self.met is None else ("met" if self.met else "MISSED")
 
 
+def _waited(alone: dict[str, Any]) -> str:
+    """How long the idle-machine step waited for quiet (results before it did not)."""
+    waited = alone.get("quiet_wait_s")
+    return "no wait for quiet" if waited is None else f"after {waited} s waiting for quiet"
+
+
 def machine() -> dict[str, str]:
     """What ran the benchmarks."""
     cpu = next(
@@ -165,7 +171,8 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     out.append(
         Row(
             f"per-turn memory overhead p95, {alone['server_memories']} per scope, kioku alone "
-            f"(load {alone['load_before']:.2f} before, {alone['load_after']:.2f} after)",
+            f"(load {alone['load_before']:.2f} before, {alone['load_after']:.2f} after, "
+            f"{_waited(alone)})",
             alone["p95_ms"],
             None,
             "ms",

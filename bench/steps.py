@@ -27,10 +27,12 @@ class Plan:
     isolation_cases: int
     conversation_lengths: tuple[int, int] = (10, 1000)
     conversation_turns: int = 100
+    quiet_wait_s: float = 240.0
+    """How long the idle-machine step waits at most for the machine to go quiet."""
 
 
 FULL = Plan(100_000, 100, 100, 100, 10_000, 200, 1000, 10_000, 10_000)
-QUICK = Plan(2_000, 20, 10, 100, 2_000, 25, 300, 200, 100, (10, 200), 25)
+QUICK = Plan(2_000, 20, 10, 100, 2_000, 25, 300, 200, 100, (10, 200), 25, 60.0)
 
 
 STEPS = (
@@ -53,7 +55,9 @@ def run_step(name: str, plan: Plan) -> dict[str, Any]:
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "soak": lambda: soak.soak(plan.soak_turns),
         "startup": lambda: dict(startup.measure_startup()),
-        "turn_alone": lambda: turn.measure_alone(plan.small_server, 3 * plan.turns),
+        "turn_alone": lambda: turn.measure_alone(
+            plan.small_server, 3 * plan.turns, plan.quiet_wait_s
+        ),
         "turn_small": lambda: turn.measure_turns(plan.small_server, plan.turns),
         "turn_large": lambda: turn.measure_turns(plan.large_server, plan.turns),
         "memory_curve": lambda: turn.measure_memory_count(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -431,14 +432,32 @@ def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
 ALONE_TURNS = 600
 """Turns timed for :func:`measure_alone` (after warm-up): enough for a steady p95."""
 
+QUIET_LOAD = 0.3
+"""The 1-minute load average :func:`wait_for_quiet` waits for: an idle machine."""
 
-def measure_alone(server_memories: int, turns: int = ALONE_TURNS) -> dict[str, Any]:
+
+def wait_for_quiet(limit_s: float, threshold: float = QUIET_LOAD) -> float:
+    """Wait until the load average is at most ``threshold``, at most ``limit_s``; seconds waited.
+
+    The previous step (or the scenario's own inserts) leaves the load average high for a
+    minute or two after the machine has gone quiet.
+    """
+    started = time.monotonic()
+    while os.getloadavg()[0] > threshold and time.monotonic() - started < limit_s:
+        time.sleep(min(5.0, limit_s))
+    return time.monotonic() - started
+
+
+def measure_alone(
+    server_memories: int, turns: int = ALONE_TURNS, quiet_wait_s: float = 0.0
+) -> dict[str, Any]:
     """The turn of kioku alone in its process (no peer between its turns): the absolute figure.
 
     The issue's "p95 on an idle machine" is a figure of kioku's own work; in the
     alternating runs each peer's turns (other allocations, other connections) come between
-    kioku's, which is right for ratios and adds to absolutes. The load average before and
-    after says how idle the machine was.
+    kioku's, which is right for ratios and adds to absolutes. Once the scenario is loaded,
+    it waits up to ``quiet_wait_s`` for the machine to be idle (:func:`wait_for_quiet`);
+    the load average before and after says how idle it was.
     """
     vectors: dict[str, list[float]] = {}
     with bench_database(f"kioku_bench_alone_{server_memories}") as url:
@@ -448,6 +467,7 @@ def measure_alone(server_memories: int, turns: int = ALONE_TURNS) -> dict[str, A
                 scenario.store, scenario.stm, scenario.context, scenario.updatable, vectors
             )
             step = iter(range(10**9))
+            waited = wait_for_quiet(quiet_wait_s)
             load_before = os.getloadavg()[0]
             rounds = Rounds.of_turns({"kioku": numbered(ours, step)}, turns)
             load_after = os.getloadavg()[0]
@@ -460,6 +480,7 @@ def measure_alone(server_memories: int, turns: int = ALONE_TURNS) -> dict[str, A
         "p95_ms": rounds.p95("kioku"),
         "load_before": round(load_before, 2),
         "load_after": round(load_after, 2),
+        "quiet_wait_s": round(waited),
     }
 
 
@@ -512,13 +533,20 @@ def main() -> None:
         action="store_true",
         help="only kioku's turns, alone in the process (3 x --turns): the absolute p50/p95",
     )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=240.0,
+        help=f"with --alone: seconds to wait at most for a load average <= {QUIET_LOAD}",
+    )
     args = parser.parse_args()
     if args.alone:
         for size in args.server_memories:
-            a = measure_alone(size, 3 * args.turns)
+            a = measure_alone(size, 3 * args.turns, args.quiet_wait)
             print(
                 f"kioku alone, {size:,} per scope, {a['turns']} turns: p50 {a['p50_ms']:.2f} ms"
-                f"  p95 {a['p95_ms']:.2f} ms  (load {a['load_before']} -> {a['load_after']})"
+                f"  p95 {a['p95_ms']:.2f} ms  (load {a['load_before']} -> {a['load_after']},"
+                f" waited {a['quiet_wait_s']} s for quiet)"
             )
         return
     if args.curve:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import Engine, insert, select, text
@@ -14,8 +13,7 @@ from kioku._db.engine import make_engine
 from kioku._db.models import Memory, Server
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-from kioku._search.engine import rank_candidates, vector_candidates
-from kioku._search.planning import HNSW_EF_SEARCH
+from kioku._search.engine import vector_candidates
 from kioku._search.query import Visibility
 
 DIM = 32
@@ -117,49 +115,6 @@ def test_an_index_search_that_comes_back_short_is_done_exactly(corpus: KiokuStor
             session, visibility, query, memory_type=None, limit=20, exact_max_rows=0
         )
     assert got == truth
-
-
-def test_a_ranking_takes_one_walk_of_vector_candidates_from_the_index(
-    corpus: KiokuStore,
-) -> None:
-    """Past ``hnsw.ef_search`` rows the iterative scan walks again; a ranking stops there."""
-    query = [random.Random(5).gauss(0, 1) for _ in range(DIM)]
-    now = datetime.now(UTC)
-    with corpus.sessions() as session:  # rolled back: the corpus stays as it was
-        session.execute(insert(Server).values(id="huge", name="huge"))
-        rng = random.Random(11)
-        session.execute(
-            insert(Memory),
-            [
-                {
-                    "scope": "server",
-                    "server_id": "huge",
-                    "persona_lineage_id": LINEAGE,
-                    "content": f"memory {i}",
-                    "embedding": [rng.gauss(0, 1) for _ in range(DIM)],
-                }
-                for i in range(EXACT_SEARCH_MAX_ROWS + 500)
-            ],
-        )
-
-        def vector_rows(server: str) -> int:
-            ranking = rank_candidates(
-                session,
-                Visibility(server, LINEAGE),
-                "",
-                query,
-                now=now,
-                limit=150,
-                candidates=150,  # a pool the planner still takes the index for
-            )
-            return len(ranking.vector_rank)
-
-        assert vector_rows("huge") == HNSW_EF_SEARCH  # through the index: one walk
-        assert vector_rows("big") == 150  # scanned exactly: the whole pool
-        nearest_150 = vector_candidates(
-            session, Visibility("huge", LINEAGE), query, memory_type=None, limit=150
-        )
-        assert len(nearest_150) == 150  # a search for the nearest is not capped
 
 
 def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:

@@ -16,7 +16,7 @@ from kioku._db.vectors import (
     HNSW_SETTINGS_APPLIED,
 )
 from kioku._search.aids import SearchAids
-from kioku._search.planning import VectorPlan, choose_vector_plan, ranking_index_pool
+from kioku._search.planning import VectorPlan, choose_vector_plan
 from kioku._search.query import Visibility, or_tsquery, query_words
 from kioku._search.scoring import FusionWeights, fuse, relevance
 from kioku._search.sizes import ScopeSizes
@@ -262,15 +262,12 @@ def _rows_of(
     sizes: ScopeSizes | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-    ranking: bool = False,
 ) -> dict[str, list[Row]]:
     """:func:`_candidates`, rows built by ``make``.
 
-    Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`. With
-    ``ranking``, an index search asks for :func:`ranking_index_pool` vector rows instead of
-    ``pool``. An index search that comes back with fewer vector rows than it asked for (its
-    walk reached ``hnsw.max_scan_tuples`` first) is done again exactly, so no search comes
-    back short.
+    Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`. An
+    index search that comes back with fewer than ``pool`` vector rows (its walk reached
+    ``hnsw.max_scan_tuples`` first) is done again exactly, so no search comes back short.
     """
     timed = since is not None or until is not None
     plan = (
@@ -285,7 +282,6 @@ def _rows_of(
         if query_vector is not None
         else None
     )
-    index_pool = ranking_index_pool(pool) if ranking else pool
     params = search_params(
         visibility,
         memory_type=memory_type,
@@ -293,7 +289,6 @@ def _rows_of(
         vector=query_vector,
         terms=terms,
         pool=pool,
-        index_pool=index_pool,
         since=since,
         until=until,
     )
@@ -315,7 +310,7 @@ def _rows_of(
         return found
 
     found = candidates(plan)
-    if plan == "hnsw" and len(found["vector"]) < index_pool:
+    if plan == "hnsw" and len(found["vector"]) < pool:
         found = candidates("exact")
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
@@ -579,7 +574,6 @@ def _fused(
         sizes=aids.sizes if aids is not None else None,
         since=since,
         until=until,
-        ranking=True,
     )
     vector_rows, text_rows = found["vector"], found["text"]
     if (

@@ -16,20 +16,6 @@ HNSW_SAVING = 4
 HNSW_EF_SEARCH = 100
 """Candidates the graph walk collects before it returns any (``hnsw.ef_search``), whatever
 the pool: with a scope filter, about ``HNSW_EF_SEARCH × table rows / scope rows`` visits."""
-
-
-def ranking_index_pool(pool: int) -> int:
-    """Vector candidates a ranking takes from an index search: at most one pass of the walk.
-
-    Asking for more than :data:`HNSW_EF_SEARCH` makes pgvector's iterative scan walk
-    again, which costs about as much as the first pass (measured at 10,000 rows per scope:
-    1.2 ms for 100 rows, 2.1 ms for 113); a ranking fuses these with its text candidates
-    and relevance, so it loses little without the tail. Searches for the ``pool`` nearest
-    themselves (duplicates, :func:`kioku._search.engine.nearest`) are not capped.
-    """
-    return min(pool, HNSW_EF_SEARCH)
-
-
 FILTERED_EXACT_MAX_ROWS = 10_000
 """Searches that also filter (type, importance, time) scan scopes up to this size exactly:
 the graph walk cannot know how rare the filter is in the scope, and may walk far (and,

@@ -132,7 +132,7 @@ def _vector_hits(shape: SearchShape) -> str:
         return (
             f"SELECT id, {_DISTANCE} AS score, NULL::float8 AS matched{carried} FROM memories "
             f"WHERE {_any_part(shape)} AND embedding IS NOT NULL "
-            f"ORDER BY {_DISTANCE} LIMIT :index_pool"
+            f"ORDER BY {_DISTANCE} LIMIT :pool"
         )
     # Exact: each scope kind from its covering index. The distance is computed once, in
     # a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.
@@ -224,15 +224,11 @@ def search_params(
     vector: Sequence[float] | None = None,
     terms: str | None = None,
     pool: int = 0,
-    index_pool: int | None = None,
     cap: int = 0,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> dict[str, Any]:
-    """Bind parameters for the statements above (an open end of a time range: infinity).
-
-    ``index_pool``: the rows an HNSW vector search asks for (default ``pool``).
-    """
+    """Bind parameters for the statements above (an open end of a time range: infinity)."""
     params: dict[str, Any] = {
         "server": visibility.server_key,
         "lineage": visibility.lineage_id,
@@ -241,7 +237,6 @@ def search_params(
         "min_importance": min_importance,
         "terms": terms,
         "pool": pool,
-        "index_pool": pool if index_pool is None else index_pool,
         "cap": cap,
         "since": since.isoformat() if since is not None else "-infinity",
         "until": until.isoformat() if until is not None else "infinity",

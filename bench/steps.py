@@ -27,7 +27,7 @@ class Plan:
     isolation_cases: int
     conversation_lengths: tuple[int, int] = (10, 1000)
     conversation_turns: int = 100
-    quiet_wait_s: float = 240.0
+    quiet_wait_s: float = turn.QUIET_WAIT_S
     """How long the idle-machine step waits at most for the machine to go quiet."""
 
 

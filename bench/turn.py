@@ -310,7 +310,11 @@ def peer_data(url: str, scenario: Scenario, vectors: dict[str, list[float]]) -> 
 
 
 def stm_contenders(scenario: Scenario) -> dict[str, Callable[[], object]]:
-    """Other-channel lookup: kioku's candidates + chosen entries vs PostgresStore's listing."""
+    """Other-channel lookup: kioku's candidates + chosen entries vs PostgresStore's listing.
+
+    Kioku's side reads the settings and the registry rows in statements of their own (a
+    context build reads both with its turn state, in one).
+    """
     store, stm, peer, context = scenario.store, scenario.stm, scenario.peer, scenario.context
 
     def kioku_lookup() -> None:
@@ -434,6 +438,8 @@ ALONE_TURNS = 600
 
 QUIET_LOAD = 0.3
 """The 1-minute load average :func:`wait_for_quiet` waits for: an idle machine."""
+QUIET_WAIT_S = 240.0
+"""How long the idle-machine step waits at most for :data:`QUIET_LOAD`."""
 
 
 def wait_for_quiet(limit_s: float, threshold: float = QUIET_LOAD) -> float:
@@ -443,8 +449,11 @@ def wait_for_quiet(limit_s: float, threshold: float = QUIET_LOAD) -> float:
     minute or two after the machine has gone quiet.
     """
     started = time.monotonic()
-    while os.getloadavg()[0] > threshold and time.monotonic() - started < limit_s:
-        time.sleep(min(5.0, limit_s))
+    while os.getloadavg()[0] > threshold:
+        left = limit_s - (time.monotonic() - started)
+        if left <= 0:
+            break
+        time.sleep(min(5.0, left))
     return time.monotonic() - started
 
 
@@ -536,7 +545,7 @@ def main() -> None:
     parser.add_argument(
         "--quiet-wait",
         type=float,
-        default=240.0,
+        default=QUIET_WAIT_S,
         help=f"with --alone: seconds to wait at most for a load average <= {QUIET_LOAD}",
     )
     args = parser.parse_args()

@@ -8,16 +8,18 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy import event
+from sqlalchemy import event, text
 from syrupy.assertion import SnapshotAssertion
 
 from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
+from kioku._accounts import settings_params
 from kioku._context_build import build as build_module
 from kioku._context_build import loader
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter
 from kioku._db.models import Memory
+from kioku._memory.repository import version_params
 from kioku._stm.store import ShortTermMemory
 from tests.helpers import T0, Clock, msgs
 
@@ -420,6 +422,39 @@ def test_a_build_reads_other_channels_in_the_turn_state_round_trip(scenario: Sce
         event.remove(scenario.store.engine, "before_cursor_execute", seen)
     assert any(item.tag == "stm_other_channels" for item in built.items)
     assert [s for s in statements if "stm_threads" in s] == statements[:1]  # the state's
+
+
+def test_the_turn_state_statement_binds_each_name_for_one_part(scenario: Scenario) -> None:
+    recent = scenario.stm.recent_threads(scenario.context()).params()
+    others = {**settings_params("srv-a", False), **version_params([]), "thread": "t"}
+    assert not recent.keys() & others.keys()
+    binds = set(loader._TURN_STATE_WITH_THREADS.compile().binds)
+    assert binds == recent.keys() | others.keys()
+
+
+def test_a_failing_registry_read_costs_the_turn_state_nothing(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loader, "_TURN_STATE_WITH_THREADS", text("SELECT 1 / 0"))
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    assert built.failed_stages == ()
+    text_of = {item.tag: item.text for item in built.items}
+    assert "jasmine" in text_of["personal_memories"]
+    assert "#garden" in text_of["stm_other_channels"]  # read by the stage itself
+    assert "roster" not in built.render()  # the private channel stays private
+
+
+def test_unread_settings_fail_closed(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("settings unavailable")
+
+    monkeypatch.setattr(loader, "load_turn_state", broken)
+    built = scenario.builder().build(scenario.context(), DIALOGUE)
+    assert built.failed_stages == ("settings", "stm_other_channels")
+    tags = {item.tag for item in built.items}
+    assert "server_memories" in tags and "stm_same_channel" in tags
+    assert "jasmine" not in built.render()  # personal memories may be disabled here
+    assert "stm_other_channels" not in tags  # private channels unknown
 
 
 def test_token_counter_is_offline_and_lazy() -> None:

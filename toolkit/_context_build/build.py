@@ -79,6 +79,19 @@ def insert_tail_directive(
     return messages
 
 
+SETTINGS_UNREAD = ServerSettings(personal_memories_enabled=False)
+"""What a build assumes of settings it could not read: it fails closed, showing no personal
+memories; the other-channels stage, which needs the private channels, contributes nothing
+(:func:`known`)."""
+
+
+def known(settings: ServerSettings) -> ServerSettings:
+    """``settings`` if they were read; raises (failing the stage) for :data:`SETTINGS_UNREAD`."""
+    if settings is SETTINGS_UNREAD:
+        raise RuntimeError("the server's settings could not be read")
+    return settings
+
+
 def wanted(total: int, omitted: int) -> int:
     """How many memories to rank: a few more than the block showed, at most the window."""
     shown = max(0, total - omitted)
@@ -198,12 +211,20 @@ class ContextBuilder:
 
         def settings_stage() -> Rendered:
             recent = self.stm.recent_threads(context) if self.stm is not None else None
-            state_box.append(loader.load_turn_state(session, context, recent))
+            try:
+                state_box.append(loader.load_turn_state(session, context, recent))
+            except Exception:
+                if recent is None:
+                    raise
+                # The registry rows are the other-channels stage's: it reads them itself.
+                logger.warning("kioku: reading the turn state with other channels failed")
+                session.rollback()
+                state_box.append(loader.load_turn_state(session, context))
             return Rendered()
 
         guarded("settings", settings_stage)
         state = state_box[0] if state_box else None  # the stages read their own on failure
-        settings = state.settings if state is not None else ServerSettings()
+        settings = state.settings if state is not None else SETTINGS_UNREAD
         stm_available = (
             stm_tool_refusal(
                 context,
@@ -316,7 +337,7 @@ class ContextBuilder:
                     "stm_other_channels",
                     lambda: other_channels_stage(
                         loader.load_other_channel_entries(
-                            session, self.store, stm, context, settings, state
+                            session, self.store, stm, context, known(settings), state
                         ),
                         context,
                         names,

@@ -48,9 +48,19 @@ THREAD_VERSION_SQL = "SELECT last_updated FROM stm_threads WHERE thread_id = :th
 """``last_updated`` of the thread bound as ``:thread``: a subquery other reads embed."""
 
 
+RECENT_COLUMNS = (
+    "kind",
+    "owner_id",
+    "channel_id",
+    "server_id",
+    "parent_channel_id",
+    "last_updated",
+)
+"""The columns :data:`RECENT_SQL` selects, in order."""
+
+
 RECENT_SQL = (
-    "SELECT kind, owner_id, channel_id, server_id, parent_channel_id, last_updated "
-    "FROM stm_threads WHERE ("
+    f"SELECT {', '.join(RECENT_COLUMNS)} FROM stm_threads WHERE ("
     "(kind = 'user' AND owner_id = :user_id AND ("
     "COALESCE(CAST(:cross_server AS boolean), EXISTS ("
     "SELECT 1 FROM users WHERE id = :user_id AND cross_server_stm)) "
@@ -63,17 +73,6 @@ RECENT_SQL = (
 )
 """Recallable threads of a turn (:class:`RecentThreads`): a query other reads embed."""
 _RECENT = text(RECENT_SQL)
-
-RECENT_COLUMNS = (
-    "kind",
-    "owner_id",
-    "channel_id",
-    "server_id",
-    "parent_channel_id",
-    "last_updated",
-)
-"""The columns :data:`RECENT_SQL` selects, in order."""
-
 
 @dataclass(frozen=True, slots=True)
 class RecentThreads:

@@ -81,15 +81,7 @@ def insert_tail_directive(
 
 SETTINGS_UNREAD = ServerSettings(personal_memories_enabled=False)
 """What a build assumes of settings it could not read: it fails closed, showing no personal
-memories; the other-channels stage, which needs the private channels, contributes nothing
-(:func:`known`)."""
-
-
-def known(settings: ServerSettings) -> ServerSettings:
-    """``settings`` if they were read; raises (failing the stage) for :data:`SETTINGS_UNREAD`."""
-    if settings is SETTINGS_UNREAD:
-        raise RuntimeError("the server's settings could not be read")
-    return settings
+memories; the other-channels stage, which needs the private channels, contributes nothing."""
 
 
 def wanted(total: int, omitted: int) -> int:
@@ -331,21 +323,24 @@ class ContextBuilder:
             ("personal_memories", personal_stage),
         ]
         stm = self.stm
+
+        def other_channels(stm: ShortTermMemory) -> Rendered:
+            if state is None:  # the private channels are unknown: fail closed
+                raise RuntimeError("the server's settings could not be read")
+            return other_channels_stage(
+                loader.load_other_channel_entries(
+                    session, self.store, stm, context, settings, state
+                ),
+                context,
+                names,
+                now,
+                counter,
+                budgets.stm_other_channels,
+            )
+
         if stm is not None:
             stages += [
-                (
-                    "stm_other_channels",
-                    lambda: other_channels_stage(
-                        loader.load_other_channel_entries(
-                            session, self.store, stm, context, known(settings), state
-                        ),
-                        context,
-                        names,
-                        now,
-                        counter,
-                        budgets.stm_other_channels,
-                    ),
-                ),
+                ("stm_other_channels", lambda: other_channels(stm)),
                 (
                     "stm_same_channel",
                     lambda: same_channel_stage(

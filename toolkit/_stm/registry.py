@@ -74,6 +74,7 @@ RECENT_SQL = (
 """Recallable threads of a turn (:class:`RecentThreads`): a query other reads embed."""
 _RECENT = text(RECENT_SQL)
 
+
 @dataclass(frozen=True, slots=True)
 class RecentThreads:
     """Which registry rows a turn may recall from (:data:`RECENT_SQL`'s parameters).

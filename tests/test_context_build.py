@@ -326,6 +326,34 @@ def test_a_window_holding_the_whole_scope_is_ranked_by_ids_alone(
     assert [(i.tag, i.text) for i in light.items] == [(i.tag, i.text) for i in heavy.items]
 
 
+def test_a_build_ranks_by_its_own_time(scenario: Scenario) -> None:
+    """A time phrase ("last week") in the message means the week before the build's
+    ``now``, the time its lines are dated by, not the week before the wall clock's."""
+    _add_filler(scenario)
+    lineage = scenario.kioku.lineage_id
+    then = datetime(2024, 6, 20, 12, tzinfo=UTC)
+    with scenario.store.transaction() as session:
+        for day, place in ((then, "Osaka"), (then - timedelta(days=7), "Kyoto")):
+            session.add(
+                Memory(
+                    scope="server",
+                    server_id="srv-a",
+                    persona_lineage_id=lineage,
+                    content=f"The team trip went to {place}",
+                    created_at=SAVED_AT,
+                    attributes={"event_time": day.isoformat()},
+                )
+            )
+    for key in scenario.store.cache.cached_keys():
+        scenario.store.cache.invalidate(key)
+    budgets = ContextBudgets(server_memories=85, personal_memories=60)
+    question = [HumanMessage("Alice: where did the team trip go last week?")]
+    built = scenario.builder(budgets=budgets).build(scenario.context(), question, now=then)
+    [server] = [i for i in built.items if i.tag == "server_memories"]
+    assert built.retrieval[0] == "server_memories"
+    assert "Kyoto" in server.text and "Osaka" not in server.text  # room for one of them
+
+
 def test_both_blocks_rank_by_one_embedding_of_the_message(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:

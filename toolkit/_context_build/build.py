@@ -260,10 +260,12 @@ class ContextBuilder:
             vector = query_vector()
             if all(len(window.records) >= window.total for window in held):
                 found = loader.rank_ids_by_relevance(
-                    session, self.store, visibility, query, count, vector
+                    session, self.store, visibility, query, count, vector, now
                 )
                 return found, []
-            rows = loader.rank_by_relevance(session, self.store, visibility, query, count, vector)
+            rows = loader.rank_by_relevance(
+                session, self.store, visibility, query, count, vector, now
+            )
             return [row.id for row in rows], rows
 
         def server_stage() -> Rendered:

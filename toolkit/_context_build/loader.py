@@ -35,7 +35,7 @@ from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
 from kioku._search.aids import SearchAids
 from kioku._search.engine import CandidateRow, rank_candidates, rank_ids
 from kioku._search.query import Visibility
-from kioku._stm.model import StmCandidate, StmEntry, StmKey, utc_now
+from kioku._stm.model import StmCandidate, StmEntry, StmKey
 from kioku._stm.registry import (
     RECENT_COLUMNS,
     RECENT_SQL,
@@ -215,14 +215,16 @@ def rank_by_relevance(
     query: str,
     count: int,
     vector: list[float] | None,
+    now: datetime,
 ) -> list[CandidateRow]:
     """The memories ``visibility`` covers, most relevant to ``query`` first.
 
     ``vector``: the query's embedding (:func:`query_vector`), ``None`` to rank by text and
-    relevance alone. ``query`` is not blank (the build ranks nothing then).
+    relevance alone; ``now``: the turn's time, which ages and time phrases ("last week")
+    are relative to. ``query`` is not blank (the build ranks nothing then).
     """
     ranking = rank_candidates(
-        session, visibility, query, vector, limit=count, **_ranked(store, count)
+        session, visibility, query, vector, limit=count, **_ranked(store, count, now)
     )
     return ranking.best(count)
 
@@ -234,9 +236,10 @@ def rank_ids_by_relevance(
     query: str,
     count: int,
     vector: list[float] | None,
+    now: datetime,
 ) -> list[int]:
     """The ids of :func:`rank_by_relevance`, for a caller holding every memory in reach."""
-    return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count))
+    return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count, now))
 
 
 class _RankingOptions(TypedDict):
@@ -246,10 +249,10 @@ class _RankingOptions(TypedDict):
     min_similarity: float | None
 
 
-def _ranked(store: KiokuStore, count: int) -> _RankingOptions:
-    """How the context build ranks: ``count`` candidates per search, the search floor."""
+def _ranked(store: KiokuStore, count: int, now: datetime) -> _RankingOptions:
+    """How the context build ranks at ``now``: ``count`` candidates per search, the floor."""
     return {
-        "now": utc_now(),
+        "now": now,
         "candidates": count,
         "aids": store.search_aids,
         "min_similarity": relevance_floor(

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
-from kioku._memory.repository import MemoryRepository, PersonalScope, ServerScope
+from kioku._context_build.build import ContextBuilder
+from kioku._context_build.render import Names
+from kioku._memory.repository import MemoryRecord, MemoryRepository, PersonalScope, ServerScope
 from tests.helpers import make_world, run_tool
 
 
@@ -122,3 +124,53 @@ def test_a_write_in_between_still_reloads(
     loaded = _reloads(store, monkeypatch)
     assert sorted(m.content for m in store.memories(server)) == ["a2", "b"]
     assert loaded == [server]
+
+
+def test_a_reused_builder_renders_each_unchanged_window_once(
+    store: KiokuStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines rendered from a cached window are reused while the window is, and follow
+    every write (an update through this store; a new memory) on the next build."""
+    world = make_world(store)
+    create = create_long_term_memory_tool(store)
+    server_id = run_tool(
+        create, {"memory_content": "tea on Fridays", "memory_scope": "server_wide"}, world.context()
+    ).result["memory_id"]
+    personal = {"memory_scope": "target_user", "target_user": "Alice"}
+    alice_id = run_tool(
+        create, {"memory_content": "Alice likes jasmine", **personal}, world.context()
+    ).result["memory_id"]
+    builder = ContextBuilder(store)
+    rendered: list[str] = []
+    memory_line = Names.memory_line
+
+    def counted(self: Names, memory: MemoryRecord, *args: Any) -> tuple[str, int]:
+        rendered.append(memory.content)
+        return memory_line(self, memory, *args)
+
+    monkeypatch.setattr(Names, "memory_line", counted)
+
+    def shown() -> str:
+        return "\n".join(item.text for item in builder.build(world.context(), []).items)
+
+    assert "tea on Fridays" in shown() and "Alice likes jasmine" in shown()
+    rendered.clear()
+    shown()
+    assert rendered == []  # nothing changed: every line reused
+    update = update_long_term_memory_tool(store)
+    changed = {
+        "memory_id": alice_id,
+        "memory_content": "Alice likes oolong",
+        "target_user": "Alice",
+    }
+    outcome = run_tool(update, changed, world.context()).result
+    assert outcome["status"] == "memory_updated_successfully", outcome
+    text = shown()
+    assert "Alice likes oolong" in text and "jasmine" not in text and "tea on Fridays" in text
+    assert "tea on Fridays" not in rendered  # the server's window was not rendered again
+    changed = {"memory_id": server_id, "memory_content": "tea on Mondays"}
+    assert run_tool(update, changed, world.context()).result["status"].endswith("successfully")
+    added = run_tool(create, {"memory_content": "Alice hikes", **personal}, world.context())
+    assert added.result["status"] == "memory_saved_successfully"
+    text = shown()
+    assert "tea on Mondays" in text and "Fridays" not in text and "Alice hikes" in text

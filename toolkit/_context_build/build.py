@@ -6,7 +6,8 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import partial
 from typing import ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -228,6 +229,7 @@ class ContextBuilder:
             is None
         )
         participants = visible_participants(context)
+        today = now.astimezone(UTC).date()
         counter, budgets = MemoCounter(self.counter), self.budgets
         query = latest_user_text(dialogue)
         retrieval: list[str] = []
@@ -270,7 +272,11 @@ class ContextBuilder:
 
         def server_stage() -> Rendered:
             window, budget = memories().server, budgets.server_memories
-            lines = server_memory_lines(window.records, names, counter, now)
+            lines = names.lines_of(
+                ("server", reach.server_key, today),
+                (window.records,),
+                lambda: server_memory_lines(window.records, names, counter, now),
+            )
             omitted = server_memories_omitted(
                 lines, context, names, counter, budget, total=window.total
             )
@@ -296,7 +302,16 @@ class ContextBuilder:
             windows, budget = memories().personal, budgets.personal_memories
             records = {user: window.records for user, window in windows.items()}
             total = sum(window.total for window in windows.values())
-            lines = personal_memory_lines(participants, records, names, counter, now)
+            lines = merge_lines(
+                *(
+                    names.lines_of(
+                        ("personal", person.user_id, today),
+                        (records.get(person.user_id, ()),),
+                        partial(personal_memory_lines, (person,), records, names, counter, now),
+                    )
+                    for person in participants
+                )
+            )
             omitted = personal_memories_omitted(participants, lines, counter, budget, total=total)
             if not omitted or not query:
                 return personal_memories_stage(participants, lines, counter, budget, total=total)

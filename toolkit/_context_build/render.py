@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from operator import attrgetter
 from typing import ClassVar, NamedTuple
 
 from kioku._context import Participant, PrivacyLevel, TurnContext
@@ -63,14 +64,46 @@ class Names:
         default_factory=dict, init=False, repr=False, compare=False
     )
     """``ID:N`` lines and their token counts, kept while these names are reused."""
+    _line_sets: dict[Hashable, tuple[tuple[Sequence[MemoryRecord], ...], list[MemoryLine]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """A block's lines, kept with the very record lists they were rendered from."""
 
     MAX_CACHED: ClassVar[int] = 4096
     """Cached texts and lines per :class:`Names`, each (all dropped when it is exceeded):
     the windows of a server and a few people."""
+    MAX_LINE_SETS: ClassVar[int] = 64
+    """Blocks' lines kept per :class:`Names` (all dropped when it is exceeded)."""
 
     def cached_texts(self) -> int:
         """Texts and memory lines kept."""
         return len(self._lines) + len(self._memory_lines)
+
+    def lines_of(
+        self,
+        key: Hashable,
+        sources: tuple[Sequence[MemoryRecord], ...],
+        render: Callable[[], list[MemoryLine]],
+    ) -> list[MemoryLine]:
+        """``render()``, or the lines it gave for ``key`` from these very ``sources``.
+
+        ``sources`` are compared by identity: a cached memory window keeps its record list
+        while the scope is unchanged and gets a new one when it is reloaded, so lines
+        rendered from it stay right exactly as long as it is reused. The lines must not be
+        changed by the caller.
+        """
+        found = self._line_sets.get(key)
+        if (
+            found is not None
+            and len(found[0]) == len(sources)
+            and all(kept is given for kept, given in zip(found[0], sources, strict=True))
+        ):
+            return found[1]
+        lines = render()
+        if len(self._line_sets) >= self.MAX_LINE_SETS:
+            self._line_sets.clear()
+        self._line_sets[key] = (sources, lines)
+        return lines
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What rendering depends on: equal keys render every text alike."""
@@ -163,13 +196,19 @@ class MemoryLine(NamedTuple):
     """Tokens of ``text`` and its separator."""
 
 
+_NEWEST = attrgetter("memory.created_at", "memory.id")
+
+
 def _newest_first(lines: Sequence[MemoryLine]) -> list[MemoryLine]:
-    return sorted(lines, key=lambda line: (line.memory.created_at, line.memory.id), reverse=True)
+    return sorted(lines, key=_NEWEST, reverse=True)
 
 
-def merge_lines(lines: Sequence[MemoryLine], more: Sequence[MemoryLine]) -> list[MemoryLine]:
-    """``lines`` and ``more`` (memories it lacks), newest first."""
-    return _newest_first([*lines, *more]) if more else list(lines)
+def merge_lines(*groups: Sequence[MemoryLine]) -> list[MemoryLine]:
+    """The lines of every group (each newest first, no memory in two), newest first."""
+    filled = [group for group in groups if group]
+    if len(filled) <= 1:
+        return list(filled[0]) if filled else []
+    return _newest_first([line for group in filled for line in group])
 
 
 def server_memory_lines(

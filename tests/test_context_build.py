@@ -20,6 +20,8 @@ from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter
 from kioku._db.models import Memory
 from kioku._memory.repository import version_params
+from kioku._stm.model import StmKey, StmMessage
+from kioku._stm.registry import StmRegistry
 from kioku._stm.store import ShortTermMemory
 from tests.helpers import T0, Clock, msgs
 
@@ -206,6 +208,47 @@ def test_private_channels_visible_from_a_private_channel_or_with_bypass(scenario
         accounts.upsert_server("srv-a", stm_privacy_bypass=True)
     bypass = scenario.builder().build(scenario.context(), DIALOGUE)
     assert "thread under staff" in " ".join(i.text for i in bypass.items)
+
+
+def test_a_channel_a_turn_called_private_stays_out_of_other_channels(
+    scenario: Scenario,
+) -> None:
+    """``is_private_channel`` on the turn that wrote an entry keeps it out of public
+    channels, though the server does not list the channel as private; one private turn
+    is enough, and the entry stays private for as long as it lives."""
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=False)
+    scenario.capture(20, "mods plan to ban Mallory", channel_id="mods", is_private_channel=True)
+    scenario.capture(10, "and then a public remark", channel_id="mods", user=BOB)
+    scenario.capture(25, "an ordinary chat", channel_id="lobby", user=BOB)
+    scenario.clock.now = T0
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "Mallory" not in texts and "public remark" not in texts and "ordinary chat" in texts
+    private = scenario.context(is_private_channel=True, channel_id="council")
+    texts = " ".join(i.text for i in scenario.builder().build(private, DIALOGUE).items)
+    assert "Mallory" in texts  # from another private channel of the server, as the listed ones
+    other = StmKey("server", "srv-a", "mods", scenario.kioku.lineage_id)
+    with scenario.store.sessions() as session:
+        [row] = [c for c in StmRegistry(session).entries() if c.key == other]
+    assert row.private
+
+
+def test_a_summary_beside_words_of_someone_now_full_is_not_recalled(scenario: Scenario) -> None:
+    """Recall drops the words of anyone now FULL, and the summary that may retell them."""
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=False)
+    in_plans = scenario.context(channel_id="plans", user=BOB)
+    scenario.clock.now = T0 - timedelta(minutes=20)
+    said = StmMessage("user", "Bob", "our pineapple plans", scenario.clock.now, user_id="u-bob")
+    scenario.stm.capture(in_plans, [said])
+    scenario.stm.write_summary(in_plans, "Bob shared PINEAPPLE plans")
+    scenario.clock.now = T0
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "PINEAPPLE" in texts  # recalled while Bob may be remembered
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-bob", "Bob", privacy=PrivacyLevel.FULL)
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "pineapple" not in texts.lower()
 
 
 def test_create_directive_before_the_latest_pair(scenario: Scenario) -> None:

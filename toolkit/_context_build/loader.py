@@ -150,7 +150,8 @@ def load_other_channel_entries(
     The registry rows come from ``state`` when it read them, else from a query of their own.
 
     Messages of FULL-privacy people — the turn's, and anyone kioku's directory knows as
-    FULL now — are left out (:func:`kioku._reach.may_remember_message`).
+    FULL now — are left out (:func:`kioku._reach.may_remember_message`), and with them
+    the entry's summary.
     """
     candidates = (
         stm.recallable(context, state.recent_threads)
@@ -171,18 +172,23 @@ def load_other_channel_entries(
     entries = [e for e in loaded if e is not None]
     owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
     hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
-    recalled = [
-        replace(
-            e,
-            messages=tuple(
-                m
-                for m in e.messages
-                if may_remember_message(m.user_id, marked_private=False, invisible=hidden)
-            ),
-        )
-        for e in entries
-    ]
+    recalled = [_without_hidden(e, hidden) for e in entries]
     return [e for e in recalled if e.messages or e.summary]
+
+
+def _without_hidden(entry: StmEntry, hidden: frozenset[str]) -> StmEntry:
+    """``entry`` without the messages of ``hidden`` people.
+
+    Its summary goes too when any did: it may retell what they said.
+    """
+    kept = tuple(
+        m
+        for m in entry.messages
+        if may_remember_message(m.user_id, marked_private=False, invisible=hidden)
+    )
+    if len(kept) == len(entry.messages):
+        return entry
+    return replace(entry, messages=kept, summary=None)
 
 
 def same_channel_key(context: TurnContext) -> StmKey:

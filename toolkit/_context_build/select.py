@@ -24,7 +24,8 @@ def select_other_channels(
 ) -> list[StmCandidate]:
     """Newest first, at most ``limit``, without channels the turn may not see.
 
-    Private channels (or threads of private channels) of this server are left out unless
+    Private channels (the server's ``private_channel_ids`` and their threads, and
+    channels a turn called private when it wrote there) of this server are left out unless
     the current channel is private or the server bypasses STM privacy; private channels
     of other servers are always left out. DM entries reach here only for the user who
     owns them (opt-in, or inside a DM).
@@ -43,7 +44,10 @@ def select_other_channels(
             settings = settings_by_server.get(candidate.server_id, ServerSettings())
             same_server = candidate.server_id == context.server_id
             exempt = same_server and (current_private or here.stm_privacy_bypass)
-            if not exempt and is_private(channel, candidate.parent_channel_id, settings):
+            private = candidate.private or is_private(
+                channel, candidate.parent_channel_id, settings
+            )
+            if private and not exempt:
                 continue
         seen_channels.add(channel)
         chosen.append(candidate)

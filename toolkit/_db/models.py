@@ -293,6 +293,8 @@ class StmThread(Base):
     parent_channel_id: Mapped[str | None] = mapped_column(Text)
     has_summary: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     last_updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    """Written in a channel its turn called private (migration 0015)."""
 
     __table_args__ = (
         CheckConstraint("kind IN ('server', 'user')", name="kind"),

@@ -89,6 +89,8 @@ class StmCandidate:
     server_id: str | None
     parent_channel_id: str | None
     last_updated: datetime
+    private: bool = False
+    """The channel was private (``TurnContext.is_private_channel``) when it was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,10 @@ class StmEntry:
     parent_channel_id: str | None = None
     persona_id: int | None = None
     last_updated: datetime = field(default_factory=utc_now)
+    private: bool = False
+    """Written in a channel its turn called private (``TurnContext.is_private_channel``):
+    recalled only where the server's private channels are (once set, kept until the
+    entry expires)."""
 
     def to_state(self) -> dict[str, Any]:
         """The values stored in the entry's LangGraph thread."""
@@ -117,6 +123,7 @@ class StmEntry:
                 "parent_channel_id": self.parent_channel_id,
                 "persona_id": self.persona_id,
                 "last_updated": self.last_updated.isoformat(),
+                "private": self.private,
             },
         }
 
@@ -136,6 +143,7 @@ class StmEntry:
             parent_channel_id=meta.get("parent_channel_id"),
             persona_id=meta.get("persona_id"),
             last_updated=datetime.fromisoformat(meta["last_updated"]),
+            private=bool(meta.get("private", False)),
         )
 
 

@@ -15,16 +15,16 @@ from kioku._stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
 
 RECORD_SQL = """
 INSERT INTO stm_threads AS t (thread_id, kind, owner_id, channel_id, lineage_id, server_id,
-                              parent_channel_id, has_summary, last_updated)
+                              parent_channel_id, has_summary, last_updated, private)
 SELECT * FROM unnest(%(thread_id)s::text[], %(kind)s::text[], %(owner_id)s::text[],
                      %(channel_id)s::text[], %(lineage_id)s::bigint[], %(server_id)s::text[],
                      %(parent_channel_id)s::text[], %(has_summary)s::boolean[],
-                     %(last_updated)s::timestamptz[])
+                     %(last_updated)s::timestamptz[], %(private)s::boolean[])
 ON CONFLICT (thread_id) DO UPDATE SET
     kind = excluded.kind, owner_id = excluded.owner_id, channel_id = excluded.channel_id,
     lineage_id = excluded.lineage_id, server_id = excluded.server_id,
     parent_channel_id = excluded.parent_channel_id, has_summary = excluded.has_summary,
-    last_updated = excluded.last_updated
+    last_updated = excluded.last_updated, private = excluded.private
 """
 """Registry rows of written entries, one statement for any number (psycopg parameters)."""
 
@@ -41,6 +41,7 @@ def record_params(entries: Sequence[StmEntry]) -> dict[str, list[Any]]:
         "parent_channel_id": [e.parent_channel_id for e in entries],
         "has_summary": [bool(e.summary) for e in entries],
         "last_updated": [e.last_updated for e in entries],
+        "private": [e.private for e in entries],
     }
 
 
@@ -55,6 +56,7 @@ RECENT_COLUMNS = (
     "server_id",
     "parent_channel_id",
     "last_updated",
+    "private",
 )
 """The columns :data:`RECENT_SQL` selects, in order."""
 
@@ -116,8 +118,9 @@ class RecentThreads:
                 server_id,
                 parent,
                 updated,
+                bool(private),
             )
-            for kind, owner, channel, server_id, parent, updated in rows
+            for kind, owner, channel, server_id, parent, updated, private in rows
         ]
         return sorted(found, key=lambda c: c.last_updated, reverse=True)
 
@@ -180,14 +183,19 @@ class StmRegistry:
             StmThread.server_id,
             StmThread.parent_channel_id,
             StmThread.last_updated,
+            StmThread.private,
         )
         if since is not None:
             statement = statement.where(StmThread.last_updated >= since)
         return [
             StmCandidate(
-                StmKey(cast(ScopeKind, kind), owner, channel, lineage), server_id, parent, updated
+                StmKey(cast(ScopeKind, kind), owner, channel, lineage),
+                server_id,
+                parent,
+                updated,
+                private,
             )
-            for kind, owner, channel, lineage, server_id, parent, updated in self.session.execute(
-                statement
+            for kind, owner, channel, lineage, server_id, parent, updated, private in (
+                self.session.execute(statement)
             )
         ]

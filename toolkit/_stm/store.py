@@ -325,8 +325,13 @@ class ShortTermMemory:
     def _fresh_or_new(
         self, key: StmKey, stored: StmEntry | None, context: TurnContext, now: datetime
     ) -> StmEntry:
-        """The stored entry unless missing or expired, else a new one for this channel."""
+        """The stored entry unless missing or expired, else a new one for this channel.
+
+        A turn in a private channel marks the entry private for as long as it lives.
+        """
         if stored is not None and not self.policy.is_expired(stored, now):
+            if context.is_private_channel and not stored.private:
+                return replace(stored, private=True)
             return stored
         return StmEntry(
             key=key,
@@ -337,6 +342,7 @@ class ShortTermMemory:
             parent_channel_id=context.parent_channel_id,
             persona_id=context.persona.persona_id,
             last_updated=now,
+            private=context.is_private_channel,
         )
 
     def capture(self, context: TurnContext, messages: Sequence[StmMessage]) -> bool:

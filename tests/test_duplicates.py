@@ -129,6 +129,12 @@ def test_the_threshold_comes_from_settings(store: KiokuStore) -> None:
     assert create(world, repeat)["status"] == "memory_save_failed_duplicate"
     store.settings = store.settings.model_copy(update={"duplicate_similarity": 0.99})
     assert create(world, repeat)["status"] == "memory_saved_successfully"
+    store.settings = store.settings.model_copy(update={"duplicate_similarity": 1.0})
+    create(world, "Bob likes jasmine tea very much")
+    longer = create(world, "Bob really likes jasmine tea very much")
+    assert longer["status"] == "memory_saved_successfully", longer  # 1: only identical ones
+    again = create(world, "Bob likes jasmine tea very much")
+    assert again["status"] == "memory_saved_successfully" and again["already_saved"], again
 
 
 def test_the_labelled_set_is_large_and_balanced() -> None:

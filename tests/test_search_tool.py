@@ -120,6 +120,13 @@ def test_invalid_args(world: World, args: dict[str, Any]) -> None:
     assert artifact == []
 
 
+def test_null_optional_arguments_mean_omitted(world: World) -> None:
+    """Models send null for optional arguments: each means its default, limit included."""
+    nulls = {"memory_type": None, "min_importance": None, "limit": None, "since": None}
+    payload, _ = search(world, {"query": "jasmine tea", **nulls, "until": None})
+    assert payload["status"] == "memories_found", payload
+
+
 def test_query_syntax_cannot_break_the_search(world: World) -> None:
     for query in ["tea & | ! ( ) :*", "'; DROP TABLE memories; --", "🍵🍵", "___"]:
         payload, _ = search(world, {"query": query})

@@ -64,6 +64,8 @@ def test_when_label(moment: datetime, label: str) -> None:
         ("anything from yesterday?", datetime(2026, 11, 23), datetime(2026, 11, 24)),
         ("this month", datetime(2026, 11, 1), datetime(2026, 12, 1)),
         ("in 2024", datetime(2024, 1, 1), datetime(2025, 1, 1)),
+        ("what changed since May", datetime(2026, 5, 1), datetime(2026, 11, 25)),
+        ("anything new since 2024?", datetime(2024, 1, 1), datetime(2026, 11, 25)),
     ],
 )
 def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
@@ -73,6 +75,34 @@ def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
 def test_no_time_phrase() -> None:
     assert window_of("may I ask what tea Alice likes", NOW) is None
     assert window_of("x" * 10_000 + " 3 " * 5_000, NOW) is None
+
+
+@pytest.mark.parametrize(
+    "query", ["marathon in December 9999", "marathon in May 0000", "in December 9999 2025"]
+)
+def test_a_time_phrase_past_the_calendar_is_no_time_phrase(world: World, query: str) -> None:
+    """A phrase naming a day no calendar has is ignored: the search answers as usual."""
+    assert window_of(query, NOW) is None
+    create(world, "Alice ran the Lisbon marathon", event_time="2025-05-08")
+    found = search(world, query=query)
+    assert found["status"] in ("memories_found", "no_memories_found"), found
+
+
+def test_a_time_phrase_narrows_what_is_found_never_hides_it(world: World) -> None:
+    """A phrase's words say when, not what: adding one to a query that finds a memory of
+    that time still finds it, and a query that only names a time finds what happened
+    then (the relevance floor counts a memory of the phrase's window as relevant)."""
+    cat = create(world, "Alice adopted a grey cat named Miso", event_time="2025-05-10")
+    create(world, "Bob repainted the tea house sign", event_time="2024-01-20")
+    for query in ("cat", "cat in May 2025", "what pet did Alice adopt in May 2025"):
+        found = search(world, query=query)
+        assert found["status"] == "memories_found", (query, found)
+        assert found["memories"][0].startswith(f"ID:{cat['memory_id']} "), (query, found)
+    then = search(world, query="what happened in May 2025")
+    assert then["status"] == "memories_found", then
+    assert then["memories"][0].startswith(f"ID:{cat['memory_id']} ")
+    nothing = search(world, query="zebra quantum chromodynamics")
+    assert nothing["status"] == "no_memories_found", nothing
 
 
 def test_a_memory_says_when_it_happened(world: World) -> None:

@@ -95,6 +95,29 @@ def test_three_stm_calls_one_success(store: KiokuStore, world: World) -> None:
     assert state["kioku_stm_updated"] is True
 
 
+def test_one_context_for_every_turn_still_allows_a_summary_each_turn(
+    store: KiokuStore, world: World
+) -> None:
+    """Applications may pass the same context object to every turn (one ``turn_id``):
+    each turn may still write its one summary."""
+    script = Script([])
+    graph = build_graph(ScriptedChatModel(script=script), store, checkpointer=InMemorySaver())
+    context = world.context()
+    for turn in range(3):
+        script.add(
+            call_tool("update_short_term_memory", summary=f"summary of turn {turn}"),
+            call_tool("update_short_term_memory", summary="a second one"),
+            say("ok"),
+        )
+        state = graph.invoke(
+            {"messages": [HumanMessage(f"message {turn}")]}, config(), context=context
+        )
+        assert statuses(state["messages"])[-2:] == [
+            "short_term_memory_updated_successfully",
+            "short_term_memory_update_refused",
+        ], turn
+
+
 def test_tool_rounds_are_bounded_and_every_call_answered(store: KiokuStore, world: World) -> None:
     loop = [
         call_tool("update_long_term_memory", memory_id=999, memory_content="x") for _ in range(6)

@@ -490,9 +490,10 @@ def same_meaning(first: str, second: str, similarity: float, threshold: float) -
 
     Similar enough is ``threshold``, or :data:`SUBSET_MARGIN` less for a text that is
     ``first`` with words left out (in the same order, so nobody changes places: "Bob
-    recommended Dune" does not shorten "Alice recommended Dune to Bob").
+    recommended Dune" does not shorten "Alice recommended Dune to Bob"). A ``threshold``
+    of 1 or more leaves only identical texts as repeats: none is similar enough.
     """
-    if similarity < threshold - SUBSET_MARGIN:
+    if threshold >= 1.0 or similarity < threshold - SUBSET_MARGIN:
         return False
     a, b = read(first), read(second)
     if _conflict(a, b) is not None:

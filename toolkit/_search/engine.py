@@ -29,7 +29,7 @@ from kioku._search.sql import (
     search_params,
 )
 from kioku._search.terms import distinctive_words
-from kioku._search.when import window_of
+from kioku._search.when import time_phrase
 
 
 @dataclass(frozen=True)
@@ -457,12 +457,13 @@ def rank_candidates(
     ``min_similarity`` is the relevance floor: unless some memory is at least this similar
     to the query (cosine), a query about nothing stored finds nothing instead of the least
     unrelated memories; a memory holding ``min_matched`` of the
-    query's words lifts the floor too. When there is nothing to compare vectors with (no
-    query vector, no embedded memory), any text match counts.
+    query's words lifts the floor too, as does, for a query asking only what happened at
+    some time ("what happened last week"), one that happened then. When there is nothing
+    to compare vectors with (no query vector, no embedded memory), any text match counts.
 
     ``since`` / ``until`` keep memories whose event happened in that range; a time phrase
     in the query ("last week", "in May", "3 days ago") ranks the candidates of its window
-    higher (:mod:`kioku._search.when`).
+    higher (:mod:`kioku._search.when`), and its words are not searched as text.
     """
     fused = _fused(
         session,
@@ -561,13 +562,16 @@ def _fused(
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
     pool = max(candidates or 2 * limit, limit, 20)
     shares = aids.term_shares.get(session, visibility) if aids is not None else None
+    phrase = time_phrase(query, now)
+    window = phrase.window if phrase is not None else None
     found = _rows_of(
         session,
         visibility,
         make,
         details=details,
         query_vector=query_vector,
-        terms=_text_terms(query, shares),
+        # A time phrase's words ("May 2025", "last week") say when, not what.
+        terms=_text_terms(phrase.rest if phrase is not None else query, shares),
         memory_type=memory_type,
         min_importance=min_importance,
         pool=pool,
@@ -582,10 +586,16 @@ def _fused(
         and not (
             any(1.0 - row.score >= min_similarity for row in vector_rows)
             or any((row.matched or 0.0) >= min_matched for row in text_rows)
+            or (
+                phrase is not None
+                and phrase.asks_only_when
+                and any(phrase.window.holds(r.happened_at) for r in (*vector_rows, *text_rows))
+            )
         )
     ):
         # The relevance floor: when no memory is this similar to the query, nor holds
-        # enough of its words, nothing stored is about it.
+        # enough of its words, nor happened when a query about nothing else asks, nothing
+        # stored is about it.
         vector_rows, text_rows = [], []
     rows = {row.id: row for row in (*vector_rows, *text_rows)}
     by_vector = [row.id for row in vector_rows]
@@ -597,7 +607,6 @@ def _fused(
         for memory_id, row in rows.items()
     }
     by_relevance = sorted(rows, key=lambda memory_id: (-scores[memory_id], memory_id))
-    window = window_of(query, now)
     in_window = (
         [
             memory_id

@@ -6,6 +6,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from kioku._search.query import query_words
+from kioku._search.terms import STOP_WORDS
+
 _MONTH_NAMES = (
     "january february march april may june july august september october november december"
 )
@@ -25,10 +28,10 @@ _PATTERNS = (
     (
         "month",
         re.compile(
-            rf"\b(?:in|during|since|of|early|late|mid)[\s-]+({_MONTH})(?:\s+(\d{{4}}))?\b", re.I
+            rf"\b(in|during|since|of|early|late|mid)[\s-]+({_MONTH})(?:\s+(\d{{4}}))?\b", re.I
         ),
     ),
-    ("year", re.compile(r"\b(?:in|during|since)\s+((?:19|20)\d{2})\b", re.I)),
+    ("year", re.compile(r"\b(in|during|since)\s+((?:19|20)\d{2})\b", re.I)),
 )
 
 
@@ -54,34 +57,97 @@ def _month_window(year: int, month: int) -> Window:
     return Window(_day(start), _day(end))
 
 
+ABOUT_ANYTHING = frozenset(
+    {
+        "happen",
+        "happens",
+        "happened",
+        "happening",
+        "anything",
+        "everything",
+        "something",
+        "new",
+        "news",
+        "go",
+        "goes",
+        "going",
+        "went",
+        "on",
+        "up",
+        "remember",
+        "recall",
+        "tell",
+        "know",
+    }
+)
+"""Words of a question that ask what happened, whatever it was ("what happened …")."""
+
+
+@dataclass(frozen=True)
+class TimePhrase:
+    """A time phrase of a query, the window it names, and the query without it."""
+
+    window: Window
+    rest: str
+    """The query with the phrase cut out: what it asks about, besides when."""
+
+    @property
+    def asks_only_when(self) -> bool:
+        """Whether the query asks what happened then, about nothing in particular."""
+        return all(word in STOP_WORDS or word in ABOUT_ANYTHING for word in query_words(self.rest))
+
+
 def window_of(query: str, now: datetime) -> Window | None:
     """The window the first time phrase of ``query`` names, relative to ``now``."""
+    phrase = time_phrase(query, now)
+    return phrase.window if phrase is not None else None
+
+
+def time_phrase(query: str, now: datetime) -> TimePhrase | None:
+    """The first time phrase of ``query`` whose window is a real span of days, if any.
+
+    A phrase naming a day outside the calendar ("in May 0000", "in December 9999")
+    counts as none.
+    """
     today = now.astimezone(UTC).date()
     for kind, pattern in _PATTERNS:
         match = pattern.search(query)
         if match is None:
             continue
-        if kind == "relative":
-            day = today if match.group(1).lower() == "today" else today - timedelta(days=1)
-            return Window(_day(day), _day(day + timedelta(days=1)))
-        if kind == "this_last":
-            return _this_or_last(match.group(1).lower(), match.group(2).lower(), today)
-        if kind == "ago":
-            amount = match.group(1).lower()
-            count = int(amount) if amount.isdigit() else _NUMBERS[amount]
-            unit = _UNITS[match.group(2).lower()]
-            centre = today - timedelta(days=count * unit)
-            slack = timedelta(days=max(1, unit // 2))
-            return Window(_day(centre - slack), _day(centre + slack + timedelta(days=1)))
-        if kind == "month":
-            month = MONTHS.index(match.group(1).lower()) + 1
-            year = int(match.group(2)) if match.group(2) else today.year
-            if not match.group(2) and month > today.month:
-                year -= 1  # the latest such month
-            return _month_window(year, month)
-        year = int(match.group(1))
-        return Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))
+        try:
+            window = _window(kind, match, today)
+        except (ValueError, OverflowError):
+            return None
+        return TimePhrase(window, f"{query[: match.start()]} {query[match.end() :]}")
     return None
+
+
+def _window(kind: str, match: re.Match[str], today: date) -> Window:
+    """The window of a phrase ``match`` of pattern ``kind`` (may raise past the calendar)."""
+    if kind == "relative":
+        day = today if match.group(1).lower() == "today" else today - timedelta(days=1)
+        return Window(_day(day), _day(day + timedelta(days=1)))
+    if kind == "this_last":
+        return _this_or_last(match.group(1).lower(), match.group(2).lower(), today)
+    if kind == "ago":
+        amount = match.group(1).lower()
+        count = int(amount) if amount.isdigit() else _NUMBERS[amount]
+        unit = _UNITS[match.group(2).lower()]
+        centre = today - timedelta(days=count * unit)
+        slack = timedelta(days=max(1, unit // 2))
+        return Window(_day(centre - slack), _day(centre + slack + timedelta(days=1)))
+    if kind == "month":
+        month = MONTHS.index(match.group(2).lower()) + 1
+        year = int(match.group(3)) if match.group(3) else today.year
+        if not match.group(3) and month > today.month:
+            year -= 1  # the latest such month
+        window = _month_window(year, month)
+    else:
+        year = int(match.group(2))
+        window = Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))
+    if match.group(1).lower() == "since":  # from then until now
+        return Window(window.since, max(window.until, _day(today + timedelta(days=1))))
+    return window
 
 
 def _this_or_last(which: str, unit: str, today: date) -> Window:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from langchain_core.messages import HumanMessage
 
 from kioku._context import NO_STM_PROVIDERS, PrivacyLevel, TurnContext
 
@@ -59,3 +61,19 @@ def turn_flags(state: object) -> tuple[bool, bool]:
 def private_recent(state: object) -> bool:
     """Whether graph ``state`` says the dialogue holds a FULL person's words."""
     return isinstance(state, Mapping) and bool(state.get(PRIVATE_RECENT_KEY))
+
+
+def summary_claim_key(turn_id: str, state: object) -> str:
+    """The key of a turn's one summary write: the context's turn and its latest user message.
+
+    An application may pass one context to every turn of a conversation (its ``turn_id``
+    then never changes); the latest human message of the graph state (ids are given by
+    LangGraph's ``add_messages``) tells its turns apart, while the parallel calls of one
+    turn share it.
+    """
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if isinstance(messages, Sequence):
+        for message in reversed(messages):
+            if isinstance(message, HumanMessage):
+                return f"{turn_id}:{message.id or ''}"
+    return turn_id

@@ -33,6 +33,8 @@ from kioku._tools.safe import ArgumentSafeTool
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 20
+DEFAULT_LIMIT = 5
+"""Memories a search returns when the model gives no ``limit``."""
 MAX_QUERY_LENGTH = 1000
 
 
@@ -72,7 +74,7 @@ SCHEMA: dict[str, Any] = {
             "type": "integer",
             "minimum": 1,
             "maximum": MAX_LIMIT,
-            "description": "How many memories to return (default 5).",
+            "description": f"How many memories to return (default {DEFAULT_LIMIT}).",
         },
         "since": {
             "type": "string",
@@ -143,9 +145,11 @@ def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
         or not 0 <= min_importance <= 1
     ):
         raise ArgumentError("min_importance must be a number from 0 to 1, or omitted")
-    limit = arguments.get("limit", 5)
+    limit = arguments.get("limit")
+    if limit is None:  # omitted, or null as models send for an optional argument
+        limit = DEFAULT_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        raise ArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}, or omitted")
     since, until = (
         parse_time(arguments[name], name) if arguments.get(name) is not None else None
         for name in ("since", "until")

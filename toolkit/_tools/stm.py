@@ -19,7 +19,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from kioku._context import NO_STM_PROVIDERS, TurnContext, turn_context_of
 from kioku._memory.results import ToolResult
 from kioku._memory.text import sanitise_content
-from kioku._stm.availability import private_recent, stm_tool_refusal, turn_flags
+from kioku._stm.availability import (
+    private_recent,
+    stm_tool_refusal,
+    summary_claim_key,
+    turn_flags,
+)
 from kioku._stm.store import ShortTermMemory
 from kioku._tools.safe import ArgumentSafeTool
 
@@ -85,7 +90,8 @@ def update_short_term_memory(
     summary = sanitise_content(summary)
     if not summary:
         return ToolResult(StmStatus.INVALID_ARGS, "summary is blank; write the summary text.")
-    if not stm.claim_summary_turn(context.turn_id):
+    claim = summary_claim_key(context.turn_id, state)
+    if not stm.claim_summary_turn(claim):
         return ToolResult(
             StmStatus.REFUSED,
             "Short-term memory was already updated this turn. Do not call this tool again "
@@ -94,7 +100,7 @@ def update_short_term_memory(
     try:
         stored = stm.write_summary(context, summary)
     except Exception as exc:
-        stm.release_summary_turn(context.turn_id)
+        stm.release_summary_turn(claim)
         if isinstance(exc, SQLAlchemyError | psycopg.Error):
             logger.error("kioku: database error during update_short_term_memory: %s", exc)
             return ToolResult(

@@ -20,6 +20,7 @@ capture into short-term memory and trimming of the thread.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -56,6 +57,8 @@ from kioku.graphs._steps import (
     summary_written,
     tool_rounds,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class KiokuAgentState(AgentState[Any], TurnFlagKeys, BuiltContextKeys):
@@ -119,6 +122,8 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
             context_builder=context_builder,
         )
         self.tools: Sequence[BaseTool] = []
+        self._tools_seen = False
+        """Whether the agent's tools were checked for kioku's (once, on the first call)."""
 
     # before the agent: intent gate, repair, context build -------------------------------
 
@@ -161,6 +166,14 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
     ) -> ModelRequest[TurnContext]:
         context = _context_of(request.runtime)
         messages = request.messages
+        if not self._tools_seen:
+            self._tools_seen = True
+            if not any(_tool_name(tool) in TOOL_NAMES for tool in request.tools):
+                logger.warning(
+                    "kioku: the agent has none of kioku's memory tools, so its model can "
+                    "never save or change a memory; pass tools=[*memory_tools(store), ...] "
+                    "to create_agent"
+                )
         offered = self.steps.offered_tools(context, TurnFlags.of(state), tool_rounds(messages))
         tools = [
             tool

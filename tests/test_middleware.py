@@ -205,6 +205,24 @@ def test_an_agent_without_a_turn_context_is_told_how_to_fix_it(store: KiokuStore
         agent.invoke({"messages": [HumanMessage("hi")]})
 
 
+def test_an_agent_without_the_memory_tools_is_told_how_to_fix_it(
+    store: KiokuStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without kioku's tools the model can never save a memory: the middleware says so
+    once, with the fix, and the agent still answers."""
+    agent = create_agent(
+        ScriptedChatModel(script=Script([say("hi"), say("again")])),
+        middleware=[KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+    )
+    context = TurnContext.for_user("alice", thread_id="no-tools")
+    for said in ("hi", "hello again"):
+        state = agent.invoke({"messages": [HumanMessage(said)]}, context=context)
+        assert state["messages"][-1].text in ("hi", "again")
+    warnings = [r.getMessage() for r in caplog.records if "memory_tools(store)" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+
+
 def test_user_spaces_are_named_alike_in_python_and_sql() -> None:
     migration = importlib.import_module("kioku._db.migrations.versions.0010_default_server")
     assert server_key(user_space("u1")) == migration.USER_SPACE_PREFIX + "u1"

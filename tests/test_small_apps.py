@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from kioku import DEFAULT_PERSONA, ConfigurationError, KiokuStore, TurnContext, user_space
+from kioku import (
+    DEFAULT_PERSONA,
+    ConfigurationError,
+    KiokuStore,
+    Participant,
+    TurnContext,
+    create_long_term_memory_tool,
+    user_space,
+)
+from kioku._memory.repository import ServerScope
+from kioku.testing import Script, ScriptedChatModel, say
+from tests.helpers import run_tool
 
 
 def test_a_persona_before_its_server_says_what_to_call_first(store: KiokuStore) -> None:
@@ -96,3 +107,35 @@ def test_two_users_of_one_app_never_see_each_other(store: KiokuStore) -> None:
     turn("bob", "bob-chat", "hi")
     seen_by_bob = "\n".join(m.text for m in script.prompts[-1])
     assert "4921" not in seen_by_bob and "alice" not in seen_by_bob.lower()
+
+
+def test_a_user_space_is_open_only_to_its_users_turns() -> None:
+    """A server id naming someone's own space (``user-space:…``) never lets another user's
+    turn reach it: such a context is refused, with a message saying what to do."""
+    assert TurnContext.for_user("alice", thread_id="t1").server_id == user_space("alice")
+    mallory = Participant("mallory", "Mallory")
+    with pytest.raises(ConfigurationError, match="give this server another id"):
+        TurnContext(
+            server_id=user_space("alice"),
+            channel_id="c1",
+            user=mallory,
+            persona=DEFAULT_PERSONA,
+            bot_user_id="bot",
+        )
+    with pytest.raises(ConfigurationError, match="users' own memory spaces"):
+        TurnContext.for_user("mallory", thread_id="t1", server_id=user_space("alice"))
+
+
+def test_a_user_space_s_memories_can_be_consolidated(store: KiokuStore) -> None:
+    """``kioku consolidate`` reaches a user's own space as that user would."""
+    context = TurnContext.for_user("alice", thread_id="t1")
+    tool = create_long_term_memory_tool(store)
+    saved = run_tool(
+        tool,
+        {"memory_content": "the tea club meets on Fridays", "memory_scope": "server_wide"},
+        context,
+    )
+    assert saved.result["status"] == "memory_saved_successfully", saved.result
+    scope = ServerScope(user_space("alice"), DEFAULT_PERSONA.lineage_id)
+    report = store.consolidate(scope, ScriptedChatModel(script=Script([say("{}")])))
+    assert report.total == 1

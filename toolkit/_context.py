@@ -226,6 +226,18 @@ class TurnContext:
             Participant.from_dict(p) if isinstance(p, dict) else p for p in self.participants
         )
         object.__setattr__(self, "participants", people)
+        if (
+            self.server_id is not None
+            and self.server_id.startswith(USER_SPACE_PREFIX)
+            and self.server_id != user_space(self.user.user_id)
+        ):
+            from kioku._errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"server ids starting with {USER_SPACE_PREFIX!r} are users' own memory spaces "
+                "(TurnContext.for_user), open only to their user's turns; give this server "
+                "another id"
+            )
 
     @property
     def is_dm(self) -> bool:

@@ -11,6 +11,7 @@ from kioku._context import (
     DEFAULT_BOT_USER_ID,
     DEFAULT_PERSONA,
     DM_KEY_PREFIX,
+    USER_SPACE_PREFIX,
     Participant,
     Persona,
     PrivacyLevel,
@@ -95,12 +96,19 @@ def _server_context(
         raise ConfigurationError(
             f"the scope holds the memories of {key!r}, not of server {server_id!r}"
         )
+    # A user's own space (TurnContext.for_user) is changed as its user would change it.
+    owner = own_id.removeprefix(USER_SPACE_PREFIX) if own_id is not None else None
+    actor = (
+        _person(session, owner)
+        if own_id is not None and own_id.startswith(USER_SPACE_PREFIX) and owner
+        else CONSOLIDATION_ACTOR
+    )
     return TurnContext(
         server_id=own_id,
         server_name=_server_name(session, key),
         channel_id=key.removeprefix(DM_KEY_PREFIX) if dm else CONSOLIDATION_CHANNEL,
-        user=CONSOLIDATION_ACTOR,
-        participants=(CONSOLIDATION_ACTOR,),
+        user=actor,
+        participants=(actor,),
         persona=persona or _persona_of(session, scope.lineage_id, key),
         bot_user_id=DEFAULT_BOT_USER_ID,
         notifier=notifier,

@@ -389,7 +389,7 @@ def run_answer_bench(
     Without ``OPENAI_API_KEY`` prints :data:`NO_ENDPOINT` and returns 2 before loading
     anything; an endpoint that refuses or cannot be reached is also one line and 2.
     """
-    if not os.environ.get("OPENAI_API_KEY"):
+    if not os.environ.get("OPENAI_API_KEY", "").strip():  # blank is not a key
         print(NO_ENDPOINT, file=sys.stderr)
         return 2
     if top_k < 1 or (limit is not None and limit < 1):

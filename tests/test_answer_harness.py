@@ -252,8 +252,11 @@ def test_models_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert models_from_env(judge=False)[1] is None
 
 
-def test_no_endpoint_is_one_line_and_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [None, "", "   "])
+def test_no_endpoint_is_one_line_and_exit_2(tmp_path: Path, key: str | None) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ENDPOINT_VARIABLES}
+    if key is not None:  # a blank key is no key: nothing is sent anywhere
+        env["OPENAI_API_KEY"] = key
     result = subprocess.run(
         # A data file that does not exist: nothing may be loaded before the check.
         [sys.executable, "-m", "bench.locomo", "--answer", "--data", str(tmp_path / "none.json")],

@@ -316,6 +316,10 @@ def require_turn_context(value: object) -> TurnContext:
     return context
 
 
+MAX_APP_THREADS = 1024
+"""Threads whose :class:`TurnContext` one :class:`AppContext` keeps (all dropped beyond)."""
+
+
 @dataclass(frozen=True)
 class AppContext:
     """A flat context for one-user apps and LangGraph Studio: every field has a default.
@@ -347,6 +351,8 @@ class AppContext:
         turns: dict[str, TurnContext] = object.__getattribute__(self, "_turns")
         turn = turns.get(thread)
         if turn is None:
+            if len(turns) >= MAX_APP_THREADS:
+                turns.clear()  # one context shared by many threads: keep a bounded few
             turn = turns.setdefault(
                 thread,
                 TurnContext.for_user(

@@ -233,15 +233,20 @@ def test_a_channel_a_turn_called_private_stays_out_of_other_channels(
     assert row.private
 
 
-def test_a_summary_beside_words_of_someone_now_full_is_not_recalled(scenario: Scenario) -> None:
-    """Recall drops the words of anyone now FULL, and the summary that may retell them."""
+def _bob_summarised_in_plans(scenario: Scenario, minutes_ago: int) -> None:
+    """Bob's message in #plans and a summary retelling it; Alice recalls only this server."""
     with scenario.store.accounts() as accounts:
         accounts.upsert_user("u-alice", "Alice", cross_server_stm=False)
     in_plans = scenario.context(channel_id="plans", user=BOB)
-    scenario.clock.now = T0 - timedelta(minutes=20)
+    scenario.clock.now = T0 - timedelta(minutes=minutes_ago)
     said = StmMessage("user", "Bob", "our pineapple plans", scenario.clock.now, user_id="u-bob")
     scenario.stm.capture(in_plans, [said])
-    scenario.stm.write_summary(in_plans, "Bob shared PINEAPPLE plans")
+    scenario.stm.write_summary(in_plans, "They discussed PINEAPPLE plans")
+
+
+def test_a_summary_beside_words_of_someone_now_full_is_not_recalled(scenario: Scenario) -> None:
+    """Recall drops the words of anyone now FULL, and the summary that may retell them."""
+    _bob_summarised_in_plans(scenario, 20)
     scenario.clock.now = T0
     texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
     assert "PINEAPPLE" in texts  # recalled while Bob may be remembered
@@ -249,6 +254,31 @@ def test_a_summary_beside_words_of_someone_now_full_is_not_recalled(scenario: Sc
         accounts.upsert_user("u-bob", "Bob", privacy=PrivacyLevel.FULL)
     texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
     assert "pineapple" not in texts.lower()
+
+
+def test_a_summary_is_not_recalled_once_anyone_who_spoke_is_full(scenario: Scenario) -> None:
+    """Even after their messages scrolled out of the entry, the summary may retell a person
+    now FULL: it is not recalled; erasing them forgets that they spoke there."""
+    _bob_summarised_in_plans(scenario, 30)
+    later = [
+        StmMessage("user", "Alice", f"chat {i}", T0 - timedelta(minutes=20 - i), user_id="u-alice")
+        for i in range(12)
+    ]
+    scenario.stm.capture(scenario.context(channel_id="plans"), later)
+    key = StmKey("server", "srv-a", "plans", scenario.kioku.lineage_id)
+    entry = scenario.stm.load(key)
+    assert entry is not None and "u-bob" in entry.speakers
+    assert all(m.user_id != "u-bob" for m in entry.messages)  # scrolled out
+    scenario.clock.now = T0
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "PINEAPPLE" in texts
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-bob", "Bob", privacy=PrivacyLevel.FULL)
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "PINEAPPLE" not in texts and "chat 11" in texts
+    scenario.store.erase_user("u-bob")
+    entry = scenario.stm.load(key)
+    assert entry is not None and "u-bob" not in entry.speakers and entry.summary is None
 
 
 def test_create_directive_before_the_latest_pair(scenario: Scenario) -> None:

@@ -66,6 +66,11 @@ def test_when_label(moment: datetime, label: str) -> None:
         ("in 2024", datetime(2024, 1, 1), datetime(2025, 1, 1)),
         ("what changed since May", datetime(2026, 5, 1), datetime(2026, 11, 25)),
         ("anything new since 2024?", datetime(2024, 1, 1), datetime(2026, 11, 25)),
+        ("what happened since yesterday", datetime(2026, 11, 23), datetime(2026, 11, 25)),
+        ("since last month", datetime(2026, 10, 1), datetime(2026, 11, 25)),
+        ("since 2 weeks ago", datetime(2026, 11, 7), datetime(2026, 11, 25)),
+        ("at the end of May 2024", datetime(2024, 5, 1), datetime(2024, 6, 1)),
+        ("in May 0000, or in 2024", datetime(2024, 1, 1), datetime(2025, 1, 1)),
     ],
 )
 def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
@@ -74,6 +79,7 @@ def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
 
 def test_no_time_phrase() -> None:
     assert window_of("may I ask what tea Alice likes", NOW) is None
+    assert window_of("what is the phone number of June", NOW) is None  # a name
     assert window_of("x" * 10_000 + " 3 " * 5_000, NOW) is None
 
 
@@ -103,6 +109,23 @@ def test_a_time_phrase_narrows_what_is_found_never_hides_it(world: World) -> Non
     assert then["memories"][0].startswith(f"ID:{cat['memory_id']} ")
     nothing = search(world, query="zebra quantum chromodynamics")
     assert nothing["status"] == "no_memories_found", nothing
+
+
+def test_a_query_about_a_time_alone_searches_that_time(world: World) -> None:
+    """ "What happened in May 2025" finds May 2025's memories however many others there
+    are: the search is narrowed to the phrase's window, not just ranked by it."""
+    with world.store.transaction() as session:
+        for day in range(40):
+            insert_server_memory(
+                session,
+                world,
+                f"what happened at meeting {day} happened to be dull",
+                created_at=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(days=day),
+            )
+    cat = create(world, "Alice adopted a grey cat named Miso", event_time="2025-05-10")
+    then = search(world, query="what happened in May 2025")
+    assert then["status"] == "memories_found", then
+    assert [m.split()[0] for m in then["memories"]] == [f"ID:{cat['memory_id']}"]
 
 
 def test_a_memory_says_when_it_happened(world: World) -> None:

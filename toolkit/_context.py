@@ -7,6 +7,7 @@ Passed to the graph as its ``context_schema`` and read by tools through LangGrap
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -317,7 +318,8 @@ def require_turn_context(value: object) -> TurnContext:
 
 
 MAX_APP_THREADS = 1024
-"""Threads whose :class:`TurnContext` one :class:`AppContext` keeps (all dropped beyond)."""
+"""Threads whose :class:`TurnContext` one :class:`AppContext` keeps (least recently used
+dropped first)."""
 
 
 @dataclass(frozen=True)
@@ -343,16 +345,18 @@ class AppContext:
     """The assistant's name (lineage 10000, like :data:`DEFAULT_PERSONA`)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_turns", {})
+        object.__setattr__(self, "_turns", OrderedDict())
 
     def as_turn_context(self) -> TurnContext:
         """The :class:`TurnContext` of this app context in the running thread (made once)."""
         thread = self.thread_id or _run_thread_id()
-        turns: dict[str, TurnContext] = object.__getattribute__(self, "_turns")
+        turns: OrderedDict[str, TurnContext] = object.__getattribute__(self, "_turns")
         turn = turns.get(thread)
-        if turn is None:
-            if len(turns) >= MAX_APP_THREADS:
-                turns.clear()  # one context shared by many threads: keep a bounded few
+        if turn is not None:
+            turns.move_to_end(thread)
+        else:
+            while len(turns) >= MAX_APP_THREADS:  # the least recently used go first
+                turns.popitem(last=False)
             turn = turns.setdefault(
                 thread,
                 TurnContext.for_user(

@@ -44,7 +44,8 @@ def consolidation_context(
     """The turn context under which a consolidation of ``scope`` reads and writes.
 
     Server-wide memories are changed as a turn on their server (or direct-message
-    conversation) would change them, by :data:`CONSOLIDATION_ACTOR`. Personal memories
+    conversation) would change them, by :data:`CONSOLIDATION_ACTOR` (in a user's own
+    space, ``TurnContext.for_user``, by that user). Personal memories
     are changed as their owner's own turn would (the owner as the triggering user, with
     the privacy the ``users`` table gives them), so privacy rules apply as to any turn.
 

@@ -171,6 +171,7 @@ def load_other_channel_entries(
     loaded = [stm.load_version(c.key, c.last_updated) for c in chosen]
     entries = [e for e in loaded if e is not None]
     owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
+    owners.update(speaker for e in entries for speaker in e.speakers)
     hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
     recalled = [_without_hidden(e, hidden) for e in entries]
     return [e for e in recalled if e.messages or e.summary]
@@ -179,14 +180,16 @@ def load_other_channel_entries(
 def _without_hidden(entry: StmEntry, hidden: frozenset[str]) -> StmEntry:
     """``entry`` without the messages of ``hidden`` people.
 
-    Its summary goes too when any did: it may retell what they said.
+    Its summary goes too when any of them spoke in the entry (their messages may have
+    scrolled out since): it may retell what they said.
     """
     kept = tuple(
         m
         for m in entry.messages
         if may_remember_message(m.user_id, marked_private=False, invisible=hidden)
     )
-    if len(kept) == len(entry.messages):
+    spoke = any(speaker in hidden for speaker in entry.speakers)
+    if len(kept) == len(entry.messages) and not spoke:
         return entry
     return replace(entry, messages=kept, summary=None)
 

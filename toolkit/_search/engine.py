@@ -564,6 +564,9 @@ def _fused(
     shares = aids.term_shares.get(session, visibility) if aids is not None else None
     phrase = time_phrase(query, now)
     window = phrase.window if phrase is not None else None
+    asks_only_when = phrase is not None and phrase.asks_only_when
+    if window is not None and asks_only_when and since is None and until is None:
+        since, until = window.since, window.until  # "what happened last week": only then
     found = _rows_of(
         session,
         visibility,

@@ -16,23 +16,36 @@ MONTHS = tuple(_MONTH_NAMES.split(" "))
 _UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _MONTH = "|".join(MONTHS)
+_SINCE = r"(?:(?P<since>since)\s+)?"
 _PATTERNS = (
-    ("relative", re.compile(r"\b(today|yesterday)\b", re.IGNORECASE)),
-    ("this_last", re.compile(r"\b(this|last|past|previous)\s+(week|month|year)\b", re.I)),
+    ("relative", re.compile(rf"\b{_SINCE}(?P<day>today|yesterday)\b", re.I)),
+    (
+        "this_last",
+        re.compile(
+            rf"\b{_SINCE}(?P<which>this|last|past|previous)\s+(?P<unit>week|month|year)\b", re.I
+        ),
+    ),
     (
         "ago",
         re.compile(
-            r"\b(\d{1,3}|an?|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", re.I
+            rf"\b{_SINCE}(?P<amount>\d{{1,3}}|an?|one|two|three|four|five|six)\s+"
+            r"(?P<unit>day|week|month|year)s?\s+ago\b",
+            re.I,
         ),
     ),
     (
         "month",
         re.compile(
-            rf"\b(in|during|since|of|early|late|mid)[\s-]+({_MONTH})(?:\s+(\d{{4}}))?\b", re.I
+            rf"\b(?:(?P<since>since)|in|during|early|late|mid)[\s-]+(?P<month>{_MONTH})"
+            r"(?:\s+(?P<year>\d{4}))?\b",
+            re.I,
         ),
     ),
-    ("year", re.compile(r"\b(in|during|since)\s+((?:19|20)\d{2})\b", re.I)),
+    # "of June" alone may be a name ("the phone number of June"): only with a year.
+    ("month", re.compile(rf"\bof\s+(?P<month>{_MONTH})\s+(?P<year>\d{{4}})\b", re.I)),
+    ("year", re.compile(r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b", re.I)),
 )
+"""Time phrases, first match wins; a leading "since" runs the window until now."""
 
 
 @dataclass(frozen=True)
@@ -115,39 +128,41 @@ def time_phrase(query: str, now: datetime) -> TimePhrase | None:
         if match is None:
             continue
         try:
-            window = _window(kind, match, today)
+            window = _window(kind, match.groupdict(), today)
         except (ValueError, OverflowError):
-            return None
+            continue
+        if match.groupdict().get("since"):  # from then until now
+            window = Window(window.since, max(window.until, _day(today + timedelta(days=1))))
         return TimePhrase(window, f"{query[: match.start()]} {query[match.end() :]}")
     return None
 
 
-def _window(kind: str, match: re.Match[str], today: date) -> Window:
-    """The window of a phrase ``match`` of pattern ``kind`` (may raise past the calendar)."""
+def _window(kind: str, parts: dict[str, str | None], today: date) -> Window:
+    """The window a phrase of pattern ``kind`` names (may raise past the calendar)."""
+
+    def part(name: str) -> str:
+        return (parts.get(name) or "").lower()
+
     if kind == "relative":
-        day = today if match.group(1).lower() == "today" else today - timedelta(days=1)
+        day = today if part("day") == "today" else today - timedelta(days=1)
         return Window(_day(day), _day(day + timedelta(days=1)))
     if kind == "this_last":
-        return _this_or_last(match.group(1).lower(), match.group(2).lower(), today)
+        return _this_or_last(part("which"), part("unit"), today)
     if kind == "ago":
-        amount = match.group(1).lower()
+        amount = part("amount")
         count = int(amount) if amount.isdigit() else _NUMBERS[amount]
-        unit = _UNITS[match.group(2).lower()]
+        unit = _UNITS[part("unit")]
         centre = today - timedelta(days=count * unit)
         slack = timedelta(days=max(1, unit // 2))
         return Window(_day(centre - slack), _day(centre + slack + timedelta(days=1)))
     if kind == "month":
-        month = MONTHS.index(match.group(2).lower()) + 1
-        year = int(match.group(3)) if match.group(3) else today.year
-        if not match.group(3) and month > today.month:
+        month = MONTHS.index(part("month")) + 1
+        year = int(part("year")) if part("year") else today.year
+        if not part("year") and month > today.month:
             year -= 1  # the latest such month
-        window = _month_window(year, month)
-    else:
-        year = int(match.group(2))
-        window = Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))
-    if match.group(1).lower() == "since":  # from then until now
-        return Window(window.since, max(window.until, _day(today + timedelta(days=1))))
-    return window
+        return _month_window(year, month)
+    year = int(part("year"))
+    return Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))
 
 
 def _this_or_last(which: str, unit: str, today: date) -> Window:

@@ -110,6 +110,9 @@ class StmEntry:
     """Written in a channel its turn called private (``TurnContext.is_private_channel``):
     recalled only where the server's private channels are (once set, kept until the
     entry expires)."""
+    speakers: tuple[str, ...] = ()
+    """The people whose messages the entry has held since it began (newest last, at most
+    :data:`MAX_SPEAKERS`), theirs or replies to them: a summary may retell any of them."""
 
     def to_state(self) -> dict[str, Any]:
         """The values stored in the entry's LangGraph thread."""
@@ -124,6 +127,7 @@ class StmEntry:
                 "persona_id": self.persona_id,
                 "last_updated": self.last_updated.isoformat(),
                 "private": self.private,
+                "speakers": list(self.speakers),
             },
         }
 
@@ -144,6 +148,7 @@ class StmEntry:
             persona_id=meta.get("persona_id"),
             last_updated=datetime.fromisoformat(meta["last_updated"]),
             private=bool(meta.get("private", False)),
+            speakers=tuple(str(s) for s in meta.get("speakers") or ()),
         )
 
 
@@ -163,6 +168,10 @@ class StmPolicy:
         return now - entry.last_updated > (self.summary_ttl if entry.summary else self.ttl)
 
 
+MAX_SPEAKERS = 1000
+"""People an entry remembers as having spoken in it (the least recent are dropped)."""
+
+
 def with_captured(
     entry: StmEntry, messages: Sequence[StmMessage], policy: StmPolicy, now: datetime
 ) -> StmEntry:
@@ -178,7 +187,17 @@ def with_captured(
             seen.add(identity)
             merged.append(message)
     merged.sort(key=lambda m: m.at)
-    return replace(entry, messages=tuple(merged[-policy.max_messages :]), last_updated=now)
+    speakers = dict.fromkeys(entry.speakers)
+    for message in messages:
+        if message.user_id is not None:
+            speakers.pop(message.user_id, None)
+            speakers[message.user_id] = None  # newest last
+    return replace(
+        entry,
+        messages=tuple(merged[-policy.max_messages :]),
+        last_updated=now,
+        speakers=tuple(speakers)[-MAX_SPEAKERS:],
+    )
 
 
 def capped(message: StmMessage, max_length: int) -> StmMessage:
@@ -214,9 +233,9 @@ def without_person(
 ) -> tuple[StmEntry, int]:
     """``entry`` without the person's messages, and how many were removed.
 
-    The bot's messages repeating an erased memory's ``fragments`` go as well. The summary
-    goes too when anything was removed or it names the person: it may retell
-    what they said.
+    The bot's messages repeating an erased memory's ``fragments`` go as well, and the
+    person from the entry's speakers. The summary goes too when anything was removed, the
+    person spoke in the entry or the summary names them: it may retell what they said.
     """
     kept = tuple(
         m
@@ -225,9 +244,13 @@ def without_person(
         and not (m.role == "assistant" and mentions(m.text, fragments))
     )
     removed = len(entry.messages) - len(kept)
+    speakers = tuple(s for s in entry.speakers if s != user_id)
+    spoke = len(speakers) < len(entry.speakers)
     summary = entry.summary
-    if summary and (removed or names_person(summary, name_keys) or mentions(summary, fragments)):
+    if summary and (
+        removed or spoke or names_person(summary, name_keys) or mentions(summary, fragments)
+    ):
         summary = None
-    if not removed and summary == entry.summary:
+    if not removed and not spoke and summary == entry.summary:
         return entry, 0
-    return replace(entry, messages=kept, summary=summary), removed
+    return replace(entry, messages=kept, summary=summary, speakers=speakers), removed

@@ -139,3 +139,25 @@ def test_a_user_space_s_memories_can_be_consolidated(store: KiokuStore) -> None:
     scope = ServerScope(user_space("alice"), DEFAULT_PERSONA.lineage_id)
     report = store.consolidate(scope, ScriptedChatModel(script=Script([say("{}")])))
     assert report.total == 1
+
+
+def test_erasing_a_user_forgets_their_own_space_too(store: KiokuStore) -> None:
+    """In a one-user app, a user's server-wide memories live in their own space: "forget
+    everything about me" forgets those too, and nobody else's."""
+    tool = create_long_term_memory_tool(store)
+    for user in ("alice", "bob"):
+        context = TurnContext.for_user(user, thread_id=f"{user}-chat")
+        for scope, text in (
+            ("server_wide", "likes the tea club"),
+            ("target_user", "drinks oolong"),
+        ):
+            args = {"memory_content": f"{user} {text}", "memory_scope": scope}
+            if scope == "target_user":
+                args["target_user"] = user
+            saved = run_tool(tool, args, context)
+            assert saved.result["status"] == "memory_saved_successfully", saved.result
+    receipt = store.erase_user("alice")
+    assert receipt.memories_deleted == 2, receipt
+    for user, left in (("alice", 0), ("bob", 1)):
+        space = ServerScope(user_space(user), DEFAULT_PERSONA.lineage_id)
+        assert len(store.memories(space)) == left

@@ -6,8 +6,9 @@ A person: every personal memory in every lineage, the text of every history row 
 their memories (a tombstone keeps who changed what, when and how), their messages and
 the bot's replies to them in short-term memory and in the conversation threads, with
 every older checkpoint version of what was rewritten, their memberships and their
-directory row. A server: its server-wide memories in every lineage and their history
-text, every short-term memory entry of its channels, its members, personas and settings.
+directory row, and their own memory space of ``TurnContext.for_user`` as a server. A
+server: its server-wide memories in every lineage and their history text, every
+short-term memory entry of its channels, its members, personas and settings.
 
 Other processes see the result at once: memory caches compare scope versions, and
 short-term memory entries are re-read when their registry version changes.
@@ -21,7 +22,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from kioku._context import server_key
+from kioku._context import server_key, user_space
 from kioku._conversations import conversation_threads, forget_in_threads
 from kioku._memory.text import normalise_name
 from kioku._redaction import memory_fragments
@@ -138,7 +139,9 @@ def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
             ),
             "directory_rows_deleted": _count(session, "DELETE FROM users WHERE id = :u", u=user_id),
         }
-    return ErasureReceipt("user", user_id, **rows, **chats)
+    own = erase_server(store, user_space(user_id))  # their own space (TurnContext.for_user)
+    counts = {name: count + getattr(own, name) for name, count in {**rows, **chats}.items()}
+    return ErasureReceipt("user", user_id, **counts)
 
 
 def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:

@@ -274,7 +274,7 @@ class ContextBuilder:
             window, budget = memories().server, budgets.server_memories
             lines = names.lines_of(
                 ("server", reach.server_key, today),
-                (window.records,),
+                window.records,
                 lambda: server_memory_lines(window.records, names, counter, now),
             )
             omitted = server_memories_omitted(
@@ -306,7 +306,7 @@ class ContextBuilder:
                 *(
                     names.lines_of(
                         ("personal", person.user_id, today),
-                        (records.get(person.user_id, ()),),
+                        records.get(person.user_id, ()),
                         partial(personal_memory_lines, (person,), records, names, counter, now),
                     )
                     for person in participants

@@ -64,10 +64,10 @@ class Names:
         default_factory=dict, init=False, repr=False, compare=False
     )
     """``ID:N`` lines and their token counts, kept while these names are reused."""
-    _line_sets: dict[Hashable, tuple[tuple[Sequence[MemoryRecord], ...], list[MemoryLine]]] = field(
+    _line_sets: dict[Hashable, tuple[Sequence[MemoryRecord], list[MemoryLine]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    """A block's lines, kept with the very record lists they were rendered from."""
+    """Rendered lines, kept with the very record list they were rendered from."""
 
     MAX_CACHED: ClassVar[int] = 4096
     """Cached texts and lines per :class:`Names`, each (all dropped when it is exceeded):
@@ -82,27 +82,23 @@ class Names:
     def lines_of(
         self,
         key: Hashable,
-        sources: tuple[Sequence[MemoryRecord], ...],
+        source: Sequence[MemoryRecord],
         render: Callable[[], list[MemoryLine]],
     ) -> list[MemoryLine]:
-        """``render()``, or the lines it gave for ``key`` from these very ``sources``.
+        """``render()``, or the lines it gave for ``key`` from this very ``source``.
 
-        ``sources`` are compared by identity: a cached memory window keeps its record list
+        ``source`` is compared by identity: a cached memory window keeps its record list
         while the scope is unchanged and gets a new one when it is reloaded, so lines
         rendered from it stay right exactly as long as it is reused. The lines must not be
         changed by the caller.
         """
         found = self._line_sets.get(key)
-        if (
-            found is not None
-            and len(found[0]) == len(sources)
-            and all(kept is given for kept, given in zip(found[0], sources, strict=True))
-        ):
+        if found is not None and found[0] is source:
             return found[1]
         lines = render()
         if len(self._line_sets) >= self.MAX_LINE_SETS:
             self._line_sets.clear()
-        self._line_sets[key] = (sources, lines)
+        self._line_sets[key] = (source, lines)
         return lines
 
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -564,9 +564,10 @@ def _fused(
     shares = aids.term_shares.get(session, visibility) if aids is not None else None
     phrase = time_phrase(query, now)
     window = phrase.window if phrase is not None else None
-    asks_only_when = phrase is not None and phrase.asks_only_when
-    if window is not None and asks_only_when and since is None and until is None:
-        since, until = window.since, window.until  # "what happened last week": only then
+    # "what happened last week": only then, and any memory of then is about it
+    when_only = window if phrase is not None and phrase.asks_only_when else None
+    if when_only is not None and since is None and until is None:
+        since, until = when_only.since, when_only.until
     found = _rows_of(
         session,
         visibility,
@@ -590,9 +591,8 @@ def _fused(
             any(1.0 - row.score >= min_similarity for row in vector_rows)
             or any((row.matched or 0.0) >= min_matched for row in text_rows)
             or (
-                phrase is not None
-                and phrase.asks_only_when
-                and any(phrase.window.holds(r.happened_at) for r in (*vector_rows, *text_rows))
+                when_only is not None
+                and any(when_only.holds(r.happened_at) for r in (*vector_rows, *text_rows))
             )
         )
     ):

@@ -127,11 +127,12 @@ def time_phrase(query: str, now: datetime) -> TimePhrase | None:
         match = pattern.search(query)
         if match is None:
             continue
+        parts = match.groupdict()
         try:
-            window = _window(kind, match.groupdict(), today)
+            window = _window(kind, parts, today)
         except (ValueError, OverflowError):
             continue
-        if match.groupdict().get("since"):  # from then until now
+        if parts.get("since"):  # from then until now
             window = Window(window.since, max(window.until, _day(today + timedelta(days=1))))
         return TimePhrase(window, f"{query[: match.start()]} {query[match.end() :]}")
     return None

@@ -233,6 +233,34 @@ def test_a_channel_a_turn_called_private_stays_out_of_other_channels(
     assert row.private
 
 
+def test_threads_of_a_channel_a_turn_called_private_stay_private(scenario: Scenario) -> None:
+    """A thread under a channel that a turn called private is private too, whether the
+    thread spoke before or after its channel was called private, and though the thread's
+    own turns do not say so."""
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=False)
+    scenario.capture(
+        30, "early thread talk about Mallory", channel_id="mods-t1", parent_channel_id="mods"
+    )
+    scenario.capture(20, "mods plan to ban Mallory", channel_id="mods", is_private_channel=True)
+    scenario.capture(
+        15, "later thread talk about Mallory", channel_id="mods-t2", parent_channel_id="mods"
+    )
+    scenario.capture(
+        10,
+        "a thread of a public channel",
+        channel_id="lobby-t",
+        parent_channel_id="lobby",
+        user=BOB,
+    )
+    scenario.clock.now = T0
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "Mallory" not in texts and "a thread of a public channel" in texts
+    private = scenario.context(is_private_channel=True, channel_id="council")
+    texts = " ".join(i.text for i in scenario.builder().build(private, DIALOGUE).items)
+    assert "Mallory" in texts
+
+
 def _bob_summarised_in_plans(scenario: Scenario, minutes_ago: int) -> None:
     """Bob's message in #plans and a summary retelling it; Alice recalls only this server."""
     with scenario.store.accounts() as accounts:

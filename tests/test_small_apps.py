@@ -13,6 +13,7 @@ from kioku import (
     create_long_term_memory_tool,
     user_space,
 )
+from kioku._mcp_server import McpScope
 from kioku._memory.repository import ServerScope
 from kioku.testing import Script, ScriptedChatModel, say
 from tests.helpers import run_tool
@@ -124,6 +125,10 @@ def test_a_user_space_is_open_only_to_its_users_turns() -> None:
         )
     with pytest.raises(ConfigurationError, match="users' own memory spaces"):
         TurnContext.for_user("mallory", thread_id="t1", server_id=user_space("alice"))
+    # An MCP server for someone else's space is refused before it serves anything.
+    with pytest.raises(ConfigurationError, match="give this server another id"):
+        McpScope(server_id=user_space("alice"), user_id="mallory")
+    assert McpScope(server_id=user_space("alice"), user_id="alice").user_id == "alice"
 
 
 def test_a_user_space_s_memories_can_be_consolidated(store: KiokuStore) -> None:

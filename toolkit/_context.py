@@ -53,6 +53,26 @@ def user_space(user_id: str) -> str:
     return USER_SPACE_PREFIX + user_id
 
 
+def check_user_space(server_id: str | None, user_id: str) -> None:
+    """Refuse a turn of ``user_id`` in another user's own space (:func:`user_space`).
+
+    Raises:
+        ConfigurationError: when ``server_id`` is a user space but not ``user_id``'s.
+    """
+    if (
+        server_id is not None
+        and server_id.startswith(USER_SPACE_PREFIX)
+        and server_id != user_space(user_id)
+    ):
+        from kioku._errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"server ids starting with {USER_SPACE_PREFIX!r} are users' own memory spaces "
+            "(TurnContext.for_user), open only to their user's turns; give this server "
+            "another id"
+        )
+
+
 DEFAULT_BOT_USER_ID = "kioku"
 """The assistant's own user id in :meth:`TurnContext.for_user` contexts."""
 
@@ -227,18 +247,7 @@ class TurnContext:
             Participant.from_dict(p) if isinstance(p, dict) else p for p in self.participants
         )
         object.__setattr__(self, "participants", people)
-        if (
-            self.server_id is not None
-            and self.server_id.startswith(USER_SPACE_PREFIX)
-            and self.server_id != user_space(self.user.user_id)
-        ):
-            from kioku._errors import ConfigurationError
-
-            raise ConfigurationError(
-                f"server ids starting with {USER_SPACE_PREFIX!r} are users' own memory spaces "
-                "(TurnContext.for_user), open only to their user's turns; give this server "
-                "another id"
-            )
+        check_user_space(self.server_id, self.user.user_id)
 
     @property
     def is_dm(self) -> bool:

@@ -40,7 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kioku._accounts import AccountRepository
 from kioku._awaiting import off_loop
 from kioku._config import KiokuSettings
-from kioku._context import Participant, Persona, TurnContext
+from kioku._context import Participant, Persona, TurnContext, check_user_space
 from kioku._db.errors import StorageError, storage_errors
 from kioku._db.models import Memory
 from kioku._memory.arguments import ArgumentError, parse_memory_id
@@ -177,6 +177,10 @@ class McpScope:
     writable: bool = True
     """``False`` (``--read-only``) refuses every write. ``True`` allows short-term summaries;
     long-term writes also need the server's ``self_teaching_enabled`` setting."""
+
+    def __post_init__(self) -> None:
+        """Refuse, before serving, a scope no call could run in."""
+        check_user_space(self.server_id, self.user_id)
 
 
 class KiokuMcp:

@@ -339,8 +339,11 @@ class KiokuStore:
             return MemoryRepository(session).history(memory_id)
 
     def memories(self, scope: CacheKey) -> list[MemoryRecord]:
-        """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them."""
-        return self.memory_window(scope).records
+        """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them.
+
+        A new list each call: changing it changes nothing kept.
+        """
+        return list(self.memory_window(scope).records)
 
     def consolidate(
         self,

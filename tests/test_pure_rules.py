@@ -19,7 +19,7 @@ from kioku._memory.resolution import (
     match_participants,
 )
 from kioku._memory.text import normalise_name, sanitise_content
-from kioku._search.planning import choose_vector_plan
+from kioku._search.planning import came_back_short, choose_vector_plan
 
 
 @pytest.mark.parametrize(
@@ -144,3 +144,15 @@ def test_vector_plan_scans_filtered_searches_exactly_up_to_ten_thousand() -> Non
     """A type, importance or time filter may be rare in the scope: the walk could not tell."""
     assert choose_vector_plan(10_000, 10_500, 20, exact_max_rows=2_000, filtered=True) == "exact"
     assert choose_vector_plan(10_001, 10_500, 20, exact_max_rows=2_000, filtered=True) == "hnsw"
+
+
+def test_an_index_walk_short_of_its_pool_is_noticed() -> None:
+    """One walk over every kind fills one pool; a kind walked alone fills its own."""
+    kinds = ("server", "personal")
+    assert not came_back_short(("exact", "exact"), kinds, [], 20)
+    assert came_back_short(("hnsw", "hnsw"), kinds, ["server"] * 19, 20)
+    assert not came_back_short(("hnsw", "hnsw"), kinds, ["server"] * 10 + ["personal"] * 10, 20)
+    # the server-wide walk is short, though the exact personal scan filled the pool
+    assert came_back_short(("hnsw", "exact"), kinds, ["server"] * 5 + ["personal"] * 20, 20)
+    assert not came_back_short(("hnsw", "exact"), kinds, ["server"] * 20 + ["personal"] * 3, 20)
+    assert came_back_short(("exact", "hnsw"), kinds, [None] * 40, 20)  # rows that do not say

@@ -11,7 +11,12 @@ from sqlalchemy import Engine, insert, select, text
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.engine import make_engine
 from kioku._db.models import Memory, Server
-from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
+from kioku._db.vectors import (
+    EXACT_SEARCH_MAX_ROWS,
+    hnsw_cover,
+    set_vector_schema,
+    stored_embedder,
+)
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._search.engine import vector_candidates
 from kioku._search.query import Visibility
@@ -176,3 +181,48 @@ def test_the_hnsw_index_follows_the_limits(engine: Engine, settings: KiokuSettin
             connection.execute(text("DELETE FROM servers WHERE id = 'roomy'"))
         setup(small.model_copy(update={"vector_index": "exact"}))
     assert not indexed()
+
+
+def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
+    engine: Engine, settings: KiokuSettings
+) -> None:
+    """While no personal limit lets a person's memories outgrow exact search, the index
+    holds server-wide memories alone, so writing a personal memory costs it nothing; a
+    personal limit beyond widens it, and nothing but ``exact`` undoes that."""
+
+    def cover() -> str | None:
+        with engine.connect() as connection:
+            return hnsw_cover(connection)
+
+    def setup(settings: KiokuSettings) -> None:
+        with KiokuStore(engine, settings=settings) as store:
+            store.setup()
+
+    small = settings.model_copy(update={"vector_index": "auto"})
+    exact_only = small.model_copy(update={"vector_index": "exact"})
+    big_servers = small.model_copy(update={"max_server_memories": EXACT_SEARCH_MAX_ROWS + 1})
+    try:
+        setup(exact_only)
+        assert cover() is None
+        setup(big_servers)
+        assert cover() == "server"
+        with engine.begin() as connection:  # re-typing the column keeps it as it was
+            stored = stored_embedder(connection)
+            assert stored is not None
+            set_vector_schema(
+                connection,
+                *stored,
+                hnsw=big_servers.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
+                limits=big_servers.memory_limits,
+            )
+        assert cover() == "server"
+        setup(big_servers.model_copy(update={"max_personal_memories": EXACT_SEARCH_MAX_ROWS + 1}))
+        assert cover() == "every"
+        setup(big_servers)
+        assert cover() == "every"  # never narrowed
+        setup(exact_only)
+        assert cover() is None
+        setup(small.model_copy(update={"vector_index": "hnsw"}))  # asked for: every memory
+        assert cover() == "every"
+    finally:
+        setup(exact_only)

@@ -180,3 +180,22 @@ def test_the_lighter_statement_finds_the_same_candidates(
             )
     assert found[False] == found[True]
     assert found[True] or not (vector or with_text) or not visibility.include_server
+
+
+@pytest.mark.parametrize("plans", [("hnsw", "exact"), ("exact", "hnsw")])
+def test_each_scope_kind_may_take_its_own_path(
+    corpus: KiokuStore, plans: tuple[VectorPlan, VectorPlan]
+) -> None:
+    """Server-wide and personal memories searched together: the kind whose plan says so
+    through the index (its own walk, its own pool), the other exactly, finding what scanning
+    both finds."""
+    visibility = Visibility("s1", LINEAGES[0], ("u1", "u2"))
+    params = search_params(visibility, vector=[0.5] * corpus.embedder.dimension, pool=50)
+    found = {}
+    with corpus.sessions() as session:
+        _apply_hnsw_settings(session)
+        for vector in (plans, "exact"):
+            shape = SearchShape.of(visibility, memory_type=None, vector=vector, text=False)
+            rows = session.execute(text(candidates_sql(shape)), params).all()
+            found[vector] = sorted((row.id, row.score) for row in rows)
+    assert found[plans] == found["exact"] and found["exact"]

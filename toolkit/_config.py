@@ -202,7 +202,13 @@ class KiokuSettings(BaseSettings):
     )
     """``hnsw`` builds an HNSW index for scopes too large to search exactly; ``exact``
     does without (and drops one); ``auto`` builds it when the memory limits (these, or a
-    server's own) allow such scopes, and never drops one."""
+    server's own) allow such scopes, and never drops one. The index holds server-wide
+    memories alone while no personal limit lets a person's scope outgrow exact search."""
+
+    @property
+    def memory_limits(self) -> tuple[int, int]:
+        """The server-wide and the personal memory limit, in that order."""
+        return self.max_server_memories, self.max_personal_memories
 
     def wants_hnsw_index(self, exact_max_rows: int) -> bool | None:
         """Whether setup should build (``True``) or drop (``False``) the HNSW index.

@@ -32,6 +32,7 @@ def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | Non
                     spec.model,
                     spec.dimension,
                     hnsw=store.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
+                    limits=store.settings.memory_limits,
                 )
                 connection.execute(update(Memory).values(embedding=None, needs_embedding=True))
             connection.execute(

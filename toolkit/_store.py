@@ -158,6 +158,7 @@ class KiokuStore:
                     self.embedder.model,
                     self.embedder.dimension,
                     hnsw=self.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
+                    limits=self.settings.memory_limits,
                 )
             self.checkpointer().setup()
         return change

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Literal
 
 from sqlalchemy import Connection, text
 
@@ -70,7 +71,12 @@ def stored_embedder(connection: Connection) -> tuple[str, int] | None:
 
 
 def ensure_vector_schema(
-    connection: Connection, model: str, dimension: int, *, hnsw: bool | None = True
+    connection: Connection,
+    model: str,
+    dimension: int,
+    *,
+    hnsw: bool | None = True,
+    limits: tuple[int, int] = (0, 0),
 ) -> None:
     """Give the column its dimension and indexes on first setup; refuse a silent switch.
 
@@ -85,7 +91,7 @@ def ensure_vector_schema(
     stored = stored_embedder(connection)
     if stored == (model, dimension) and _column_type(connection) == f"halfvec({dimension})":
         ensure_scope_vector_indexes(connection, dimension)
-        _ensure_hnsw_index(connection, hnsw)
+        _ensure_hnsw_index(connection, hnsw, limits)
         return
     if stored is not None and stored != (model, dimension):
         raise ConfigurationError(
@@ -93,47 +99,83 @@ def ensure_vector_schema(
             f"configured embedder is {model} ({dimension}). Run `kioku reembed` to re-embed "
             "every memory with the new model, or set KIOKU_EMBEDDINGS back."
         )
-    set_vector_schema(connection, model, dimension, hnsw=hnsw)
+    set_vector_schema(connection, model, dimension, hnsw=hnsw, limits=limits)
 
 
-def hnsw_wanted(connection: Connection, wish: bool | None) -> bool | None:
-    """Build, drop or keep (``None``) the HNSW index.
+HnswCover = Literal["every", "server"]
+"""What the HNSW index holds: every memory, or server-wide memories alone (when no personal
+memory limit, the settings' or a server's own, lets a person's scope outgrow exact search:
+then writing a personal memory costs the index nothing)."""
 
-    ``wish`` is the settings' :meth:`~kioku.KiokuSettings.wants_hnsw_index`; when it leaves
-    the choice open, a server whose own memory limits exceed :data:`EXACT_SEARCH_MAX_ROWS`
-    asks for the index.
+
+def hnsw_wanted(
+    connection: Connection, wish: bool | None, limits: tuple[int, int] = (0, 0)
+) -> HnswCover | Literal[False] | None:
+    """Build the HNSW index over these memories, drop it (``False``) or keep it (``None``).
+
+    ``wish`` is the settings' :meth:`~kioku.KiokuSettings.wants_hnsw_index` and ``limits``
+    their server-wide and personal memory limits; when the wish leaves the choice open, a
+    server whose own memory limits exceed :data:`EXACT_SEARCH_MAX_ROWS` asks for the index.
     """
-    if wish is not None:
-        return wish
+    if wish is False:
+        return False
     largest = connection.execute(
         text(
-            "SELECT coalesce(max(greatest(max_server_memories, max_personal_memories)), 0) "
-            "FROM servers"
+            "SELECT coalesce(max(max_server_memories), 0), "
+            "coalesce(max(max_personal_memories), 0) FROM servers"
         )
-    ).scalar_one()
-    return True if int(largest) > EXACT_SEARCH_MAX_ROWS else None
+    ).one()
+    server = max(limits[0], int(largest[0])) > EXACT_SEARCH_MAX_ROWS
+    personal = max(limits[1], int(largest[1])) > EXACT_SEARCH_MAX_ROWS
+    if wish is None and not (server or personal):
+        return None
+    return "server" if server and not personal else "every"
 
 
-def _has_hnsw_index(connection: Connection) -> bool:
-    return (
-        connection.execute(text("SELECT to_regclass(:name)"), {"name": HNSW_INDEX}).scalar()
-        is not None
-    )
+def hnsw_cover(connection: Connection) -> HnswCover | None:
+    """What the HNSW index holds (``None``: there is none)."""
+    row = connection.execute(
+        text(
+            "SELECT pg_get_expr(indpred, indrelid) FROM pg_index "
+            "WHERE indexrelid = to_regclass(:name)"
+        ),
+        {"name": HNSW_INDEX},
+    ).first()
+    if row is None:
+        return None
+    return "every" if row[0] is None else "server"
 
 
-def _ensure_hnsw_index(connection: Connection, wish: bool | None) -> None:
-    wanted = hnsw_wanted(connection, wish)
-    if wanted is None:
+def _ensure_hnsw_index(
+    connection: Connection,
+    wish: bool | None,
+    limits: tuple[int, int],
+    *,
+    at_least: HnswCover | None = None,
+) -> None:
+    """Build, widen, drop or keep the index as :func:`hnsw_wanted` says; never narrow it.
+
+    ``at_least``: what an index dropped just before held (rebuilt at least as wide).
+    """
+    wanted = hnsw_wanted(connection, wish, limits)
+    if wanted is None and at_least is None:
         return
-    if wanted:
-        connection.execute(
-            text(
-                f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON memories "
-                "USING hnsw (embedding halfvec_cosine_ops)"
-            )
-        )
-    else:
+    if wanted is False:
         connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
+        return
+    cover: HnswCover = "every" if "every" in (wanted, at_least) else "server"
+    present = hnsw_cover(connection)
+    if present == "every" or present == cover:
+        return
+    if present is not None:  # server-wide memories alone, now wanted for every one
+        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))
+    only = " WHERE scope = 'server'" if cover == "server" else ""
+    connection.execute(
+        text(
+            f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON memories "
+            f"USING hnsw (embedding halfvec_cosine_ops){only}"
+        )
+    )
 
 
 def _column_type(connection: Connection) -> str:
@@ -148,7 +190,12 @@ def _column_type(connection: Connection) -> str:
 
 
 def set_vector_schema(
-    connection: Connection, model: str, dimension: int, *, hnsw: bool | None = True
+    connection: Connection,
+    model: str,
+    dimension: int,
+    *,
+    hnsw: bool | None = True,
+    limits: tuple[int, int] = (0, 0),
 ) -> None:
     """(Re)type the column as ``halfvec(dimension)`` and index it.
 
@@ -157,8 +204,7 @@ def set_vector_schema(
     :func:`ensure_vector_schema` (``None`` rebuilds an HNSW index that existed).
     """
     connection.execute(text("SET LOCAL statement_timeout = 0"))  # retyping rewrites the table
-    if hnsw is None and _has_hnsw_index(connection):
-        hnsw = True
+    before = hnsw_cover(connection) if hnsw is not False else None
     connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
     _drop_scope_vector_indexes(connection)
     connection.execute(
@@ -168,7 +214,7 @@ def set_vector_schema(
             f"THEN embedding::halfvec({int(dimension)}) END"
         )
     )
-    _ensure_hnsw_index(connection, hnsw)
+    _ensure_hnsw_index(connection, hnsw, limits, at_least=before)
     ensure_scope_vector_indexes(connection, dimension)
     for key, value in ((MODEL_KEY, model), (DIMENSION_KEY, str(dimension))):
         connection.execute(

@@ -16,7 +16,7 @@ from kioku._db.vectors import (
     HNSW_SETTINGS_APPLIED,
 )
 from kioku._search.aids import SearchAids
-from kioku._search.planning import VectorPlan, choose_vector_plan
+from kioku._search.planning import VectorPlans, came_back_short, choose_vector_plan
 from kioku._search.query import Visibility, or_tsquery, query_words
 from kioku._search.scoring import FusionWeights, fuse, relevance
 from kioku._search.sizes import ScopeSizes
@@ -94,7 +94,9 @@ _TABLE_KEY = "memories table"
 """The key under which ``ScopeSizes`` keeps the table's estimated row count."""
 
 
-def _counted(sizes: ScopeSizes | None, key: Hashable, count: Callable[[], int]) -> int:
+def _counted(
+    sizes: ScopeSizes | None, key: Hashable, count: Callable[[], tuple[int, ...]]
+) -> tuple[int, ...]:
     size = sizes.get(key) if sizes is not None else None
     if size is None:
         size = count()
@@ -111,32 +113,39 @@ def _vector_plan(
     exact_max_rows: int,
     sizes: ScopeSizes | None,
     filtered: bool = False,
-) -> VectorPlan:
-    """Exact search or HNSW (its settings applied), by :func:`choose_vector_plan`.
+) -> VectorPlans:
+    """Exact search or HNSW for each scope kind, by :func:`choose_vector_plan` on its size.
 
-    ``sizes`` spares most searches the counts that make this choice; ``filtered``: the
-    search also filters by type, importance or time.
+    HNSW's settings are applied when a kind needs them. ``sizes`` spares most searches
+    the counts that make this choice; ``filtered``: the search also filters by type,
+    importance or time.
     """
     shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
-    size = _counted(
+    if not (shape.server or shape.personal):
+        return ()
+    counts = _counted(
         sizes,
         visibility,
-        lambda: int(
-            session.execute(
+        lambda: tuple(
+            int(count)
+            for count in session.execute(
                 text(scope_size_sql(shape)), search_params(visibility, cap=SIZE_COUNT_CAP)
-            ).scalar_one()
+            ).one()
         ),
     )
     table: int | None = None
-    if 0 < exact_max_rows < size:
-        estimate = _counted(
-            sizes, _TABLE_KEY, lambda: int(session.execute(_TABLE_ROWS).scalar_one())
+    if 0 < exact_max_rows < max(counts):
+        (estimate,) = _counted(
+            sizes, _TABLE_KEY, lambda: (int(session.execute(_TABLE_ROWS).scalar_one()),)
         )
         table = estimate if estimate >= 0 else None  # never analysed: unknown
-    plan = choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows, filtered=filtered)
-    if plan == "hnsw":
+    plans = tuple(
+        choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows, filtered=filtered)
+        for size in counts
+    )
+    if "hnsw" in plans:
         _apply_hnsw_settings(session)
-    return plan
+    return plans
 
 
 def _text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
@@ -293,7 +302,7 @@ def _rows_of(
         until=until,
     )
 
-    def candidates(plan: VectorPlan | None) -> dict[str, list[Row]]:
+    def candidates(plan: VectorPlans | None) -> dict[str, list[Row]]:
         shape = SearchShape.of(
             visibility,
             memory_type=memory_type,
@@ -310,8 +319,13 @@ def _rows_of(
         return found
 
     found = candidates(plan)
-    if plan == "hnsw" and len(found["vector"]) < pool:
-        found = candidates("exact")
+    if plan is not None and came_back_short(
+        plan,
+        visibility.kinds(),
+        [getattr(row, "scope", None) for row in found["vector"]],
+        pool,
+    ):
+        found = candidates(tuple("exact" for _ in plan))
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
     found["text"].sort(key=lambda row: (-row.score, row.id))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 VectorPlan = Literal["exact", "hnsw"]
+VectorPlans = tuple[VectorPlan, ...]
+"""One plan per scope kind a search covers: server-wide memories first, then personal ones."""
 
 HNSW_MAX_VISITS = 20_000
 """Rows a filtered HNSW scan is expected to visit at most; a scope whose rows are rarer
@@ -47,3 +50,23 @@ def choose_vector_plan(
         return "exact"
     visits = max(pool, HNSW_EF_SEARCH) * max(table_rows, scope_rows) / scope_rows
     return "hnsw" if visits <= min(HNSW_MAX_VISITS, scope_rows / HNSW_SAVING) else "exact"
+
+
+def came_back_short(
+    plans: VectorPlans, kinds: Sequence[str], found: Sequence[str | None], pool: int
+) -> bool:
+    """Whether an index walk stopped before it found ``pool`` rows of its scope kinds.
+
+    ``plans`` and ``kinds`` go together (a plan per kind); ``found`` is the kind of each
+    vector row returned (``None`` where the rows do not say). One walk over every kind
+    fills one pool; a kind walked on its own fills its own.
+    """
+    if "hnsw" not in plans:
+        return False
+    if all(plan == "hnsw" for plan in plans):
+        return len(found) < pool
+    return any(
+        sum(1 for row_kind in found if row_kind == kind) < pool
+        for kind, plan in zip(kinds, plans, strict=True)
+        if plan == "hnsw"
+    )

@@ -37,6 +37,12 @@ class Visibility:
     include_server: bool = True
     """``False`` searches the personal memories only."""
 
+    def kinds(self) -> tuple[str, ...]:
+        """The scope kinds covered (``server``, ``personal``), in the order of the filters."""
+        return (("server",) if self.include_server else ()) + (
+            ("personal",) if self.personal_user_ids else ()
+        )
+
     def owners_sql(self) -> list[str]:
         """The scope-key filters as SQL text with named parameters, one per scope kind."""
         owners = []

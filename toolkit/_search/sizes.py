@@ -8,7 +8,9 @@ from collections.abc import Callable, Hashable
 
 
 class ScopeSizes:
-    """Thread-safe map from a search scope to its size, each entry kept ``ttl_seconds``.
+    """Thread-safe map from a search scope to its sizes, each entry kept ``ttl_seconds``.
+
+    A scope's sizes are one count per scope kind it covers (server-wide, personal).
 
     The size only chooses between exact and index search (``kioku._search.planning``),
     which leaves room for stale counts: a stale one costs speed first; only one off by
@@ -24,11 +26,11 @@ class ScopeSizes:
     ) -> None:
         """Create an empty map."""
         self._ttl, self._max, self._clock = ttl_seconds, max_entries, clock
-        self._sizes: dict[Hashable, tuple[int, float]] = {}
+        self._sizes: dict[Hashable, tuple[tuple[int, ...], float]] = {}
         self._lock = threading.Lock()
 
-    def get(self, scope: Hashable) -> int | None:
-        """The remembered size, or ``None`` when unknown or expired."""
+    def get(self, scope: Hashable) -> tuple[int, ...] | None:
+        """The remembered sizes, or ``None`` when unknown or expired."""
         with self._lock:
             entry = self._sizes.get(scope)
         if entry is None or entry[1] < self._clock():
@@ -40,7 +42,7 @@ class ScopeSizes:
         with self._lock:
             return len(self._sizes)
 
-    def put(self, scope: Hashable, size: int) -> None:
+    def put(self, scope: Hashable, size: tuple[int, ...]) -> None:
         """Remember ``size`` for ``scope``."""
         with self._lock:
             if len(self._sizes) >= self._max:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from kioku._db.vectors import halfvec_text
-from kioku._search.planning import VectorPlan
+from kioku._search.planning import VectorPlan, VectorPlans
 from kioku._search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
 
 DETAIL_COLUMNS = (
@@ -53,8 +53,9 @@ class SearchShape:
     """Only memories of one ``memory_type``."""
     important: bool
     """Only memories of at least ``min_importance``."""
-    vector: VectorPlan | None
-    """How vector candidates are found (``None``: no query vector)."""
+    vector: VectorPlans | None
+    """How each visible scope kind's vector candidates are found, server-wide memories
+    first (``None``: no query vector)."""
     text: bool
     """Whether full-text candidates are wanted."""
     timed: bool = False
@@ -68,16 +69,19 @@ class SearchShape:
         visibility: Visibility,
         *,
         memory_type: str | None,
-        vector: VectorPlan | None,
+        vector: VectorPlan | VectorPlans | None,
         text: bool,
         min_importance: float | None = None,
         timed: bool = False,
         details: bool = True,
     ) -> SearchShape:
-        """The shape of a search over ``visibility``."""
+        """The shape of a search over ``visibility`` (one ``vector`` plan: for every kind)."""
+        server, personal = visibility.include_server, bool(visibility.personal_user_ids)
+        if isinstance(vector, str):
+            vector = (vector,) * (int(server) + int(personal))
         return cls(
-            server=visibility.include_server,
-            personal=bool(visibility.personal_user_ids),
+            server=server,
+            personal=personal,
             typed=memory_type is not None,
             important=min_importance is not None,
             vector=vector,
@@ -127,30 +131,41 @@ def _carried(shape: SearchShape) -> str:
 
 def _vector_hits(shape: SearchShape) -> str:
     carried = _carried(shape)
-    if shape.vector == "hnsw":
-        # One filtered index scan; pgvector's iterative scan fills the limit.
-        return (
-            f"SELECT id, {_DISTANCE} AS score, NULL::float8 AS matched{carried} FROM memories "
-            f"WHERE {_any_part(shape)} AND embedding IS NOT NULL "
-            f"ORDER BY {_DISTANCE} LIMIT :pool"
-        )
-    # Exact: each scope kind from its covering index. The distance is computed once, in
-    # a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.
+    plans = shape.vector or ()
+    if plans and all(plan == "hnsw" for plan in plans):
+        # One filtered index scan over every kind; pgvector's iterative scan fills the limit.
+        return _nearest_by_index(shape, _any_part(shape))
+    # Each scope kind on its own: through the index when its plan says so, else exactly,
+    # from its covering index. The distance is computed once, in a subquery ("OFFSET 0"
+    # keeps it one), and sorting by its output keeps HNSW out.
     nothing = "".join(
         f", NULL::{kind} AS {column}"
         for column, kind in zip(RANKING_COLUMNS[1:], _RANKING_TYPES[1:], strict=True)
     )
     per_part = [
-        f"(SELECT id, score, NULL::float8 AS matched{carried} FROM "
-        f"(SELECT id, {_DISTANCE} AS score{carried} FROM memories "
-        f"WHERE {part} AND embedding IS NOT NULL OFFSET 0) AS scored "
-        "ORDER BY score, id LIMIT :pool)"
-        for part in _parts(shape)
+        f"({_nearest_by_index(shape, part)})"
+        if plan == "hnsw"
+        else (
+            f"(SELECT id, score, NULL::float8 AS matched{carried} FROM "
+            f"(SELECT id, {_DISTANCE} AS score{carried} FROM memories "
+            f"WHERE {part} AND embedding IS NOT NULL OFFSET 0) AS scored "
+            "ORDER BY score, id LIMIT :pool)"
+        )
+        for part, plan in zip(_parts(shape), plans, strict=True)
     ] or [
         "(SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::float8 AS matched"
         f"{nothing if carried else ''} WHERE false)"
     ]
     return f"SELECT id, score, matched{carried} FROM ({' UNION ALL '.join(per_part)}) AS nearest"
+
+
+def _nearest_by_index(shape: SearchShape, where: str) -> str:
+    """The ``:pool`` nearest rows matching ``where``, by a walk of the HNSW index."""
+    return (
+        f"SELECT id, {_DISTANCE} AS score, NULL::float8 AS matched{_carried(shape)} "
+        f"FROM memories WHERE {where} AND embedding IS NOT NULL "
+        f"ORDER BY {_DISTANCE} LIMIT :pool"
+    )
 
 
 _MATCHED_SHARE = (
@@ -208,12 +223,12 @@ def candidates_sql(shape: SearchShape) -> str:
 
 @lru_cache(maxsize=16)
 def scope_size_sql(shape: SearchShape) -> str:
-    """Memories in scope (any status or type), each kind counted up to ``:cap``."""
+    """Memories in scope (any status or type): one count per scope kind, each up to ``:cap``."""
     counts = [
         f"(SELECT count(*) FROM (SELECT 1 FROM memories WHERE {owner} LIMIT :cap) AS bounded)"
         for owner in _owners(shape)
-    ] or ["0"]
-    return "SELECT " + " + ".join(counts)
+    ]
+    return "SELECT " + (", ".join(counts) if counts else "WHERE false")
 
 
 def search_params(

@@ -261,6 +261,23 @@ def test_threads_of_a_channel_a_turn_called_private_stay_private(scenario: Scena
     assert "Mallory" in texts
 
 
+def test_a_channel_private_in_an_expired_entry_is_public_in_its_next_one(
+    scenario: Scenario,
+) -> None:
+    """The flag lives as long as the entry: a new entry written by public turns, and the
+    channel's threads, are recalled again."""
+    with scenario.store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", cross_server_stm=False)
+    scenario.capture(
+        20 * 60, "mods plan to ban Mallory", channel_id="mods", is_private_channel=True
+    )
+    scenario.capture(10, "the picnic is on Sunday", channel_id="mods", user=BOB)
+    scenario.capture(8, "thread chat about kites", channel_id="mods-t", parent_channel_id="mods")
+    scenario.clock.now = T0
+    texts = " ".join(i.text for i in scenario.builder().build(scenario.context(), DIALOGUE).items)
+    assert "picnic" in texts and "kites" in texts and "Mallory" not in texts
+
+
 def _bob_summarised_in_plans(scenario: Scenario, minutes_ago: int) -> None:
     """Bob's message in #plans and a summary retelling it; Alice recalls only this server."""
     with scenario.store.accounts() as accounts:

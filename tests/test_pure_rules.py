@@ -147,12 +147,17 @@ def test_vector_plan_scans_filtered_searches_exactly_up_to_ten_thousand() -> Non
 
 
 def test_an_index_walk_short_of_its_pool_is_noticed() -> None:
-    """One walk over every kind fills one pool; a kind walked alone fills its own."""
+    """Each scope kind is searched on its own: a kind walked through the index fills its own
+    pool."""
     kinds = ("server", "personal")
     assert not came_back_short(("exact", "exact"), kinds, [], 20)
-    assert came_back_short(("hnsw", "hnsw"), kinds, ["server"] * 19, 20)
-    assert not came_back_short(("hnsw", "hnsw"), kinds, ["server"] * 10 + ["personal"] * 10, 20)
-    # the server-wide walk is short, though the exact personal scan filled the pool
+    assert not came_back_short((), (), [], 20)
+    assert came_back_short(("hnsw",), ("server",), ["server"] * 19, 20)
+    assert came_back_short(("hnsw",), ("personal",), [None] * 19, 20)
+    assert not came_back_short(("hnsw",), ("personal",), [None] * 20, 20)
+    assert came_back_short(("hnsw", "hnsw"), kinds, ["server"] * 20 + ["personal"] * 19, 20)
+    assert not came_back_short(("hnsw", "hnsw"), kinds, ["server"] * 20 + ["personal"] * 20, 20)
+    # the server-wide walk is short, though the exact personal scan filled its pool
     assert came_back_short(("hnsw", "exact"), kinds, ["server"] * 5 + ["personal"] * 20, 20)
     assert not came_back_short(("hnsw", "exact"), kinds, ["server"] * 20 + ["personal"] * 3, 20)
     assert came_back_short(("exact", "hnsw"), kinds, [None] * 40, 20)  # rows that do not say

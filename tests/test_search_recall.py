@@ -10,7 +10,7 @@ from sqlalchemy import Engine, insert, select, text
 
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.engine import make_engine
-from kioku._db.models import Memory, Server
+from kioku._db.models import Memory, Server, User
 from kioku._db.vectors import (
     EXACT_SEARCH_MAX_ROWS,
     hnsw_cover,
@@ -20,6 +20,7 @@ from kioku._db.vectors import (
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._search.engine import vector_candidates
 from kioku._search.query import Visibility
+from kioku._search.sql import SearchShape, candidates_sql, search_params
 
 DIM = 32
 ROWS = 10_000
@@ -186,7 +187,7 @@ def test_the_hnsw_index_follows_the_limits(engine: Engine, settings: KiokuSettin
 def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
     engine: Engine, settings: KiokuSettings
 ) -> None:
-    """While no personal limit lets a person's memories outgrow exact search, the index
+    """While the personal limits keep 20 people's memories within exact search, the index
     holds server-wide memories alone, so writing a personal memory costs it nothing; a
     personal limit beyond widens it, and nothing but ``exact`` undoes that."""
 
@@ -216,7 +217,8 @@ def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
                 limits=big_servers.memory_limits,
             )
         assert cover() == "server"
-        setup(big_servers.model_copy(update={"max_personal_memories": EXACT_SEARCH_MAX_ROWS + 1}))
+        # 20 people's memories (a turn's participants) beyond exact search: every memory
+        setup(big_servers.model_copy(update={"max_personal_memories": 101}))
         assert cover() == "every"
         setup(big_servers)
         assert cover() == "every"  # never narrowed
@@ -226,3 +228,66 @@ def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
         assert cover() == "every"
     finally:
         setup(exact_only)
+
+
+def test_a_server_only_index_serves_the_server_kind_of_any_search(
+    database_url: str, engine: Engine
+) -> None:
+    """With an index of server-wide memories alone, a search over a large server and many
+    people's memories (each kind beyond exact search) still walks the index for the
+    server's, and finds what an exact scan finds."""
+    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text("DROP DATABASE IF EXISTS kioku_server_index WITH (FORCE)"))
+        connection.execute(text("CREATE DATABASE kioku_server_index"))
+    url = engine.url.set(database="kioku_server_index").render_as_string(hide_password=False)
+    people = tuple(f"p{i}" for i in range(3))
+    store = KiokuStore(
+        make_engine(url),
+        settings=KiokuSettings(database_url=url, max_server_memories=EXACT_SEARCH_MAX_ROWS * 5),
+        embedder=EmbedderSpec(HashingEmbeddings(DIM), f"hashing-{DIM}", DIM),
+    )
+    try:
+        store.setup()
+        rng = random.Random(11)
+        owners = [{"scope": "server", "server_id": "big"}] * 3_000 + [
+            {"scope": "personal", "user_id": people[i % 3]} for i in range(3_000)
+        ]
+        with store.transaction() as session:
+            session.execute(insert(Server).values(id="big", name="big"))
+            session.execute(insert(User), [{"id": p, "display_name": p} for p in people])
+            session.execute(
+                insert(Memory),
+                [
+                    {
+                        **owner,
+                        "persona_lineage_id": LINEAGE,
+                        "content": f"memory {i}",
+                        "embedding": [rng.gauss(0, 1) for _ in range(DIM)],
+                    }
+                    for i, owner in enumerate(owners)
+                ],
+            )
+        with store.engine.begin() as connection:
+            connection.execute(text("ANALYZE memories"))
+            assert hnsw_cover(connection) == "server"
+        visibility = Visibility("big", LINEAGE, people)
+        shape = SearchShape.of(visibility, memory_type=None, vector="hnsw", text=False)
+        query = [rng.gauss(0, 1) for _ in range(DIM)]
+        params = search_params(visibility, vector=query, pool=10)
+        with store.sessions() as session:
+            session.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+            session.execute(text("SET LOCAL enable_seqscan = off"))
+            plan = session.execute(text("EXPLAIN " + candidates_sql(shape)), params).scalars()
+            assert any("ix_memories_embedding_hnsw" in line for line in plan)
+        truth = exact(store, visibility, query, 10)
+        with store.sessions() as session:
+            got = vector_candidates(
+                session, visibility, query, memory_type=None, limit=10, exact_max_rows=0
+            )
+        assert len(set(truth) & set(got)) >= 9  # the walk is approximate
+    finally:
+        store.close()
+        with admin.connect() as connection:
+            connection.execute(text("DROP DATABASE kioku_server_index WITH (FORCE)"))
+        admin.dispose()

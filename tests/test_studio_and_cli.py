@@ -63,6 +63,18 @@ def test_chat_without_a_key_explains(
     assert "OPENAI_API_KEY" in capsys.readouterr().out
 
 
+def test_mcp_for_another_users_space_is_refused_before_the_database_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kioku.cli import main
+
+    monkeypatch.delenv("KIOKU_DATABASE_URL", raising=False)
+    monkeypatch.setenv("KIOKU_DATA_DIR", str(tmp_path / "data"))
+    assert main(["mcp", "--server-id", "user-space:bob", "--user-id", "alice"]) == 2
+    assert "give this server another id" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
+
+
 def test_chat_session(store: KiokuStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from kioku._chat import run_chat
 

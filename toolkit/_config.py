@@ -203,7 +203,8 @@ class KiokuSettings(BaseSettings):
     """``hnsw`` builds an HNSW index for scopes too large to search exactly; ``exact``
     does without (and drops one); ``auto`` builds it when the memory limits (these, or a
     server's own) allow such scopes, and never drops one. The index holds server-wide
-    memories alone while no personal limit lets a person's scope outgrow exact search."""
+    memories alone while the personal limits keep 20 people's memories within exact
+    search (``kioku._db.vectors.hnsw_wanted``)."""
 
     @property
     def memory_limits(self) -> tuple[int, int]:

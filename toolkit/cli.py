@@ -330,6 +330,13 @@ def main(argv: list[str] | None = None) -> int:
             return _failed(console, exc)
     if args.command == "bench":
         return _bench(console, quick=args.quick)
+    if args.command == "mcp":
+        from kioku._context import check_user_space
+
+        try:  # before the database starts: a scope no call could run in
+            check_user_space(args.server_id, args.user_id)
+        except ConfigurationError as exc:
+            return _failed(console, exc)
     try:
         if args.command == "reembed":
             _reembed(console)

@@ -306,6 +306,12 @@ class StmThread(Base):
             text("last_updated DESC"),
         ),
         Index("ix_stm_threads_last_updated", "last_updated"),
+        Index(
+            "ix_stm_threads_private_channels",
+            "owner_id",
+            "channel_id",
+            postgresql_where=text("kind = 'server' AND private"),
+        ),
     )
 
 

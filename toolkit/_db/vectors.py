@@ -103,9 +103,12 @@ def ensure_vector_schema(
 
 
 HnswCover = Literal["every", "server"]
-"""What the HNSW index holds: every memory, or server-wide memories alone (when no personal
-memory limit, the settings' or a server's own, lets a person's scope outgrow exact search:
-then writing a personal memory costs the index nothing)."""
+"""What the HNSW index holds: every memory, or server-wide memories alone (when the personal
+memory limits, the settings' and every server's own, keep the personal memories of
+:data:`PEOPLE_PER_SEARCH` people within exact search: then writing a personal memory costs
+the index nothing)."""
+PEOPLE_PER_SEARCH = 20
+"""People whose personal memories one search is taken to cover (a turn's participants)."""
 
 
 def hnsw_wanted(
@@ -125,11 +128,11 @@ def hnsw_wanted(
             "coalesce(max(max_personal_memories), 0) FROM servers"
         )
     ).one()
-    server = max(limits[0], int(largest[0])) > EXACT_SEARCH_MAX_ROWS
-    personal = max(limits[1], int(largest[1])) > EXACT_SEARCH_MAX_ROWS
-    if wish is None and not (server or personal):
+    server, personal = max(limits[0], int(largest[0])), max(limits[1], int(largest[1]))
+    if wish is None and max(server, personal) <= EXACT_SEARCH_MAX_ROWS:
         return None
-    return "server" if server and not personal else "every"
+    people_beyond_exact = personal * PEOPLE_PER_SEARCH > EXACT_SEARCH_MAX_ROWS
+    return "server" if server > EXACT_SEARCH_MAX_ROWS and not people_beyond_exact else "every"
 
 
 def hnsw_cover(connection: Connection) -> HnswCover | None:

@@ -55,16 +55,14 @@ def choose_vector_plan(
 def came_back_short(
     plans: VectorPlans, kinds: Sequence[str], found: Sequence[str | None], pool: int
 ) -> bool:
-    """Whether an index walk stopped before it found ``pool`` rows of its scope kinds.
+    """Whether an index walk stopped before it found ``pool`` rows of its scope kind.
 
-    ``plans`` and ``kinds`` go together (a plan per kind); ``found`` is the kind of each
-    vector row returned (``None`` where the rows do not say). One walk over every kind
-    fills one pool; a kind walked on its own fills its own.
+    ``plans`` and ``kinds`` go together (a plan per kind, each kind searched on its own);
+    ``found`` is the kind of each vector row returned, ``None`` where the rows do not say
+    (then, with several kinds, the walk is taken to be short).
     """
-    if "hnsw" not in plans:
-        return False
-    if all(plan == "hnsw" for plan in plans):
-        return len(found) < pool
+    if len(kinds) == 1:
+        return plans[0] == "hnsw" and len(found) < pool
     return any(
         sum(1 for row_kind in found if row_kind == kind) < pool
         for kind, plan in zip(kinds, plans, strict=True)

@@ -132,12 +132,10 @@ def _carried(shape: SearchShape) -> str:
 def _vector_hits(shape: SearchShape) -> str:
     carried = _carried(shape)
     plans = shape.vector or ()
-    if plans and all(plan == "hnsw" for plan in plans):
-        # One filtered index scan over every kind; pgvector's iterative scan fills the limit.
-        return _nearest_by_index(shape, _any_part(shape))
-    # Each scope kind on its own: through the index when its plan says so, else exactly,
-    # from its covering index. The distance is computed once, in a subquery ("OFFSET 0"
-    # keeps it one), and sorting by its output keeps HNSW out.
+    # Each scope kind on its own (the HNSW index may hold server-wide memories alone):
+    # through the index when its plan says so, pgvector's iterative scan filling the
+    # limit; else exactly, from its covering index. There the distance is computed once,
+    # in a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.
     nothing = "".join(
         f", NULL::{kind} AS {column}"
         for column, kind in zip(RANKING_COLUMNS[1:], _RANKING_TYPES[1:], strict=True)

@@ -13,45 +13,18 @@ from sqlalchemy.orm import Session
 from kioku._db.models import StmThread
 from kioku._stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
 
-
-def _parent_private(row: str) -> str:
-    """SQL: whether a turn called the parent channel of ``row``'s thread private.
-
-    A private channel's threads are private too: its server-wide entry keeps the flag
-    (``private``) for as long as it lives.
-    """
-    return (
-        f"({row}.parent_channel_id IS NOT NULL AND {row}.server_id IS NOT NULL AND EXISTS ("
-        "SELECT 1 FROM stm_threads AS parent WHERE parent.kind = 'server' "
-        f"AND parent.owner_id = {row}.server_id "
-        f"AND parent.channel_id = {row}.parent_channel_id AND parent.private))"
-    )
-
-
-_RECORDED = (
-    "thread_id",
-    "kind",
-    "owner_id",
-    "channel_id",
-    "lineage_id",
-    "server_id",
-    "parent_channel_id",
-    "has_summary",
-    "last_updated",
-    "private",
-)
-RECORD_SQL = f"""
-INSERT INTO stm_threads AS t ({", ".join(_RECORDED)})
-SELECT {", ".join(c for c in _RECORDED if c != "private")}, private OR {_parent_private("u")}
-FROM unnest(%(thread_id)s::text[], %(kind)s::text[], %(owner_id)s::text[],
-            %(channel_id)s::text[], %(lineage_id)s::bigint[], %(server_id)s::text[],
-            %(parent_channel_id)s::text[], %(has_summary)s::boolean[],
-            %(last_updated)s::timestamptz[], %(private)s::boolean[]) AS u({", ".join(_RECORDED)})
+RECORD_SQL = """
+INSERT INTO stm_threads AS t (thread_id, kind, owner_id, channel_id, lineage_id, server_id,
+                              parent_channel_id, has_summary, last_updated, private)
+SELECT * FROM unnest(%(thread_id)s::text[], %(kind)s::text[], %(owner_id)s::text[],
+                     %(channel_id)s::text[], %(lineage_id)s::bigint[], %(server_id)s::text[],
+                     %(parent_channel_id)s::text[], %(has_summary)s::boolean[],
+                     %(last_updated)s::timestamptz[], %(private)s::boolean[])
 ON CONFLICT (thread_id) DO UPDATE SET
     kind = excluded.kind, owner_id = excluded.owner_id, channel_id = excluded.channel_id,
     lineage_id = excluded.lineage_id, server_id = excluded.server_id,
     parent_channel_id = excluded.parent_channel_id, has_summary = excluded.has_summary,
-    last_updated = excluded.last_updated, private = excluded.private OR t.private
+    last_updated = excluded.last_updated, private = excluded.private
 """
 """Registry rows of written entries, one statement for any number (psycopg parameters)."""
 
@@ -88,10 +61,19 @@ RECENT_COLUMNS = (
 """The columns :data:`RECENT_SQL` selects, in order."""
 
 
+PARENT_PRIVATE_SQL = (
+    "(parent_channel_id IS NOT NULL AND server_id IS NOT NULL AND EXISTS ("
+    "SELECT 1 FROM stm_threads AS parent WHERE parent.kind = 'server' AND parent.private "
+    "AND parent.owner_id = stm_threads.server_id "
+    "AND parent.channel_id = stm_threads.parent_channel_id))"
+)
+"""Whether a turn called the parent channel of a thread's entry private: a private
+channel's threads are private too, for as long as the channel's server-wide entry says so
+(served by ``ix_stm_threads_private_channels``)."""
 RECENT_SQL = (
     "SELECT "
     + ", ".join(
-        f"(private OR {_parent_private('stm_threads')}) AS private" if c == "private" else c
+        f"(private OR {PARENT_PRIVATE_SQL}) AS private" if c == "private" else c
         for c in RECENT_COLUMNS
     )
     + " FROM stm_threads WHERE ("

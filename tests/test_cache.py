@@ -13,6 +13,20 @@ from kioku._memory.repository import MemoryRecord, MemoryRepository, PersonalSco
 from tests.helpers import make_world, run_tool
 
 
+def test_callers_cannot_change_a_cached_window(store: KiokuStore) -> None:
+    """``memories()`` gives a new list; the cached window itself holds a tuple."""
+    world = make_world(store)
+    server = ServerScope("srv-a", world.persona.lineage_id)
+    run_tool(
+        create_long_term_memory_tool(store),
+        {"memory_content": "a", "memory_scope": "server_wide"},
+        world.context(),
+    )
+    store.memories(server).clear()
+    assert [m.content for m in store.memories(server)] == ["a"]
+    assert isinstance(store.memory_window(server).records, tuple)
+
+
 def test_reads_see_writes_immediately(store: KiokuStore) -> None:
     world = make_world(store)
     server = ServerScope("srv-a", world.persona.lineage_id)

@@ -66,9 +66,9 @@ memories found by search, and never loaded whole."""
 
 @dataclass(frozen=True)
 class MemoryWindow:
-    """The newest memories of a scope and how many the scope holds."""
+    """The newest memories of a scope and how many the scope holds (shared: not changed)."""
 
-    records: list[MemoryRecord]
+    records: tuple[MemoryRecord, ...]
     total: int
 
 
@@ -296,7 +296,8 @@ class KiokuStore:
             version = tuple(current.get(key) for key in keys[scope])
             window = self.cache.get(scope, version)
             if window is None:
-                window = MemoryWindow(*memories.window(scope, MEMORY_WINDOW))
+                records, total = memories.window(scope, MEMORY_WINDOW)
+                window = MemoryWindow(tuple(records), total)
                 self.cache.put(scope, version, window)
             windows[scope] = window
         return windows
@@ -410,12 +411,12 @@ class KiokuStore:
         def revise(version: Hashable, window: MemoryWindow) -> tuple[Hashable, MemoryWindow] | None:
             if not isinstance(version, tuple) or version[at] != before:
                 return None
-            records = [
+            records = tuple(
                 replace(r, content=change.content, updated_at=changed_at)
                 if r.id == change.memory_id
                 else r
                 for r in window.records
-            ]
+            )
             return (*version[:at], after, *version[at + 1 :]), MemoryWindow(records, window.total)
 
         if isinstance(scope, PersonalScope):

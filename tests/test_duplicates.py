@@ -217,6 +217,11 @@ def test_hashing_embedder_precision_on_the_labelled_set() -> None:
         ("Liam plays bass in a jazz trio", "Liam plays bass in a three-piece jazz band", None),
         ("Voice chat closes at midnight", "Voice chat closes at 12 AM", None),
         ("Lunch is at noon", "Lunch is at 12pm", None),
+        ("Ana is allergic to peanuts", "Ana is allergic to tree nuts", "value"),
+        ("Ana's dog is a border collie", "Ana's dog is a dachshund", "value"),
+        ("Ana can't stand cilantro", "Ana really dislikes cilantro", None),  # a verb reworded
+        ("Ana is a nurse", "Ana works as a nurse", None),
+        ("Ana loves ice cream", "Ana loves icecream", None),
     ],
 )
 def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str | None) -> None:

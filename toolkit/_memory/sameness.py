@@ -343,7 +343,7 @@ def _conflict(a: Reading, b: Reading) -> str | None:
         return "relations"
     if _two_words_swapped(a.tokens, b.tokens) or _names_traded(a, b):
         return "roles"  # "Alice owes Bob" / "Bob owes Alice"
-    if _one_word_swapped(a.tokens, b.tokens):
+    if _one_word_swapped(a.tokens, b.tokens) or _span_swapped(a.tokens, b.tokens):
         return "value"
     added, dropped = len(b.content - a.content - b.aside), len(a.content - b.content - a.aside)
     shared = len(a.content & b.content)
@@ -459,6 +459,36 @@ def _one_word_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     if old.startswith(new) or new.startswith(old):
         return False  # "physio" and "physiotherapy"
     return _canonical(old) != _canonical(new)
+
+
+SWAPPED_SPAN = 2
+"""Words a value may take in :func:`_span_swapped` ("peanuts" / "tree nuts")."""
+
+
+def _span_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """The same words but a short last span, replaced by other words of another length.
+
+    "allergic to peanuts" / "allergic to tree nuts": one value for another, no word of it
+    kept. Only at the end, where a statement names its value: a span before it is mostly
+    the verb, which paraphrases reword ("can't stand" / "really dislikes" cilantro). Spans
+    of one word each are :func:`_one_word_swapped`'s.
+    """
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    old, new = a[start : len(a) - end], b[start : len(b) - end]
+    if end or not start or not old or not new or len(old) == len(new):
+        return False
+    if max(len(old), len(new)) > SWAPPED_SPAN:
+        return False
+    if any(_is_number(word) for word in (*old, *new)):
+        return False  # numbers are compared as numbers
+    old_words, new_words = {_canonical(w) for w in old}, {_canonical(w) for w in new}
+    joined_old, joined_new = "".join(old), "".join(new)
+    return not old_words & new_words and joined_old != joined_new  # "ice cream" / "icecream"
 
 
 def _is_number(word: str) -> bool:

@@ -473,14 +473,13 @@ def _span_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     the verb, which paraphrases reword ("can't stand" / "really dislikes" cilantro). Spans
     of one word each are :func:`_one_word_swapped`'s.
     """
+    if not a or not b or a[-1] == b[-1]:
+        return False
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
         start += 1
-    end = 0
-    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
-        end += 1
-    old, new = a[start : len(a) - end], b[start : len(b) - end]
-    if end or not start or not old or not new or len(old) == len(new):
+    old, new = a[start:], b[start:]
+    if not start or not old or not new or len(old) == len(new):
         return False
     if max(len(old), len(new)) > SWAPPED_SPAN:
         return False

@@ -120,9 +120,9 @@ def _vector_plan(
     the counts that make this choice; ``filtered``: the search also filters by type,
     importance or time.
     """
-    shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
-    if not (shape.server or shape.personal):
+    if not visibility.kinds():
         return ()
+    shape = SearchShape.of(visibility, memory_type=None, vector=None, text=False)
     counts = _counted(
         sizes,
         visibility,
@@ -319,11 +319,15 @@ def _rows_of(
         return found
 
     found = candidates(plan)
-    if plan is not None and came_back_short(
-        plan,
-        visibility.kinds(),
-        [getattr(row, "scope", None) for row in found["vector"]],
-        pool,
+    if (
+        plan is not None
+        and "hnsw" in plan
+        and came_back_short(
+            plan,
+            visibility.kinds(),
+            [getattr(row, "scope", None) for row in found["vector"]],
+            pool,
+        )
     ):
         found = candidates(tuple("exact" for _ in plan))
     # Vector scores are distances (smaller is better); text scores are ranks.

@@ -45,12 +45,9 @@ class Visibility:
 
     def owners_sql(self) -> list[str]:
         """The scope-key filters as SQL text with named parameters, one per scope kind."""
-        owners = []
-        if self.include_server:
-            owners.append(SERVER_OWNER_SQL)
-        if self.personal_user_ids:
-            owners.append(PERSONAL_OWNER_SQL)
-        return owners
+        return [
+            SERVER_OWNER_SQL if kind == "server" else PERSONAL_OWNER_SQL for kind in self.kinds()
+        ]
 
     def owners(self) -> list[TextClause]:
         """The scope-key filters alone (no status or type), one per scope kind, bound.

@@ -76,12 +76,11 @@ class SearchShape:
         details: bool = True,
     ) -> SearchShape:
         """The shape of a search over ``visibility`` (one ``vector`` plan: for every kind)."""
-        server, personal = visibility.include_server, bool(visibility.personal_user_ids)
         if isinstance(vector, str):
-            vector = (vector,) * (int(server) + int(personal))
+            vector = (vector,) * len(visibility.kinds())
         return cls(
-            server=server,
-            personal=personal,
+            server=visibility.include_server,
+            personal=bool(visibility.personal_user_ids),
             typed=memory_type is not None,
             important=min_importance is not None,
             vector=vector,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -44,7 +45,7 @@ from bench.search import DIM, Lookup, Rounds, sentences
 from kioku import KiokuStore, Participant, TurnContext
 from kioku._accounts import AccountRepository
 from kioku._context_build import loader
-from kioku._context_build.build import RENDERED_ID, ContextBuilder
+from kioku._context_build.build import ContextBuilder
 from kioku._context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
 from kioku._db.engine import libpq_url, make_engine
 from kioku._db.models import Memory
@@ -55,6 +56,8 @@ from kioku._stm.model import StmMessage, utc_now
 from kioku._stm.store import ShortTermMemory
 
 SERVER = "bench-server"
+RENDERED_ID = re.compile(r"\bID:(\d+) ")
+"""A memory's id as the memory blocks show it."""
 PERSONAL_PER_USER = 100
 PARTICIPANTS = tuple(Participant(f"user-{i}", f"User {i}") for i in range(5))
 QUESTIONS = [

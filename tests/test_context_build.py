@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy import event, text
+from sqlalchemy import event, select, text
 from syrupy.assertion import SnapshotAssertion
 
 from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
@@ -18,7 +20,7 @@ from kioku._context_build import loader
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter
-from kioku._db.models import Memory
+from kioku._db.models import Memory, MemoryAccess
 from kioku._memory.repository import version_params
 from kioku._stm.model import StmKey, StmMessage
 from kioku._stm.registry import StmRegistry
@@ -417,6 +419,47 @@ def test_over_budget_the_most_relevant_are_rendered_and_search_offered(scenario:
     [personal] = [i for i in built.items if i.tag == "personal_memories"]
     assert "search_long_term_memory" in personal.text
     assert built.retrieval == ("server_memories", "personal_memories")
+
+
+def test_a_build_counts_an_access_of_each_memory_it_shows_and_no_other(
+    scenario: Scenario,
+) -> None:
+    """Counted from what the blocks chose, not read back from their text."""
+    _add_filler(scenario)
+    lineage = scenario.kioku.lineage_id
+    with scenario.store.transaction() as session:
+        # Memory 4 is another server's: text naming it must not count it.
+        session.add(
+            Memory(
+                scope="server",
+                server_id="srv-a",
+                persona_lineage_id=lineage,
+                content="the tea menu is in ID:4 (and ID:4 again)",
+                created_at=SAVED_AT + timedelta(days=1),
+            )
+        )
+    for key in scenario.store.cache.cached_keys():
+        scenario.store.cache.invalidate(key)
+    budgets = ContextBudgets(server_memories=400, personal_memories=200)
+    question = [HumanMessage("Alice: what is on the tea menu?")]
+    built = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    shown = Counter(
+        int(found)
+        for item in built.items
+        if item.tag in ("server_memories", "personal_memories")
+        for found in re.findall(r"(?:^|[ :;] ?)ID:(\d+) \(", item.text, re.MULTILINE)
+    )
+    assert built.omitted["server_memories"] > 0
+    assert 4 not in shown and len(shown) > 10 and set(shown.values()) == {1}
+    scenario.store.access.flush()
+    with scenario.store.sessions() as session:
+        counted = {
+            memory_id: count
+            for memory_id, count in session.execute(
+                select(MemoryAccess.memory_id, MemoryAccess.access_count)
+            )
+        }
+    assert counted == dict(shown)
 
 
 def test_a_window_holding_the_whole_scope_is_ranked_by_ids_alone(

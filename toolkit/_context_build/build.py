@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,8 +17,6 @@ from kioku._context import NO_STM_PROVIDERS, TurnContext
 from kioku._context_build import loader
 from kioku._context_build.items import (
     DIALOGUE,
-    PERSONAL_MEMORIES,
-    SERVER_MEMORIES,
     SYSTEM_PROMPT,
     BuiltContext,
     ContextItem,
@@ -51,9 +48,6 @@ from kioku._stm.store import ShortTermMemory
 from kioku._store import MEMORY_WINDOW, KiokuStore, MemoryWindow
 
 logger = logging.getLogger(__name__)
-
-RENDERED_ID = re.compile(r"\bID:(\d+) ")
-"""A memory's id as the memory blocks show it."""
 
 
 def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
@@ -377,18 +371,15 @@ class ContextBuilder:
             )
         omitted: dict[str, int] = {}
         tail: ContextItem | None = None
+        shown_memories: list[int] = []
         for name, run in stages:
             rendered = guarded(name, run)
             items.extend(rendered.items)
+            shown_memories.extend(rendered.memory_ids)
             if rendered.omitted:
                 omitted[name] = rendered.omitted
             tail = rendered.tail_directive or tail
-        self.store.access.record(
-            int(memory_id)
-            for item in items
-            if item.tag in (SERVER_MEMORIES, PERSONAL_MEMORIES)
-            for memory_id in RENDERED_ID.findall(item.text)
-        )
+        self.store.access.record(shown_memories)
         tokens: dict[str, int] = {}
         for item in items:
             tokens[item.tag] = tokens.get(item.tag, 0) + item.tokens

@@ -48,6 +48,8 @@ class Rendered:
     items: tuple[ContextItem, ...] = ()
     omitted: int = 0
     tail_directive: ContextItem | None = None
+    memory_ids: tuple[int, ...] = ()
+    """Ids of the long-term memories the items show (their accesses are counted)."""
 
 
 @dataclass(frozen=True)
@@ -295,14 +297,16 @@ def server_memories_stage(
     if not lines:
         return Rendered()
     kept = _choose(lines, _server_room(context, names, counter, budget), priority)
-    shown = [
-        _server_header(context, names),
-        *(line.text for line in lines if line.memory.id in kept),
-    ]
+    chosen = [line for line in lines if line.memory.id in kept]
+    shown = [_server_header(context, names), *(line.text for line in chosen)]
     omitted = _omitted(lines, kept, total)
     if omitted:
         shown.append(_left_out(omitted, "memory", "memories", searchable=priority is not None))
-    return Rendered((_item("system", "\n".join(shown), SERVER_MEMORIES, counter),), omitted)
+    return Rendered(
+        (_item("system", "\n".join(shown), SERVER_MEMORIES, counter),),
+        omitted,
+        memory_ids=tuple(line.memory.id for line in chosen),
+    )
 
 
 def visible_participants(context: TurnContext) -> list[Participant]:
@@ -349,9 +353,11 @@ def personal_memories_stage(
         return Rendered()
     kept = _choose(lines, _personal_room(participants, counter, budget), priority)
     by_owner: dict[str, list[str]] = {}
+    shown_ids: list[int] = []
     for line in lines:
         if line.memory.id in kept:
             by_owner.setdefault(line.owner, []).append(line.text)
+            shown_ids.append(line.memory.id)
     texts = ["## Participants", DATA_NOTICE]
     for person in participants:
         aliases = (
@@ -370,7 +376,11 @@ def personal_memories_stage(
                 omitted, "personal memory", "personal memories", searchable=priority is not None
             )
         )
-    return Rendered((_item("user", "\n".join(texts), PERSONAL_MEMORIES, counter),), omitted)
+    return Rendered(
+        (_item("user", "\n".join(texts), PERSONAL_MEMORIES, counter),),
+        omitted,
+        memory_ids=tuple(shown_ids),
+    )
 
 
 def relative_time(then: datetime, now: datetime) -> str:

@@ -204,3 +204,32 @@ def test_a_write_from_a_stale_cache_is_redone_over_the_newer_entry(world: World)
         assert entry is not None
         assert [m.text for m in entry.messages] == ["one", "two", "three"]
         assert entry.summary == "summary over all three"
+
+
+def test_a_failed_one_round_trip_write_leaves_the_next_writes_working(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one-round-trip write is prepared once repeated. When one of its statements
+    fails just as the rest become prepared, the server skips their preparation, yet psycopg
+    takes them as prepared: the connection must not serve the next write."""
+    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    context = world.context()
+    written = [f"m{i}" for i in range(6)]
+    for text_ in written:  # the first is written under lock, the rest in one round trip
+        stm.capture(context, msgs(text_))
+    real_writes = store_module.postgres_writes
+
+    def failing_first(saver: PostgresSaver, entry: Any) -> Any:
+        return [("SELECT 1 / 0", None, False), *real_writes(saver, entry)]
+
+    monkeypatch.setattr(store_module, "postgres_writes", failing_first)
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        stm.capture(context, msgs("refused"))
+    monkeypatch.undo()
+    for i in range(3):
+        written.append(f"after-{i}")
+        stm.capture(context, msgs(written[-1]))
+    for key in (user_key(world), server_key(world)):
+        entry = ShortTermMemory(world.store, world.store.checkpointer()).load(key)
+        assert entry is not None
+        assert [m.text for m in entry.messages] == written

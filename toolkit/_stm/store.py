@@ -78,15 +78,19 @@ def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetim
 
 
 @contextmanager
-def _pipelined(driver: psycopg.Connection[Any]) -> Iterator[psycopg.Cursor[Any]]:
-    """A cursor whose statements are sent together, unprepared.
+def _pipelined(
+    driver: psycopg.Connection[Any], *, prepared: bool = False
+) -> Iterator[psycopg.Cursor[Any]]:
+    """A cursor whose statements are sent together; prepared only when ``prepared``.
 
-    psycopg would prepare repeated statements inside the pipeline; when a statement of
-    the pipeline fails, the rest are skipped, preparations included, yet psycopg would
-    count them as prepared.
+    When a statement of a pipeline fails, the server skips the rest, preparations
+    included, yet psycopg counts a statement it prepared there as prepared: after a
+    prepared pipeline fails, the connection must be discarded (a ``DEALLOCATE ALL`` was
+    not enough under concurrent writers).
     """
     threshold = driver.prepare_threshold
-    driver.prepare_threshold = None
+    if not prepared:
+        driver.prepare_threshold = None
     try:
         with driver.pipeline(), driver.cursor(binary=True) as cursor:
             yield cursor
@@ -255,8 +259,12 @@ class ShortTermMemory:
             with self.store.autocommit_engine.connect() as connection:
                 driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
                 # One implicit transaction: an error undoes the statements before it.
-                with _pipelined(driver) as cursor:
-                    self._queue_write(cursor, keys, expected, entries)
+                try:
+                    with _pipelined(driver, prepared=True) as cursor:
+                        self._queue_write(cursor, keys, expected, entries)
+                except psycopg.Error:
+                    connection.invalidate()  # its prepared statements are unsure: see _pipelined
+                    raise
         except psycopg.Error as exc:
             if exc.sqlstate != STM_CHANGED:
                 raise

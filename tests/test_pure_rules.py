@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kioku import Participant, PrivacyLevel
+from kioku._context_build.build import wanted
 from kioku._memory.arguments import ArgumentError, parse_memory_id
 from kioku._memory.rendering import render_personal_memories, render_server_memories
 from kioku._memory.repository import MemoryRecord
@@ -161,3 +162,17 @@ def test_an_index_walk_short_of_its_pool_is_noticed() -> None:
     assert came_back_short(("hnsw", "exact"), kinds, ["server"] * 5 + ["personal"] * 20, 20)
     assert not came_back_short(("hnsw", "exact"), kinds, ["server"] * 20 + ["personal"] * 3, 20)
     assert came_back_short(("exact", "hnsw"), kinds, [None] * 40, 20)  # rows that do not say
+
+
+@pytest.mark.parametrize(
+    ("total", "omitted", "ranked"),
+    [
+        (100, 60, 55),  # a quarter more than the 40 shown, and 5
+        (10_000, 9_914, 100),  # 86 shown: the few more stop at one index walk's worth
+        (10_000, 9_880, 120),  # a block showing more than that ranks what it shows
+        (10_000, 9_700, 200),  # never more than the window the build holds
+        (50, 10, 50),  # never more than the scope
+    ],
+)
+def test_how_many_memories_a_block_ranks(total: int, omitted: int, ranked: int) -> None:
+    assert wanted(total, omitted) == ranked

@@ -329,9 +329,9 @@ def measure(
 
     cycle = iter(probes * 1000)
 
-    def kioku_search() -> None:
+    def kioku_search() -> None:  # as search_long_term_memory runs it
         server, question = next(cycle)
-        with store.sessions() as session:
+        with store.reads() as session:
             rank_candidates(
                 session,
                 Visibility(server, LINEAGE),

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from kioku import KiokuStore, PrivacyLevel, create_long_term_memory_tool
 from kioku._db.models import Memory, MemoryAccess
@@ -170,3 +170,13 @@ def test_access_counts_are_written_later_by_a_timer(world: World) -> None:
             select(MemoryAccess.access_count).where(MemoryAccess.access_count > 0)
         )
         assert list(counts)
+
+
+def test_searches_keep_the_connections_prepared_statements(world: World) -> None:
+    """A search only reads: it opens no transaction, so it ends with no ROLLBACK, after
+    which psycopg would drop every statement the connection had prepared."""
+    for _ in range(8):  # psycopg prepares a statement from its sixth run
+        assert search(world, {"query": "jasmine tea"})[0]["status"] == "memories_found"
+    with world.store.reads() as session:  # the same pooled connection (one thread, LIFO)
+        prepared = session.scalar(text("SELECT count(*) FROM pg_prepared_statements"))
+    assert prepared

@@ -249,7 +249,7 @@ class KiokuMcp:
 
     def _persona(self) -> Persona | None:
         """The scope's persona, or ``None`` while nothing was written for it."""
-        with self.store.sessions() as session:
+        with self.store.reads() as session:
             return AccountRepository(session).find_persona(
                 self.scope.server_id, self.scope.persona_name
             )
@@ -287,7 +287,7 @@ class KiokuMcp:
         if persona is None:
             return not_found.to_dict()
         context = self.context(persona)
-        with self.store.sessions() as session:
+        with self.store.reads() as session:
             row = session.scalar(
                 select(Memory).where(
                     Memory.id == wanted, visibility_for(session, context).condition()

@@ -186,7 +186,9 @@ def search_long_term_memory(
         vector = None
     now = utc_now()
     try:
-        with storage_errors("search_long_term_memory"), store.sessions() as session:
+        # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
+        # psycopg would drop the connection's prepared statements.
+        with storage_errors("search_long_term_memory"), store.reads() as session:
             hits = rank_candidates(
                 session,
                 visibility_for(session, context),

@@ -229,7 +229,55 @@ def test_a_failed_one_round_trip_write_leaves_the_next_writes_working(
     for i in range(3):
         written.append(f"after-{i}")
         stm.capture(context, msgs(written[-1]))
+    _assert_both_entries_hold(world, written)
+
+
+def test_an_error_building_the_second_entry_sends_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one-round-trip write commits what it queued when its pipeline ends, so every
+    statement is built before the first is sent."""
+    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    context = world.context()
+    stm.capture(context, msgs("kept"))  # under lock; the next write is the one-round-trip one
+    real_writes = store_module.postgres_writes
+    calls: list[str] = []
+
+    def second_raises(saver: PostgresSaver, entry: Any) -> Any:
+        calls.append(entry.key.thread_id)
+        if len(calls) == 2:
+            raise RuntimeError("the second entry cannot be serialised")
+        return real_writes(saver, entry)
+
+    monkeypatch.setattr(store_module, "postgres_writes", second_raises)
+    with pytest.raises(RuntimeError):
+        stm.capture(context, msgs("lost whole"))
+    monkeypatch.undo()
+    _assert_both_entries_hold(world, ["kept"])
+    stm.capture(context, msgs("next"))
+    _assert_both_entries_hold(world, ["kept", "next"])
+
+
+def test_writers_refused_as_stale_keep_writing(world: World) -> None:
+    """Two instances writing one channel in turn: each write is refused as stale, redone
+    under lock, and the next one-round-trip write on that connection still works."""
+    first = ShortTermMemory(world.store, world.store.checkpointer())
+    second = ShortTermMemory(world.store, world.store.checkpointer())
+    context = world.context()
+    written: list[str] = []
+    for _ in range(12):
+        for writer in (first, second):
+            written.append(f"m{len(written)}")
+            writer.capture(context, msgs(written[-1]))
+    for i in range(8):
+        written.append(f"alone-{i}")
+        first.capture(context, msgs(written[-1]))
+    _assert_both_entries_hold(world, written)
+
+
+def _assert_both_entries_hold(world: World, texts: list[str]) -> None:
+    """The channel's user and server entries hold exactly ``texts``, as stored."""
     for key in (user_key(world), server_key(world)):
         entry = ShortTermMemory(world.store, world.store.checkpointer()).load(key)
         assert entry is not None
-        assert [m.text for m in entry.messages] == written
+        assert [m.text for m in entry.messages] == texts

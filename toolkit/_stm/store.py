@@ -84,9 +84,11 @@ def _pipelined(
     """A cursor whose statements are sent together; prepared only when ``prepared``.
 
     When a statement of a pipeline fails, the server skips the rest, preparations
-    included, yet psycopg counts a statement it prepared there as prepared: after a
-    prepared pipeline fails, the connection must be discarded (a ``DEALLOCATE ALL`` was
-    not enough under concurrent writers).
+    included. psycopg checks the result of a statement it prepares when asked to
+    (``prepare=True``, as :meth:`ShortTermMemory._send` asks) but not of one it prepares on
+    reaching ``prepare_threshold``, which it would then take as prepared. A version
+    conflict (``STM_CHANGED``) fails the pipeline's first statement, so nothing sent
+    before it can be wrong; after any other failure the connection is discarded.
     """
     threshold = driver.prepare_threshold
     if not prepared:
@@ -254,16 +256,19 @@ class ShortTermMemory:
         entries = self._changed(keys, stored, versions, change)
         if not entries:
             return []
-        expected = [versions[key.thread_id] for key in keys]
+        statements = self._write_statements(
+            keys, [versions[key.thread_id] for key in keys], entries
+        )
         try:
             with self.store.autocommit_engine.connect() as connection:
                 driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
                 # One implicit transaction: an error undoes the statements before it.
                 try:
                     with _pipelined(driver, prepared=True) as cursor:
-                        self._queue_write(cursor, keys, expected, entries)
-                except psycopg.Error:
-                    connection.invalidate()  # its prepared statements are unsure: see _pipelined
+                        self._send(cursor, statements)
+                except psycopg.Error as exc:
+                    if exc.sqlstate != STM_CHANGED:
+                        connection.invalidate()  # see _pipelined
                     raise
         except psycopg.Error as exc:
             if exc.sqlstate != STM_CHANGED:
@@ -291,35 +296,50 @@ class ShortTermMemory:
                 driver = cast(
                     "psycopg.Connection[Any]", session.connection().connection.driver_connection
                 )
+                statements = self._write_statements([], None, entries)
                 with _pipelined(driver) as cursor:
-                    self._queue_write(cursor, [], None, entries)
+                    self._send(cursor, statements)
             else:
                 for entry in entries:
                     put_entry(saver, entry)
                 StmRegistry(session).record(entries)
         return entries
 
-    def _queue_write(
+    def _write_statements(
         self,
-        cursor: psycopg.Cursor[Any],
         keys: Sequence[StmKey],
         expected: list[datetime] | None,
         entries: Sequence[StmEntry],
-    ) -> None:
-        """Queue the version check (when ``keys``), checkpoints and registry rows."""
+    ) -> list[tuple[str, Any, bool]]:
+        """The version check (when ``keys``), checkpoints and registry rows to send.
+
+        Each is ``(sql, params, many)``; all are built before any is sent, so nothing
+        raised while building can leave a pipeline half queued (its Sync would commit it).
+        """
         assert isinstance(self.checkpointer, PostgresSaver)
+        statements: list[tuple[str, Any, bool]] = []
         if keys:
-            cursor.execute(
-                _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": expected}
-            )
+            threads = [key.thread_id for key in keys]
+            statements.append((_LOCK_SQL, {"threads": threads, "expected": expected}, False))
         for entry in entries:
-            for sql, params, many in postgres_writes(self.checkpointer, entry):
-                if many:
-                    if params:
-                        cursor.executemany(sql, params)
-                else:
-                    cursor.execute(sql, params)
-        cursor.execute(RECORD_SQL, record_params(entries))
+            statements += postgres_writes(self.checkpointer, entry)
+        statements.append((RECORD_SQL, record_params(entries), False))
+        return statements
+
+    @staticmethod
+    def _send(cursor: psycopg.Cursor[Any], statements: Sequence[tuple[str, Any, bool]]) -> None:
+        """Queue ``statements`` on a pipeline's cursor.
+
+        ``prepare=True``: a statement psycopg prepares has its result checked, so one the
+        server skipped after an earlier failure is not taken as prepared (it would be,
+        were it prepared on reaching ``prepare_threshold``). Without preparation (the
+        threshold ``None``) it changes nothing.
+        """
+        for sql, params, many in statements:
+            if not many:
+                cursor.execute(sql, params, prepare=True)
+            elif params:
+                cursor.executemany(sql, params)  # prepares as above by itself
 
     def _write_saver(self, session: Session) -> BaseCheckpointSaver[Any]:
         """The checkpointer of a write: ``PostgresSaver`` on the session's own connection."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -180,3 +181,31 @@ def test_searches_keep_the_connections_prepared_statements(world: World) -> None
     with world.store.reads() as session:  # the same pooled connection (one thread, LIFO)
         prepared = session.scalar(text("SELECT count(*) FROM pg_prepared_statements"))
     assert prepared
+
+
+def test_a_full_batch_is_written_by_the_timer_thread_not_the_searcher(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search that fills the batch must not pay for writing it."""
+    recorder = world.store.access
+    recorder.flush_every, recorder.interval = 2, 3600.0
+    searchers: list[threading.Thread] = []
+    writers: list[threading.Thread] = []
+    real_record, real_flush = recorder.record, recorder.flush
+
+    def record(memory_ids: Any) -> None:
+        searchers.append(threading.current_thread())
+        real_record(memory_ids)
+
+    def flush() -> None:
+        writers.append(threading.current_thread())
+        real_flush()
+
+    monkeypatch.setattr(recorder, "record", record)
+    monkeypatch.setattr(recorder, "flush", flush)
+    assert search(world, {"query": "jasmine tea"})[0]["status"] == "memories_found"
+    deadline = time.monotonic() + 60
+    while recorder.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert recorder.pending == 0
+    assert searchers and writers and not set(searchers) & set(writers)

@@ -47,9 +47,9 @@ def not_counted() -> Iterator[None]:
 class AccessRecorder:
     """Collects "this memory was returned or rendered" events; one UPDATE per batch.
 
-    A batch is written ``interval`` seconds after its first access, by a timer thread,
-    or at once when ``flush_every`` distinct memories are pending: never by the search
-    or context build that recorded the access.
+    A batch is written by a timer thread: ``interval`` seconds after its first access, or
+    at once when ``flush_every`` distinct memories are pending; never by the search or
+    context build that recorded the access.
     """
 
     def __init__(
@@ -66,6 +66,7 @@ class AccessRecorder:
         self._pending: Counter[int] = Counter()
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
+        self._timer_is_immediate = False
 
     def record(self, memory_ids: Iterable[int]) -> None:
         """Count one access for each id, written later in a batch (not in :func:`not_counted`)."""
@@ -73,23 +74,29 @@ class AccessRecorder:
             return
         with self._lock:
             self._pending.update(memory_ids)
-            full = len(self._pending) >= self.flush_every
-            if not full and self._pending and self._timer is None:
-                self._timer = threading.Timer(self.interval, self._on_timer)
-                self._timer.daemon = True
-                self._timer.start()
-        if full:
-            self.flush()
+            if len(self._pending) >= self.flush_every and not self._timer_is_immediate:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._start_timer(0.0)
+            elif self._pending and self._timer is None:
+                self._start_timer(self.interval)
+
+    def _start_timer(self, delay: float) -> None:
+        """Write the batch after ``delay`` seconds, in a thread of its own (lock held)."""
+        self._timer = threading.Timer(delay, self._on_timer)
+        self._timer.daemon = True
+        self._timer_is_immediate = delay == 0.0
+        self._timer.start()
 
     def _on_timer(self) -> None:
         with self._lock:
-            self._timer = None
+            self._timer, self._timer_is_immediate = None, False
         self.flush()
 
     def close(self) -> None:
         """Stop the timer and write what is pending."""
         with self._lock:
-            timer, self._timer = self._timer, None
+            timer, self._timer, self._timer_is_immediate = self._timer, None, False
         if timer is not None:
             timer.cancel()
         self.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -19,6 +20,9 @@ from kioku import KiokuSettings, KiokuStore, load_settings
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
 from kioku._embeddings import EmbedderSpec
+
+SHOWN_MEMORY_ID = re.compile(r"\bID:(\d+) ")
+"""A memory's id as the context's memory blocks show it (``ID:N (when) text``)."""
 
 
 @contextmanager

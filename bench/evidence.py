@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import time
 from pathlib import Path
 
 from langchain_core.messages import HumanMessage
 from sqlalchemy import select
 
-from bench.common import bench_database, open_store
+from bench.common import SHOWN_MEMORY_ID, bench_database, open_store
 from bench.locomo import DEFAULT_DATA, LINEAGE, evidence_ids, load_conversation
 from kioku import ContextBudgets, ContextBuilder, Participant, TurnContext
 from kioku._context import Persona
@@ -31,7 +30,6 @@ from kioku._db.models import Memory
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
 from kioku._memory.when import when_label
 
-_SHOWN = re.compile(r"ID:(\d+) ")
 ASKER = Participant("locomo-asker", "Asker")
 
 
@@ -86,7 +84,7 @@ def main() -> None:
                     context, [HumanMessage(f"Asker: {qa['question']}")], now=loaded.now
                 )
                 block = next(i for i in built.items if i.tag == "server_memories")
-                shown = {loaded.dia_ids[int(m)] for m in _SHOWN.findall(block.text)}
+                shown = {loaded.dia_ids[int(m)] for m in SHOWN_MEMORY_ID.findall(block.text)}
                 shares["kioku"].append(len(shown & evidence) / len(evidence))
                 tokens.append(block.tokens)
                 vector = embedder.embeddings.embed_query(qa["question"])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -32,7 +31,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, text
 
-from bench.common import bench_database, new_database, open_store
+from bench.common import SHOWN_MEMORY_ID, bench_database, new_database, open_store
 from bench.peers import (
     PEERS,
     PeerData,
@@ -56,8 +55,6 @@ from kioku._stm.model import StmMessage, utc_now
 from kioku._stm.store import ShortTermMemory
 
 SERVER = "bench-server"
-RENDERED_ID = re.compile(r"\bID:(\d+) ")
-"""A memory's id as the memory blocks show it."""
 PERSONAL_PER_USER = 100
 PARTICIPANTS = tuple(Participant(f"user-{i}", f"User {i}") for i in range(5))
 QUESTIONS = [
@@ -267,7 +264,7 @@ def kioku_rendered(scenario: Scenario) -> int:
         [HumanMessage(QUESTIONS[0], name=scenario.context.user.display_name)],
     )
     return sum(
-        len(RENDERED_ID.findall(item.text))
+        len(SHOWN_MEMORY_ID.findall(item.text))
         for item in built.items
         if item.tag in (SERVER_MEMORIES, PERSONAL_MEMORIES)
     )

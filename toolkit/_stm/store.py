@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -75,29 +75,6 @@ def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetim
         _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": None}
     )
     return {thread_id: version for thread_id, version in rows if version is not None}
-
-
-@contextmanager
-def _pipelined(
-    driver: psycopg.Connection[Any], *, prepared: bool = False
-) -> Iterator[psycopg.Cursor[Any]]:
-    """A cursor whose statements are sent together; prepared only when ``prepared``.
-
-    When a statement of a pipeline fails, the server skips the rest, preparations
-    included. psycopg checks the result of a statement it prepares when asked to
-    (``prepare=True``, as :meth:`ShortTermMemory._send` asks) but not of one it prepares on
-    reaching ``prepare_threshold``, which it would then take as prepared. A version
-    conflict (``STM_CHANGED``) fails the pipeline's first statement, so nothing sent
-    before it can be wrong; after any other failure the connection is discarded.
-    """
-    threshold = driver.prepare_threshold
-    if not prepared:
-        driver.prepare_threshold = None
-    try:
-        with driver.pipeline(), driver.cursor(binary=True) as cursor:
-            yield cursor
-    finally:
-        driver.prepare_threshold = threshold
 
 
 def _replacing_with(entry: StmEntry) -> EntryChange:
@@ -264,11 +241,10 @@ class ShortTermMemory:
                 driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
                 # One implicit transaction: an error undoes the statements before it.
                 try:
-                    with _pipelined(driver, prepared=True) as cursor:
-                        self._send(cursor, statements)
+                    self._send(driver, statements)
                 except psycopg.Error as exc:
                     if exc.sqlstate != STM_CHANGED:
-                        connection.invalidate()  # see _pipelined
+                        connection.invalidate()  # see _send
                     raise
         except psycopg.Error as exc:
             if exc.sqlstate != STM_CHANGED:
@@ -296,9 +272,7 @@ class ShortTermMemory:
                 driver = cast(
                     "psycopg.Connection[Any]", session.connection().connection.driver_connection
                 )
-                statements = self._write_statements([], None, entries)
-                with _pipelined(driver) as cursor:
-                    self._send(cursor, statements)
+                self._send(driver, self._write_statements([], None, entries))
             else:
                 for entry in entries:
                     put_entry(saver, entry)
@@ -327,19 +301,24 @@ class ShortTermMemory:
         return statements
 
     @staticmethod
-    def _send(cursor: psycopg.Cursor[Any], statements: Sequence[tuple[str, Any, bool]]) -> None:
-        """Queue ``statements`` on a pipeline's cursor.
+    def _send(driver: psycopg.Connection[Any], statements: Sequence[tuple[str, Any, bool]]) -> None:
+        """Send ``statements`` together, in one pipeline, each prepared.
 
-        ``prepare=True``: a statement psycopg prepares has its result checked, so one the
-        server skipped after an earlier failure is not taken as prepared (it would be,
-        were it prepared on reaching ``prepare_threshold``). Without preparation (the
-        threshold ``None``) it changes nothing.
+        When a statement of a pipeline fails, the server skips the rest, preparations
+        included. psycopg checks the result of a statement it prepares when asked to
+        (``prepare=True``), but not of one it prepares on reaching its
+        ``prepare_threshold``, which it would then take as prepared. A failure inside a
+        transaction ends in its ROLLBACK, after which psycopg forgets every prepared
+        statement; the one-round-trip write has no transaction, so it discards its
+        connection instead, unless the failure is a version conflict (``STM_CHANGED``):
+        that fails the pipeline's first statement, so nothing before it was skipped.
         """
-        for sql, params, many in statements:
-            if not many:
-                cursor.execute(sql, params, prepare=True)
-            elif params:
-                cursor.executemany(sql, params)  # prepares as above by itself
+        with driver.pipeline(), driver.cursor(binary=True) as cursor:
+            for sql, params, many in statements:
+                if not many:
+                    cursor.execute(sql, params, prepare=True)
+                elif params:
+                    cursor.executemany(sql, params)  # prepares as above by itself
 
     def _write_saver(self, session: Session) -> BaseCheckpointSaver[Any]:
         """The checkpointer of a write: ``PostgresSaver`` on the session's own connection."""

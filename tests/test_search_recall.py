@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -121,6 +122,32 @@ def test_an_index_search_that_comes_back_short_is_done_exactly(corpus: KiokuStor
             session, visibility, query, memory_type=None, limit=20, exact_max_rows=0
         )
     assert got == truth
+
+
+def numbered(sql: str) -> str:
+    """``sql`` with ``$1``, ``$2``… for its named parameters (as a prepared statement)."""
+    names: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return re.sub(r"(?<![:\w]):(\w+)", placeholder, sql)
+
+
+@pytest.mark.parametrize(("pool", "walk"), [(10, 100), (100, 100), (150, 200)])
+def test_an_index_walk_is_asked_for_whole_walks_written_into_the_statement(
+    pool: int, walk: int
+) -> None:
+    shape = SearchShape.of(
+        Visibility("big", LINEAGE), memory_type=None, vector="hnsw", text=True, pool=pool
+    )
+    assert f"LIMIT {walk}) AS walked LIMIT :pool" in candidates_sql(shape)
+    exact = SearchShape.of(
+        Visibility("big", LINEAGE), memory_type=None, vector="exact", text=True, pool=pool
+    )
+    assert exact.walk == 0  # one exact statement for every pool
 
 
 def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:
@@ -280,6 +307,17 @@ def test_a_server_only_index_serves_the_server_kind_of_any_search(
             session.execute(text("SET LOCAL enable_seqscan = off"))
             plan = session.execute(text("EXPLAIN " + candidates_sql(shape)), params).scalars()
             assert any("ix_memories_embedding_hnsw" in line for line in plan)
+        server_kind = SearchShape.of(
+            Visibility("big", LINEAGE), memory_type=None, vector="hnsw", text=True, pool=10
+        )
+        with store.reads() as session:
+            # A plan made once for any parameters (PostgreSQL keeps one for a prepared
+            # statement when it costs no more than planning each run) walks the index too.
+            if int(session.scalar(text("SHOW server_version_num"))) >= 160000:
+                generic = session.scalars(
+                    text("EXPLAIN (GENERIC_PLAN) " + numbered(candidates_sql(server_kind)))
+                ).all()
+                assert any("ix_memories_embedding_hnsw" in line for line in generic), generic
         truth = exact(store, visibility, query, 10)
         with store.sessions() as session:
             got = vector_candidates(

@@ -311,6 +311,7 @@ def _rows_of(
             min_importance=min_importance,
             timed=timed,
             details=details,
+            pool=pool,
         )
         found: dict[str, list[Row]] = {"vector": [], "text": []}
         for row in session.execute(text(candidates_sql(shape)), params).all():

@@ -23,7 +23,7 @@ from kioku._search.engine import (
     vector_candidates,
 )
 from kioku._search.planning import VectorPlan
-from kioku._search.query import Visibility
+from kioku._search.query import Visibility, people_params, personal_owner_sql
 from kioku._search.sql import SearchShape, candidates_sql, search_params
 
 SERVERS = ("s1", "s2")
@@ -89,6 +89,19 @@ def test_sql_text_and_expression_agree(
             )
             assert set(found) == expected
             assert len(found) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("people", "slots"), [(["a"], 1), (["a", "b"], 2), (["a", "b", "c"], 4), (list("abcde"), 8)]
+)
+def test_a_filter_of_people_names_each_in_few_statements(people: list[str], slots: int) -> None:
+    """Each person is a parameter of their own, so a plan made for any values knows how
+    many there are; counts round up to a power of two (the last person repeated)."""
+    params = people_params(people)
+    assert list(params) == [f"user_{index}" for index in range(slots)]
+    assert set(params.values()) == set(people)
+    assert list(params.values())[: len(people)] == people
+    assert personal_owner_sql(len(people)).count(":user_") == slots
 
 
 def test_exact_search_reads_the_covering_indexes(corpus: KiokuStore) -> None:

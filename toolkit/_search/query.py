@@ -17,11 +17,38 @@ MAX_TERMS = 32
 SERVER_OWNER_SQL = "scope = 'server' AND server_id = :server AND persona_lineage_id = :lineage"
 """Server-wide memories of one server key and lineage: the one definition of this filter
 (search renders it into its statements; the expression language uses it as text)."""
-PERSONAL_OWNER_SQL = (
-    "scope = 'personal' AND user_id = ANY(:users) "
-    f"AND persona_lineage_id IN (:lineage, {GLOBAL_LINEAGE})"
-)
-"""Personal memories of some users in one lineage, their global (lineage 0) ones included."""
+
+
+def people_slots(people: int) -> int:
+    """How many ``:user_N`` parameters a filter of ``people`` people's memories holds.
+
+    The statement lists each person (``IN (:user_0, :user_1, …)``) rather than taking one
+    array: PostgreSQL then knows how many there are when it plans for any values (a
+    generic plan, kept for a prepared statement) and, estimating as it does for given
+    values, keeps that plan instead of planning every search again. Counts are rounded
+    up to a power of two (the last person repeated) so that few statements exist.
+    """
+    return 1 << max(0, people - 1).bit_length()
+
+
+def personal_owner_sql(people: int) -> str:
+    """Personal memories of ``people`` users in one lineage, their global ones included.
+
+    The one definition of this filter; global memories are those of lineage 0.
+    """
+    users = ", ".join(f":user_{index}" for index in range(people_slots(people)))
+    return (
+        f"scope = 'personal' AND user_id IN ({users}) "
+        f"AND persona_lineage_id IN (:lineage, {GLOBAL_LINEAGE})"
+    )
+
+
+def people_params(user_ids: Sequence[str]) -> dict[str, str]:
+    """The ``:user_N`` parameters of :func:`personal_owner_sql` for ``user_ids``."""
+    if not user_ids:
+        return {}
+    slots = people_slots(len(user_ids))
+    return {f"user_{index}": user_ids[min(index, len(user_ids) - 1)] for index in range(slots)}
 
 
 @dataclass(frozen=True)
@@ -45,8 +72,10 @@ class Visibility:
 
     def owners_sql(self) -> list[str]:
         """The scope-key filters as SQL text with named parameters, one per scope kind."""
+        people = len(self.personal_user_ids)
         return [
-            SERVER_OWNER_SQL if kind == "server" else PERSONAL_OWNER_SQL for kind in self.kinds()
+            SERVER_OWNER_SQL if kind == "server" else personal_owner_sql(people)
+            for kind in self.kinds()
         ]
 
     def owners(self) -> list[TextClause]:
@@ -59,10 +88,10 @@ class Visibility:
         values = {
             "server": self.server_key,
             "lineage": self.lineage_id,
-            "users": list(self.personal_user_ids),
+            **people_params(self.personal_user_ids),
         }
         return [
-            text(sql).bindparams(**{k: v for k, v in values.items() if f":{k}" in sql})
+            text(sql).bindparams(**{k: v for k, v in values.items() if re.search(rf":{k}\b", sql)})
             for sql in self.owners_sql()
         ]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kioku._db.vectors import halfvec_text
 from kioku._search.planning import HNSW_EF_SEARCH, VectorPlan, VectorPlans
-from kioku._search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
+from kioku._search.query import SERVER_OWNER_SQL, Visibility, people_params, personal_owner_sql
 
 DETAIL_COLUMNS = (
     "id",
@@ -47,8 +47,8 @@ class SearchShape:
 
     server: bool
     """Server memories of the lineage are visible."""
-    personal: bool
-    """Some participants' personal memories are visible."""
+    people: int
+    """Participants whose personal memories are visible (``0``: none)."""
     typed: bool
     """Only memories of one ``memory_type``."""
     important: bool
@@ -87,7 +87,7 @@ class SearchShape:
             vector = (vector,) * len(visibility.kinds())
         return cls(
             server=visibility.include_server,
-            personal=bool(visibility.personal_user_ids),
+            people=len(visibility.personal_user_ids),
             typed=memory_type is not None,
             important=min_importance is not None,
             vector=vector,
@@ -116,8 +116,8 @@ def _owners(shape: SearchShape) -> list[str]:
     owners = []
     if shape.server:
         owners.append(SERVER_OWNER_SQL)
-    if shape.personal:
-        owners.append(PERSONAL_OWNER_SQL)
+    if shape.people:
+        owners.append(personal_owner_sql(shape.people))
     return owners
 
 
@@ -271,7 +271,7 @@ def search_params(
     params: dict[str, Any] = {
         "server": visibility.server_key,
         "lineage": visibility.lineage_id,
-        "users": list(visibility.personal_user_ids),
+        **people_params(visibility.personal_user_ids),
         "memory_type": memory_type,
         "min_importance": min_importance,
         "terms": terms,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from kioku._search.query import PERSONAL_OWNER_SQL, SERVER_OWNER_SQL, Visibility
+from kioku._search.query import SERVER_OWNER_SQL, Visibility, people_params, personal_owner_sql
 from kioku._stemming import stem
 
 COMMON_TERM_SHARE = 0.01
@@ -70,7 +70,7 @@ SELECT word.lexeme, count(*) FROM recent, unnest(recent.search_vector) AS word
 GROUP BY word.lexeme HAVING count(*) >= :min_docs
 """
 _SERVER_WORDS = text(_OWNER_WORDS.format(owner=SERVER_OWNER_SQL))
-_PERSONAL_WORDS = text(_OWNER_WORDS.format(owner=PERSONAL_OWNER_SQL))
+_PERSONAL_WORDS = text(_OWNER_WORDS.format(owner=personal_owner_sql(1)))
 
 
 def owner_keys(visibility: Visibility) -> list[OwnerKey]:
@@ -166,7 +166,7 @@ class TermShares:
         statement, params = (
             (_SERVER_WORDS, {"server": owner})
             if kind == "server"
-            else (_PERSONAL_WORDS, {"users": [owner]})
+            else (_PERSONAL_WORDS, people_params([owner]))
         )
         rows = session.execute(
             statement,

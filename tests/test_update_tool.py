@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from kioku import (
     KiokuStore,
@@ -347,3 +348,34 @@ def test_global_personal_memory_is_updatable(world: World, store: KiokuStore) ->
     assert result["status"] == "memory_updated_successfully"
     updated = memory_row(store, memory_id)
     assert updated is not None and updated.persona_lineage_id == 0
+
+
+def test_a_refusal_keeps_the_connections_prepared_statements(store: KiokuStore) -> None:
+    """A refused call is undone without psycopg's own rollback, which would deallocate
+    every statement the pooled connection prepared for the turns after it."""
+    world = make_world(store)  # sync: every call on the same pooled connection (LIFO)
+    memory_id = server_memory(world)
+    for turn in range(8):  # psycopg prepares a statement from its sixth run
+        result = update(world, {"memory_id": memory_id, "memory_content": f"fact {turn}"})
+        assert result["status"] == "memory_updated_successfully", result
+
+    def prepared() -> int:
+        with store.reads() as session:
+            return int(session.scalar(text("SELECT count(*) FROM pg_prepared_statements")) or 0)
+
+    before = prepared()
+    assert before
+    refused = [
+        update(world, {"memory_id": memory_id + 1000, "memory_content": "x"}),
+        update(world, {"memory_id": "not a number", "memory_content": "x"}),
+    ]
+    assert [r["status"] for r in refused] == [
+        "memory_update_failed_not_found",
+        "memory_update_failed_invalid_args",
+    ]
+    assert prepared() >= before
+    assert update(world, {"memory_id": memory_id, "memory_content": "fact 9"})["status"] == (
+        "memory_updated_successfully"
+    )
+    row = memory_row(store, memory_id)
+    assert row is not None and row.content == "fact 9"

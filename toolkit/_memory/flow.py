@@ -113,8 +113,10 @@ def tool_flow(
             with storage_errors(operation):
                 return body(call)
         except FlowFailure as failure:
+            undo_refused(session)
             return failure.result
         except ArgumentError as exc:
+            undo_refused(session)
             return ToolResult(statuses.invalid_args, str(exc))
         except StorageError as exc:
             return ToolResult(
@@ -130,6 +132,33 @@ def tool_flow(
 
     flow.__name__ = flow.__qualname__ = operation
     return flow
+
+
+_WROTE_NOTHING = "SELECT pg_current_xact_id_if_assigned() IS NULL"
+"""Whether the open transaction has written (or locked) nothing: it holds no transaction id."""
+
+
+def undo_refused(session: Session) -> None:
+    """End a refused call's unit of work undone, keeping the connection's prepared statements.
+
+    psycopg deallocates every statement a connection prepared whenever it sees a rollback,
+    so each refusal cost the pooled connection the prepared statements of later turns. A
+    unit of work that wrote and locked nothing is committed instead (there is nothing to
+    keep); the session then forgets what it held, sending nothing more. One that wrote,
+    or whose transaction failed, is rolled back.
+    """
+    if not session.in_transaction():
+        return
+    try:
+        connection = session.connection()
+        if connection.exec_driver_sql(_WROTE_NOTHING).scalar():
+            connection.connection.commit()  # the DB-API connection: psycopg keeps its statements
+    except SQLAlchemyError:
+        pass  # the rollback below ends it
+    try:
+        session.rollback()
+    except SQLAlchemyError:
+        logger.debug("kioku: rolling back a refused call failed; the session's end retries")
 
 
 UNKNOWN_OUTCOME = (

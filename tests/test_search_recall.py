@@ -299,7 +299,7 @@ def test_a_server_only_index_serves_the_server_kind_of_any_search(
             connection.execute(text("ANALYZE memories"))
             assert hnsw_cover(connection) == "server"
         visibility = Visibility("big", LINEAGE, people)
-        shape = SearchShape.of(visibility, memory_type=None, vector="hnsw", text=False)
+        shape = SearchShape.of(visibility, memory_type=None, vector="hnsw", text=False, pool=10)
         query = [rng.gauss(0, 1) for _ in range(DIM)]
         params = search_params(visibility, vector=query, pool=10)
         with store.sessions() as session:

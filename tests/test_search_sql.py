@@ -104,6 +104,14 @@ def test_a_filter_of_people_names_each_in_few_statements(people: list[str], slot
     assert personal_owner_sql(len(people)).count(":user_") == slots
 
 
+def test_statements_that_cannot_hold_refuse_to_be_written() -> None:
+    """No filter of nobody's memories (it would bind nothing), no walk without its pool."""
+    with pytest.raises(ValueError, match="at least one person"):
+        personal_owner_sql(0)
+    with pytest.raises(ValueError, match="pool"):
+        SearchShape.of(Visibility("s1", LINEAGES[0]), memory_type=None, vector="hnsw", text=True)
+
+
 def test_exact_search_reads_the_covering_indexes(corpus: KiokuStore) -> None:
     autocommit = corpus.engine.execution_options(isolation_level="AUTOCOMMIT")
     with autocommit.connect() as connection:
@@ -184,7 +192,12 @@ def test_the_lighter_statement_finds_the_same_candidates(
         _apply_hnsw_settings(session)
         for details in (True, False):
             shape = SearchShape.of(
-                visibility, memory_type=None, vector=vector, text=with_text, details=details
+                visibility,
+                memory_type=None,
+                vector=vector,
+                text=with_text,
+                details=details,
+                pool=50,
             )
             rows = session.execute(text(candidates_sql(shape)), params).mappings().all()
             found[details] = sorted(
@@ -208,7 +221,7 @@ def test_each_scope_kind_may_take_its_own_path(
     with corpus.sessions() as session:
         _apply_hnsw_settings(session)
         for vector in (plans, "exact"):
-            shape = SearchShape.of(visibility, memory_type=None, vector=vector, text=False)
+            shape = SearchShape.of(visibility, memory_type=None, vector=vector, text=False, pool=50)
             rows = session.execute(text(candidates_sql(shape)), params).all()
             found[vector] = sorted((row.id, row.score) for row in rows)
     assert found[plans] == found["exact"] and found["exact"]

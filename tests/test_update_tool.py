@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import text
 
@@ -17,6 +18,7 @@ from kioku import (
 )
 from kioku._db.models import Memory
 from kioku._memory.directory import UserDirectory
+from kioku._memory.flow import undo_refused
 from kioku._memory.repository import MemoryRepository
 from kioku._memory.resolution import DirectoryMember
 from tests.helpers import World, create_memory, make_world, memory_row, table_counts, update_memory
@@ -379,3 +381,21 @@ def test_a_refusal_keeps_the_connections_prepared_statements(store: KiokuStore) 
     )
     row = memory_row(store, memory_id)
     assert row is not None and row.content == "fact 9"
+
+
+def test_a_refusal_whose_commit_breaks_still_answers(store: KiokuStore) -> None:
+    """The commit that ends a refused call goes to the driver itself; its error must not
+    escape the flow, and the connection it leaves in doubt is not reused."""
+    with store.sessions() as session:
+        session.execute(text("SELECT 1"))  # a unit of work that wrote nothing
+        fairy = session.connection().connection
+
+        def broken() -> None:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        fairy.commit = broken  # type: ignore[method-assign]
+        undo_refused(session)
+        assert not session.in_transaction()
+        assert not fairy.is_valid
+    with store.sessions() as session:
+        assert session.scalar(text("SELECT 1")) == 1

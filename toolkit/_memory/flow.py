@@ -152,7 +152,10 @@ def undo_refused(session: Session) -> None:
     try:
         connection = session.connection()
         if connection.exec_driver_sql(_WROTE_NOTHING).scalar():
-            connection.connection.commit()  # the DB-API connection: psycopg keeps its statements
+            try:
+                connection.connection.commit()  # the DB-API's own: psycopg keeps its statements
+            except Exception:  # the driver's error, unwrapped: the connection is in doubt
+                connection.invalidate()
     except SQLAlchemyError:
         pass  # the rollback below ends it
     try:

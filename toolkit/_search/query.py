@@ -28,7 +28,9 @@ def people_slots(people: int) -> int:
     values, keeps that plan instead of planning every search again. Counts are rounded
     up to a power of two (the last person repeated) so that few statements exist.
     """
-    return 1 << max(0, people - 1).bit_length()
+    if people < 1:
+        raise ValueError("a filter of people's memories needs at least one person")
+    return 1 << (people - 1).bit_length()
 
 
 def personal_owner_sql(people: int) -> str:

@@ -17,7 +17,13 @@ from typing import Any
 
 from kioku._db.vectors import halfvec_text
 from kioku._search.planning import HNSW_EF_SEARCH, VectorPlan, VectorPlans
-from kioku._search.query import SERVER_OWNER_SQL, Visibility, people_params, personal_owner_sql
+from kioku._search.query import (
+    SERVER_OWNER_SQL,
+    Visibility,
+    people_params,
+    people_slots,
+    personal_owner_sql,
+)
 
 DETAIL_COLUMNS = (
     "id",
@@ -48,7 +54,8 @@ class SearchShape:
     server: bool
     """Server memories of the lineage are visible."""
     people: int
-    """Participants whose personal memories are visible (``0``: none)."""
+    """Slots of the filter of participants whose personal memories are visible
+    (:func:`~kioku._search.query.people_slots`; ``0``: none)."""
     typed: bool
     """Only memories of one ``memory_type``."""
     important: bool
@@ -85,16 +92,20 @@ class SearchShape:
         """
         if isinstance(vector, str):
             vector = (vector,) * len(visibility.kinds())
+        walks = vector is not None and "hnsw" in vector
+        people = len(visibility.personal_user_ids)
+        if walks and pool < 1:
+            raise ValueError("an index walk needs the pool of candidates it keeps")
         return cls(
             server=visibility.include_server,
-            people=len(visibility.personal_user_ids),
+            people=people_slots(people) if people else 0,
             typed=memory_type is not None,
             important=min_importance is not None,
             vector=vector,
             text=text,
             timed=timed,
             details=details,
-            walk=walk_size(pool) if vector is not None and "hnsw" in vector else 0,
+            walk=walk_size(pool) if walks else 0,
         )
 
 

@@ -114,7 +114,10 @@ def test_a_create_failing_after_its_insert_leaves_nothing(
 
 
 def test_connection_killed_before_commit(store: KiokuStore, world: World, admin: Engine) -> None:
-    """A unit of work that read before writing commits explicitly; losing the commit is safe."""
+    """A unit of work that read before writing commits explicitly; losing the commit is safe.
+
+    A delete locks its memory, then deletes it (an update is one statement, see below).
+    """
     created = run_tool(create_long_term_memory_tool(store), REMEMBER, world.context())
     killed: list[int] = []
 
@@ -129,14 +132,18 @@ def test_connection_killed_before_commit(store: KiokuStore, world: World, admin:
     try:
         outcome = run_tool(
             update_long_term_memory_tool(store),
-            {"memory_id": created.result["memory_id"], **CHANGE},
+            {
+                "memory_id": created.result["memory_id"],
+                "memory_content": "",
+                "target_user": "Alice",
+            },
             world.context(),
         )
     finally:
         event.remove(store.engine, "commit", before_commit)
     assert killed
     assert outcome.result["status"] == "memory_update_failed_db_error"
-    assert table_counts(store) == (1, 1)  # the create stands, the update left no trace
+    assert table_counts(store) == (1, 1)  # the create stands, the delete left no trace
     assert len(world.notices) == 1  # only the create's notice
 
 

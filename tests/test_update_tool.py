@@ -10,12 +10,15 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
+from bench.roundtrips import RoundTripProxy
 from kioku import (
+    KiokuSettings,
     KiokuStore,
     Participant,
     PrivacyLevel,
     update_long_term_memory_tool,
 )
+from kioku._db.engine import make_engine
 from kioku._db.models import Memory
 from kioku._memory.directory import UserDirectory
 from kioku._memory.flow import undo_refused
@@ -399,3 +402,58 @@ def test_a_refusal_whose_commit_breaks_still_answers(store: KiokuStore) -> None:
         assert not fairy.is_valid
     with store.sessions() as session:
         assert session.scalar(text("SELECT 1")) == 1
+
+
+def test_with_personal_memories_off_only_the_users_own_stay_changeable(store: KiokuStore) -> None:
+    world = make_world(store)
+    bobs, alices = personal_memory(world, "Bob"), personal_memory(world, "Alice")
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", personal_memories_enabled=False)
+    change = {"memory_content": "{user} likes coffee"}
+    refused = update(world, {"memory_id": bobs, **change, "target_user": "Bob"})
+    assert refused["status"] == "memory_update_failed_not_found"
+    assert refused["reason"] == update(world, {"memory_id": 999, **change, "target_user": "Bob"})[
+        "reason"
+    ].replace("999", str(bobs)), "out of reach reads like a missing id"
+    assert_untouched(world, bobs, "{user} likes tea")
+    own = update(world, {"memory_id": alices, **change, "target_user": "Alice"})
+    assert own["status"] == "memory_updated_successfully", own
+
+
+def test_a_disabled_server_wins_over_a_refusal_of_the_update_itself(store: KiokuStore) -> None:
+    world = make_world(store)
+    bobs = personal_memory(world, "Bob")
+    with store.accounts() as accounts:
+        accounts.upsert_server(
+            "srv-a", self_teaching_enabled=False, personal_memories_enabled=False
+        )
+    for memory_id in (bobs, bobs + 1000):
+        result = update(
+            world, {"memory_id": memory_id, "memory_content": "x", "target_user": "Bob"}
+        )
+        assert result["status"] == "memory_update_failed_disabled", result
+    assert_untouched(world, bobs, "{user} likes tea")
+
+
+def test_an_update_is_one_round_trip(database_url: str) -> None:
+    """Settings, the scope check, the row lock and the update: one statement, no BEGIN or
+    COMMIT (it is atomic on its own)."""
+    proxy = RoundTripProxy(database_url)
+    store = KiokuStore(make_engine(proxy.url), settings=KiokuSettings(database_url=proxy.url))
+    try:
+        world = make_world(store)
+        memory_id = personal_memory(world, "Bob")
+        args = {"memory_id": memory_id, "target_user": "Bob"}
+        update(world, {**args, "memory_content": "{user} likes coffee"})  # the pool connects
+        proxy.reset()
+        result = update(world, {**args, "memory_content": "{user} likes cocoa"})
+        assert result["status"] == "memory_updated_successfully", result
+        assert proxy.reset() == 1
+        assert [a for a, _, _ in history_actions(world, memory_id)] == [
+            "create",
+            "update",
+            "update",
+        ]
+    finally:
+        store.close()
+        proxy.close()

@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import ColumnElement, TextClause, func, select, text
 from sqlalchemy.orm import Session
 
+from kioku._accounts import SETTINGS_SOURCE, settings_params
 from kioku._context import GLOBAL_LINEAGE
 from kioku._db.models import Memory, MemoryHistory
 from kioku._db.vectors import halfvec_text
@@ -201,21 +202,29 @@ statement compilation and SQLAlchemy's parameter processing."""
 
 
 _UPDATE_IN_SCOPE = (
-    "WITH target AS MATERIALIZED (SELECT {columns} FROM memories "
-    "WHERE id = :id AND status = 'active' AND ({owners}) FOR NO KEY UPDATE) "
-    "SELECT target.*, changed.* FROM target CROSS JOIN LATERAL "
+    "WITH settings AS MATERIALIZED (SELECT self_teaching_enabled, personal_memories_enabled "
+    "FROM {settings}), "
+    "target AS MATERIALIZED (SELECT {columns} FROM memories "
+    "WHERE id = :id AND status = 'active' AND ({owners}) "
+    "AND (SELECT s.self_teaching_enabled AND (s.personal_memories_enabled "
+    "OR NOT CAST(:needs_personal AS boolean)) FROM settings AS s) FOR NO KEY UPDATE) "
+    "SELECT changed.*, settings.* FROM settings LEFT JOIN LATERAL ("
+    "SELECT target.*, versioned.* FROM target CROSS JOIN LATERAL "
     "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
-    ":actor, :persona) AS changed"
+    ":actor, :persona) AS versioned) AS changed ON true"
 )
-"""Lock the memory if it lies in the scope, and update it: new content and embedding, its
-history row (a trigger) naming the actor (migrations 0006, 0009); answers with the row as
-it was and the scope version the update replaced and made. No row: not in the scope."""
+"""Read the server's settings; if they allow the change, lock the memory if it lies in the
+scope and update it: new content and embedding, its history row (a trigger) naming the
+actor (migrations 0006, 0009). One statement, atomic on its own: answers with the two
+settings that decide, and, when it changed the memory, the row as it was and the scope
+version the update replaced and made (otherwise those columns are ``NULL``)."""
 
 
 @lru_cache(maxsize=8)
 def _update_in_scope_statement(owners: tuple[str, ...]) -> TextClause:
     return text(
         _UPDATE_IN_SCOPE.format(
+            settings=SETTINGS_SOURCE,
             columns=", ".join(column.key for column in _RECORD_COLUMNS),
             owners=" OR ".join(f"({sql})" for sql in owners),
         )
@@ -237,6 +246,17 @@ class ContentChange:
     """The ``memory_counts`` key of the memory's scope."""
     version_before: int | None
     version_after: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedUpdate:
+    """What :meth:`MemoryRepository.update_in_scope` read and did."""
+
+    self_teaching_enabled: bool
+    personal_memories_enabled: bool
+    updated: tuple[MemoryRecord, ContentChange] | None
+    """The row as it was and the change; ``None`` when nothing was changed (the settings
+    forbade it, or the memory is not in the scope)."""
 
 
 VERSIONS_SQL = (
@@ -414,35 +434,46 @@ class MemoryRepository:
         scope: ServerScope | PersonalScope,
         new: str,
         *,
+        settings_key: str,
+        is_dm: bool,
+        needs_personal_memories: bool,
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
-    ) -> tuple[MemoryRecord, ContentChange] | None:
+    ) -> ScopedUpdate:
         """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
 
-        One statement locks the row (as :meth:`find_for_update`) and updates it
-        (``created_at`` kept; a trigger logs it). Returns the row as it was and the change,
-        or ``None`` when the memory is not in ``scope``.
+        One statement reads the settings of the server ``settings_key`` and, when they
+        allow it (self-teaching on, and personal memories on where
+        ``needs_personal_memories``), locks the row (as :meth:`find_for_update`) and
+        updates it (``created_at`` kept; a trigger logs it). Atomic on its own, so it may
+        run outside a transaction.
         """
         visibility = scope.visibility()
         row = self.session.execute(
             _update_in_scope_statement(tuple(visibility.owners_sql())),
             {
                 **search_params(visibility),
+                **settings_params(settings_key, is_dm),
+                "needs_personal": needs_personal_memories,
                 "id": memory_id,
                 "content": new,
                 "embedding": halfvec_text(embedding) if embedding is not None else None,
                 "actor": actor,
                 "persona": persona_id,
             },
-        ).first()
-        if row is None:
-            return None
-        old = MemoryRecord(*cast(tuple[Any, ...], row)[: len(_RECORD_COLUMNS)])
-        key = (row.scope_kind, row.scope_owner, row.scope_lineage) if row.scope_kind else None
-        return old, ContentChange(
-            memory_id, new, row.changed_at, key, row.version_before, row.version_after
-        )
+        ).one()
+        updated = None
+        if row.id is not None:
+            old = MemoryRecord(*cast(tuple[Any, ...], row)[: len(_RECORD_COLUMNS)])
+            key = (row.scope_kind, row.scope_owner, row.scope_lineage) if row.scope_kind else None
+            updated = (
+                old,
+                ContentChange(
+                    memory_id, new, row.changed_at, key, row.version_before, row.version_after
+                ),
+            )
+        return ScopedUpdate(row.self_teaching_enabled, row.personal_memories_enabled, updated)
 
     def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:
         """Delete the memory (its ``delete`` history row names ``actor``)."""

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from kioku._accounts import AccountRepository, ServerSettings
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._memory.arguments import UpdateArgs, parse_update_args
 from kioku._memory.flow import (
     FlowCall,
     FlowStatuses,
     commit_or_confirm,
+    confirm_outcome,
+    connection_lost,
+    disabled,
     embed_or_queue,
     fail,
     notify,
     open_turn,
+    require_context,
     resolve_or_fail,
+    settings_first,
     tool_flow,
 )
 from kioku._memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_for
@@ -34,6 +42,8 @@ from kioku._memory.statuses import UpdateStatus as S
 from kioku._memory.text import render_tokens, sanitise_content
 from kioku._reach import Reach, reach_of
 
+logger = logging.getLogger("kioku._memory")
+
 HIDDEN_TEXT = "(not shown: this person's memories are kept out of the conversation)"
 """Notice text for a change to a memory the turn does not show."""
 
@@ -44,42 +54,32 @@ STATUSES = FlowStatuses(
 
 def _update(call: FlowCall) -> ToolResult:
     args = parse_update_args(call.arguments)
-    context, settings = open_turn(call, STATUSES)
-    if context.persona.lineage_id <= GLOBAL_LINEAGE:
-        raise fail(S.INTERNAL_ERROR, "The persona has no lineage (the database needs migrating).")
+    context = require_context(call, STATUSES)
     content = sanitise_content(args.content)
-    if not content and args.content.strip(" \t\r\n"):
-        # Only an empty memory_content deletes; text that cleans away to nothing is refused.
-        raise fail(
-            S.INVALID_CONTENT,
-            "memory_content holds only characters that cannot be stored (control characters, "
-            'NUL, lone surrogates). Write the new text, or pass "" to delete the memory.',
-        )
     deleting = not content
-    max_length = call.store.settings.max_memory_length
-    if len(content) > max_length:
-        raise fail(
-            S.INVALID_CONTENT,
-            f"memory_content is {len(content)} characters; the maximum is {max_length}.",
-        )
-    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
-    owner = _resolve_owner(call, context, reach, args, deleting=deleting)
+    # A delete locks the row, then deletes it: a transaction, opened by reading the
+    # settings. An update is one statement that reads them itself.
+    known = open_turn(call, STATUSES)[1] if deleting else None
+    with settings_first(call, context, STATUSES):
+        owner = _checked_owner(call, context, args, content, known)
     scope: ServerScope | PersonalScope = (
         PersonalScope(owner.user_id, context.persona.lineage_id)
         if owner is not None
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
-    embedding = embed_or_queue(call.store, content) if content else None  # before the row lock
-    old, change = _change(call, context, reach, args.memory_id, scope, content, embedding)
-
-    def applied(session: Session) -> bool:
-        now = MemoryRepository(session).settled_content(args.memory_id)
-        return now is None if deleting else now == content
-
-    if commit_or_confirm(call, STATUSES, applied) and change is not None:
+    if known is not None:
+        old, change, settings = _delete(call, context, args.memory_id, scope, known), None, known
+    else:
+        embedding = embed_or_queue(call.store, content)  # before the row lock
+        needs_personal = owner is not None and owner.user_id != context.user.user_id
+        old, change, settings = _change(
+            call, context, args.memory_id, scope, content, embedding, needs_personal
+        )
+    if change is not None:
         call.store.applied_update(scope, change)
     else:
         call.store.invalidate(scope)
+    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"
     owner_name = owner.display_name if owner is not None else "User"
@@ -122,12 +122,49 @@ Commits on success; never raises (every failure is a status and writes nothing).
 """
 
 
+def _checked_owner(
+    call: FlowCall,
+    context: TurnContext,
+    args: UpdateArgs,
+    content: str,
+    settings: ServerSettings | None,
+) -> Person | None:
+    """Check the call and resolve the owner it names (``None``: the server-wide path).
+
+    ``settings``: the server's, when already read (a delete); otherwise the update's
+    statement checks what depends on them.
+    """
+    if context.persona.lineage_id <= GLOBAL_LINEAGE:
+        raise fail(S.INTERNAL_ERROR, "The persona has no lineage (the database needs migrating).")
+    if not content and args.content.strip(" \t\r\n"):
+        # Only an empty memory_content deletes; text that cleans away to nothing is refused.
+        raise fail(
+            S.INVALID_CONTENT,
+            "memory_content holds only characters that cannot be stored (control characters, "
+            'NUL, lone surrogates). Write the new text, or pass "" to delete the memory.',
+        )
+    max_length = call.store.settings.max_memory_length
+    if len(content) > max_length:
+        raise fail(
+            S.INVALID_CONTENT,
+            f"memory_content is {len(content)} characters; the maximum is {max_length}.",
+        )
+    return _resolve_owner(call, context, args, settings, deleting=not content)
+
+
 def _resolve_owner(
-    call: FlowCall, context: TurnContext, reach: Reach, args: UpdateArgs, *, deleting: bool
+    call: FlowCall,
+    context: TurnContext,
+    args: UpdateArgs,
+    settings: ServerSettings | None,
+    *,
+    deleting: bool,
 ) -> Person | None:
     """The owner named by ``target_user`` (``None``: the server-wide path).
 
-    Memories of people out of the turn's reach answer exactly like a missing id.
+    Memories of people out of the turn's reach answer exactly like a missing id. Without
+    ``settings``, reach is judged as if personal memories were on; the update's statement
+    refuses the rest.
     """
     if args.target_user is None:
         return None
@@ -144,7 +181,8 @@ def _resolve_owner(
             "There are no personal memories about yourself; memories about you are "
             "server-wide (omit target_user).",
         )
-    if not reach.may_change_personal(person.user_id):
+    enabled = settings is None or settings.personal_memories_enabled
+    if not reach_of(context, personal_memories_enabled=enabled).may_change_personal(person.user_id):
         raise fail(S.NOT_FOUND, not_found_reason(args.memory_id))
     if not deleting and person.privacy != PrivacyLevel.MINIMAL:
         raise fail(
@@ -158,27 +196,95 @@ def _resolve_owner(
 def _change(
     call: FlowCall,
     context: TurnContext,
-    reach: Reach,
     memory_id: int,
     scope: ServerScope | PersonalScope,
     content: str,
     embedding: list[float] | None,
-) -> tuple[MemoryRecord, ContentChange | None]:
-    """Update or delete the row inside ``scope``: the row as it was, and the update made."""
-    actor, persona_id = context.user.user_id, context.persona.persona_id
+    needs_personal: bool,
+) -> tuple[MemoryRecord, ContentChange | None, ServerSettings]:
+    """Update the row inside ``scope`` in one statement, committed.
+
+    Returns the row as it was, the change (``None`` when a lost reply was checked instead)
+    and the settings that allowed it.
+    """
+    if not call.session.in_transaction():
+        # Nothing read in this unit of work: the statement is atomic on its own, so it runs
+        # without the BEGIN and COMMIT round trips.
+        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     memories = MemoryRepository(call.session)
-    if content:
-        updated = memories.update_in_scope(
-            memory_id, scope, content, actor=actor, persona_id=persona_id, embedding=embedding
+    call.session.connection()  # a failure to connect means nothing was sent
+    try:
+        outcome = memories.update_in_scope(
+            memory_id,
+            scope,
+            content,
+            settings_key=context.memory_server_key,
+            is_dm=context.is_dm,
+            needs_personal_memories=needs_personal,
+            actor=context.user.user_id,
+            persona_id=context.persona.persona_id,
+            embedding=embedding,
         )
-        if updated is None:
-            raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
-        return updated
+        call.session.commit()
+    except SQLAlchemyError as exc:
+        if not connection_lost(exc):
+            raise
+        logger.warning("kioku: the reply to an update was lost (%s); checking", exc)
+        return _confirmed(call, context, memory_id, content)
+    if not outcome.self_teaching_enabled:
+        raise disabled(STATUSES)
+    if needs_personal and not outcome.personal_memories_enabled:
+        raise fail(S.NOT_FOUND, not_found_reason(memory_id))
+    if outcome.updated is None:
+        reach = reach_of(context, personal_memories_enabled=outcome.personal_memories_enabled)
+        raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
+    old, change = outcome.updated
+    return (
+        old,
+        change,
+        ServerSettings(
+            self_teaching_enabled=True, personal_memories_enabled=outcome.personal_memories_enabled
+        ),
+    )
+
+
+def _confirmed(
+    call: FlowCall, context: TurnContext, memory_id: int, content: str
+) -> tuple[MemoryRecord, None, ServerSettings]:
+    """What an update whose reply was lost did, asked on a fresh connection."""
+
+    def check(session: Session) -> tuple[MemoryRecord, ServerSettings] | None:
+        memories = MemoryRepository(session)
+        if memories.settled_content(memory_id) != content:
+            return None
+        row = memories.get(memory_id)
+        settings = AccountRepository(session).settings_for(context)
+        return (row, settings) if row is not None else None
+
+    row, settings = confirm_outcome(call, STATUSES, check)
+    return row, None, settings
+
+
+def _delete(
+    call: FlowCall,
+    context: TurnContext,
+    memory_id: int,
+    scope: ServerScope | PersonalScope,
+    settings: ServerSettings,
+) -> MemoryRecord:
+    """Delete the row inside ``scope``, committed: the row as it was."""
+    memories = MemoryRepository(call.session)
     old = memories.find_for_update(memory_id, scope)
     if old is None:
+        reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
         raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
-    memories.delete(memory_id, actor=actor, persona_id=persona_id)
-    return old, None
+    memories.delete(memory_id, actor=context.user.user_id, persona_id=context.persona.persona_id)
+
+    def applied(session: Session) -> bool:
+        return MemoryRepository(session).settled_content(memory_id) is None
+
+    commit_or_confirm(call, STATUSES, applied)
+    return old
 
 
 def not_found_reason(memory_id: int) -> str:

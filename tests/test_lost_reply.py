@@ -128,3 +128,22 @@ def test_the_same_content_twice_is_saved_once(world: World) -> None:
     personal = {**FACT, "memory_scope": "target_user", "target_user": "Alice"}
     third = run_tool(tool, personal, world.context()).result
     assert third["memory_id"] != first["memory_id"] and "already_saved" not in third
+
+
+def test_a_refused_update_whose_reply_is_lost_is_not_reported_as_done(
+    world: World, lossy: Any
+) -> None:
+    """The check asks what the statement asked (scope, settings), not only the text: a
+    memory out of reach that already held the text was not updated by this call."""
+    same = {"memory_content": "{user} likes tea", "target_user": "Bob"}
+    bobs = create_memory(world, {**same, "memory_scope": "target_user"})
+    with world.store.accounts() as accounts:
+        accounts.upsert_server("srv-a", personal_memories_enabled=False)
+    proxy, store = lossy([b"kioku_update_memory"])
+    result = run_tool(
+        update_long_term_memory_tool(store), {"memory_id": bobs, **same}, world.context()
+    ).result
+    assert proxy.dropped.is_set()
+    assert result["status"] == "memory_update_failed_db_error", result
+    assert "nothing was changed" in result["reason"]
+    assert [notice.kind for notice in world.notices] == ["created"]

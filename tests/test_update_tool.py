@@ -435,13 +435,13 @@ def test_a_disabled_server_wins_over_a_refusal_of_the_update_itself(store: Kioku
     assert_untouched(world, bobs, "{user} likes tea")
 
 
-def test_an_update_is_one_round_trip(database_url: str) -> None:
+def test_an_update_is_one_round_trip(store: KiokuStore, database_url: str) -> None:
     """Settings, the scope check, the row lock and the update: one statement, no BEGIN or
-    COMMIT (it is atomic on its own)."""
+    COMMIT (it is atomic on its own). ``store`` empties the tables afterwards."""
     proxy = RoundTripProxy(database_url)
-    store = KiokuStore(make_engine(proxy.url), settings=KiokuSettings(database_url=proxy.url))
+    counted = KiokuStore(make_engine(proxy.url), settings=KiokuSettings(database_url=proxy.url))
     try:
-        world = make_world(store)
+        world = make_world(counted)
         memory_id = personal_memory(world, "Bob")
         args = {"memory_id": memory_id, "target_user": "Bob"}
         update(world, {**args, "memory_content": "{user} likes coffee"})  # the pool connects
@@ -455,5 +455,5 @@ def test_an_update_is_one_round_trip(database_url: str) -> None:
             "update",
         ]
     finally:
-        store.close()
+        counted.close()
         proxy.close()

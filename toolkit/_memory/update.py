@@ -59,9 +59,13 @@ def _update(call: FlowCall) -> ToolResult:
     deleting = not content
     # A delete locks the row, then deletes it: a transaction, opened by reading the
     # settings. An update is one statement that reads them itself.
-    known = open_turn(call, STATUSES)[1] if deleting else None
-    with settings_first(call, context, STATUSES):
+    if deleting:
+        known: ServerSettings | None = open_turn(call, STATUSES)[1]
         owner = _checked_owner(call, context, args, content, known)
+    else:
+        known = None
+        with settings_first(call, context, STATUSES):
+            owner = _checked_owner(call, context, args, content, known)
     scope: ServerScope | PersonalScope = (
         PersonalScope(owner.user_id, context.persona.lineage_id)
         if owner is not None
@@ -230,7 +234,7 @@ def _change(
         if not connection_lost(exc):
             raise
         logger.warning("kioku: the reply to an update was lost (%s); checking", exc)
-        return _confirmed(call, context, memory_id, content)
+        return _confirmed(call, context, memory_id, scope, content, needs_personal)
     if not outcome.self_teaching_enabled:
         raise disabled(STATUSES)
     if needs_personal and not outcome.personal_memories_enabled:
@@ -249,17 +253,29 @@ def _change(
 
 
 def _confirmed(
-    call: FlowCall, context: TurnContext, memory_id: int, content: str
+    call: FlowCall,
+    context: TurnContext,
+    memory_id: int,
+    scope: ServerScope | PersonalScope,
+    content: str,
+    needs_personal: bool,
 ) -> tuple[MemoryRecord, None, ServerSettings]:
-    """What an update whose reply was lost did, asked on a fresh connection."""
+    """What an update whose reply was lost did, asked on a fresh connection.
+
+    It happened when the memory, in ``scope``, now holds ``content`` and the settings
+    allow what the statement checked (one that refused changed nothing). A writer that
+    changed the memory again in between makes it read as not done.
+    """
 
     def check(session: Session) -> tuple[MemoryRecord, ServerSettings] | None:
-        memories = MemoryRepository(session)
-        if memories.settled_content(memory_id) != content:
+        row = MemoryRepository(session).find_for_update(memory_id, scope)
+        if row is None or row.content != content:
             return None
-        row = memories.get(memory_id)
         settings = AccountRepository(session).settings_for(context)
-        return (row, settings) if row is not None else None
+        allowed = settings.self_teaching_enabled and (
+            settings.personal_memories_enabled or not needs_personal
+        )
+        return (row, settings) if allowed else None
 
     row, settings = confirm_outcome(call, STATUSES, check)
     return row, None, settings

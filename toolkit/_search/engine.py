@@ -10,6 +10,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from kioku._db.driver import fetch_all
 from kioku._db.vectors import (
     EXACT_SEARCH_MAX_ROWS,
     HNSW_SEARCH_SETTINGS,
@@ -314,7 +315,7 @@ def _rows_of(
             pool=pool,
         )
         found: dict[str, list[Row]] = {"vector": [], "text": []}
-        for row in session.execute(text(candidates_sql(shape)), params).all():
+        for row in fetch_all(session, candidates_sql(shape), params):
             candidate = make(row)
             found[candidate.source].append(candidate)
         return found

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DataError, OperationalError
 
-from kioku import KiokuStore
+from kioku import KiokuSettings, KiokuStore
 from kioku._db.driver import driver_sql, fetch_all
+from kioku._db.engine import make_engine
 
 
 def test_rows_come_back_as_tuples_with_named_parameters(store: KiokuStore) -> None:
@@ -29,19 +30,51 @@ def test_a_failing_read_raises_sqlalchemys_error_and_the_session_goes_on(
         assert fetch_all(session, "SELECT 2", {}) == [(2,)]
 
 
-def test_a_lost_connection_is_invalidated(store: KiokuStore, engine: Engine) -> None:
+def test_a_lost_connection_is_invalidated_with_the_pools_older_ones(
+    database_url: str, engine: Engine
+) -> None:
+    """As from ``Session.execute``: after a lost connection the pool replaces every
+    connection older than the failure, so the next turns do not meet the dead ones."""
     admin = engine.execution_options(isolation_level="AUTOCOMMIT")
-    with store.reads() as session:
-        connection = session.connection()
-        pid = connection.connection.driver_connection.info.backend_pid
+    own = make_engine(database_url, pool_size=3)
+    store = KiokuStore(own, settings=KiokuSettings(database_url=database_url))
+    try:
+        first, second = store.reads(), store.reads()
+        pids = [
+            s.connection().connection.driver_connection.info.backend_pid for s in (first, second)
+        ]
+        first.close()
+        second.close()
         with admin.connect() as other:
-            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        with pytest.raises(OperationalError) as raised:
-            fetch_all(session, "SELECT 1", {})
-        assert raised.value.connection_invalidated
-        assert connection.invalidated
-    with store.reads() as session:  # the pool hands out a working connection again
-        assert fetch_all(session, "SELECT 3", {}) == [(3,)]
+            for pid in pids:
+                other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with store.reads() as session:
+            connection = session.connection()
+            with pytest.raises(OperationalError) as raised:
+                fetch_all(session, "SELECT 1", {})
+            assert raised.value.connection_invalidated
+            assert connection.invalidated
+        with store.reads() as one, store.reads() as two:  # the other dead one is replaced
+            assert [fetch_all(s, "SELECT 3", {}) for s in (one, two)] == [[(3,)], [(3,)]]
+    finally:
+        store.close()
+        own.dispose()
+
+
+def test_a_failure_hides_the_parameters_when_the_engine_says_so(
+    database_url: str,
+) -> None:
+    url = make_engine(database_url).url
+    hidden = create_engine(url, hide_parameters=True)
+    store = KiokuStore(hidden, settings=KiokuSettings(database_url=database_url))
+    try:
+        with store.reads() as session, pytest.raises(DataError) as raised:
+            fetch_all(session, "SELECT 1 / :secret", {"secret": 0})
+        assert "parameters hidden" in str(raised.value)
+        assert "'secret': 0" not in str(raised.value)
+    finally:
+        store.close()
+        hidden.dispose()
 
 
 def test_the_driver_form_is_computed_once_per_statement(store: KiokuStore) -> None:

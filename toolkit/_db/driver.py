@@ -2,9 +2,11 @@
 
 For the statements every turn runs several of (the rankings): building SQLAlchemy's
 result (column metadata from the cursor's description, row objects) cost about 0.2 ms a
-statement, as much as a ranking's own rows. Errors are raised as ``Session.execute``
-raises them (SQLAlchemy's exception classes; a connection the driver reports closed or
-broken is invalidated), so callers and :func:`kioku._db.errors.storage_errors` see one kind.
+statement, as much as a ranking's own rows. A failure goes through SQLAlchemy's own error
+handling, as from ``Session.execute``: its exception classes, ``hide_parameters``,
+``handle_error`` listeners, and on a lost connection the connection invalidated and the
+pool's older connections marked for replacement. SQLAlchemy's cursor events do not see
+these statements.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import Any, cast
 import psycopg
 from sqlalchemy import text
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 
@@ -29,22 +30,16 @@ def driver_sql(sql: str, dialect: Dialect) -> str:
 def fetch_all(session: Session, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """The rows of ``sql`` (``:name`` parameters) run with ``params`` in ``session``."""
     connection = session.connection()
-    dialect = connection.dialect
-    statement = driver_sql(sql, dialect)
+    statement = driver_sql(sql, connection.dialect)
     driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    cursor = driver.cursor()
     try:
-        with driver.cursor() as cursor:
-            cursor.execute(statement, params)
-            return cursor.fetchall()
-    except psycopg.Error as exc:
-        lost = driver.closed or driver.broken  # the dialect's own disconnect test
-        if lost:
-            connection.invalidate(exc)
-        raise DBAPIError.instance(
-            statement,
-            dict(params),
-            exc,
-            psycopg.Error,
-            connection_invalidated=lost,
-            dialect=dialect,
-        ) from exc
+        cursor.execute(statement, params)
+        return cursor.fetchall()
+    except BaseException as exc:  # interrupts too, as SQLAlchemy's own execution does
+        # Private, but the one place SQLAlchemy keeps what a failed statement means for
+        # the connection and the pool; it raises (wrapped, or ``exc`` itself).
+        connection._handle_dbapi_exception(exc, statement, dict(params), cast(Any, cursor), None)
+        raise
+    finally:
+        cursor.close()

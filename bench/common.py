@@ -119,3 +119,16 @@ def prepare_database(url: str, schemas: Sequence[str]) -> str:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     assert row is not None
     return str(row[0])
+
+
+def analyze_store(conninfo: str) -> None:
+    """Analyse a ``PostgresStore``'s tables after a bulk load, as autovacuum soon would.
+
+    ``conninfo`` puts the store's schema first on the path. kioku's and the raw floor's
+    tables get the same after their loads. Without it a peer's plans depend on whether
+    autovacuum has come by yet: its HNSW search at 10,000 memories read 10.7 ms in one
+    step and 29.9 ms (an exact scan's time) in the next.
+    """
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE store")
+        conn.execute("VACUUM ANALYZE store_vectors")

@@ -7,6 +7,7 @@ update through the tool path, and capture of the user message and the reply into
 memory. Each peer below does the equivalent work per turn the way a competent user of its
 library would set it up. Query and document embeddings are precomputed for every peer
 (lookups), as for kioku; token counts use kioku's cached cl100k counter line by line.
+Every contender's tables are analysed after loading, as autovacuum soon would.
 
 ``postgres_store_flat`` — LangGraph ``PostgresStore``, halfvec vectors, no ANN index (exact
 search, as kioku searches a scope up to 2,000 memories). Per turn, one ``store.batch`` of
@@ -83,7 +84,7 @@ from langgraph.store.base import GetOp, Item, Op, PutOp, SearchOp
 from langgraph.store.postgres import PostgresStore
 from langgraph.store.postgres.base import PostgresIndexConfig
 
-from bench.common import libpq, prepare_database
+from bench.common import analyze_store, libpq, prepare_database
 from bench.search import Rounds
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
 
@@ -359,6 +360,7 @@ def build_store_peer(
     if load:
         with open_store(libpq(data.url, SCHEMAS[name], ext), index) as loader:
             load_store(loader, data, "text", stm=True)
+        analyze_store(libpq(data.url, SCHEMAS[name], ext))
     store = peers.resources.enter_context(open_store(libpq(conn, SCHEMAS[name], ext), index))
     peers.turns[name] = store_turn(store, data, Prompt(), peers.found, name)
 
@@ -381,6 +383,7 @@ def build_langmem(peers: Peers, data: PeerData, conn: str, ext: str, load: bool)
     if load:
         with open_store(libpq(data.url, SCHEMAS["langmem"], ext), index) as loader:
             load_store(loader, data, "content", stm=False)
+        analyze_store(libpq(data.url, SCHEMAS["langmem"], ext))
     store = peers.resources.enter_context(open_store(libpq(conn, SCHEMAS["langmem"], ext), index))
     graph = stm_graph(open_stm(peers.resources, conn, ext))
     search_server = create_search_memory_tool(("memories", data.server_id), store=store)

@@ -35,6 +35,7 @@ from langgraph.store.postgres import PostgresStore
 from sqlalchemy import insert, select, text
 
 from bench.common import (
+    analyze_store,
     bench_data,
     bench_database,
     libpq,
@@ -252,6 +253,8 @@ def run_scale(
             t1 = time.perf_counter()
             for peer in peers.values():
                 load_peer(peer, corpus)
+            for kind in peers:
+                analyze_store(libpq(url, f"search_{kind}", ext))
             peer_load_s = time.perf_counter() - t1
             result = measure(
                 store,

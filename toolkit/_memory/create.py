@@ -21,6 +21,7 @@ from kioku._memory.flow import (
     embed_or_queue,
     fail,
     notify,
+    on_its_own,
     require_context,
     resolve_or_fail,
     settings_first,
@@ -294,10 +295,8 @@ def _insert(
         # the second compares with the first one's memory.
         MemoryRepository(call.session).lock_scope(scope)
         _refuse_repeat(call, context, scope, target, content, embedding, typed, settings)
-    elif not call.session.in_transaction():
-        # Nothing to compare, nothing read in this unit of work: the create is atomic on its
-        # own, so run it as a single statement and save the BEGIN and COMMIT round trips.
-        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    else:
+        on_its_own(call.session)  # nothing to compare: the create is atomic on its own
     new = NewMemory(
         scope=scope,
         content=content,

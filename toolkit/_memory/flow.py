@@ -218,6 +218,15 @@ def confirm_outcome(
     raise fail(statuses.db_error, UNKNOWN_OUTCOME, outcome_unknown=True)
 
 
+def on_its_own(session: Session) -> None:
+    """Send the unit of work's next statement on its own, when nothing was read in it yet.
+
+    For a write that is atomic as one statement: no BEGIN or COMMIT round trips.
+    """
+    if not session.in_transaction():
+        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
 def commit_or_confirm(
     call: FlowCall, statuses: FlowStatuses, applied: Callable[[Session], bool]
 ) -> bool:

@@ -207,7 +207,7 @@ _UPDATE_IN_SCOPE = (
     "target AS MATERIALIZED (SELECT {columns} FROM memories "
     "WHERE id = :id AND status = 'active' AND ({owners}) "
     "AND (SELECT s.self_teaching_enabled AND (s.personal_memories_enabled "
-    "OR NOT CAST(:needs_personal AS boolean)) FROM settings AS s) FOR NO KEY UPDATE) "
+    "OR CAST(:allowed_without_personal AS boolean)) FROM settings AS s) FOR NO KEY UPDATE) "
     "SELECT changed.*, settings.* FROM settings LEFT JOIN LATERAL ("
     "SELECT target.*, versioned.* FROM target CROSS JOIN LATERAL "
     "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
@@ -436,7 +436,7 @@ class MemoryRepository:
         *,
         settings_key: str,
         is_dm: bool,
-        needs_personal_memories: bool,
+        allowed_without_personal: bool,
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
@@ -444,10 +444,10 @@ class MemoryRepository:
         """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
 
         One statement reads the settings of the server ``settings_key`` and, when they
-        allow it (self-teaching on, and personal memories on where
-        ``needs_personal_memories``), locks the row (as :meth:`find_for_update`) and
-        updates it (``created_at`` kept; a trigger logs it). Atomic on its own, so it may
-        run outside a transaction.
+        allow it (self-teaching on, and personal memories on unless
+        ``allowed_without_personal``: the turn's reach decides that), locks the row (as
+        :meth:`find_for_update`) and updates it (``created_at`` kept; a trigger logs it).
+        Atomic on its own, so it may run outside a transaction.
         """
         visibility = scope.visibility()
         row = self.session.execute(
@@ -455,7 +455,7 @@ class MemoryRepository:
             {
                 **search_params(visibility),
                 **settings_params(settings_key, is_dm),
-                "needs_personal": needs_personal_memories,
+                "allowed_without_personal": allowed_without_personal,
                 "id": memory_id,
                 "content": new,
                 "embedding": halfvec_text(embedding) if embedding is not None else None,

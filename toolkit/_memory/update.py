@@ -21,6 +21,7 @@ from kioku._memory.flow import (
     embed_or_queue,
     fail,
     notify,
+    on_its_own,
     open_turn,
     require_context,
     resolve_or_fail,
@@ -75,9 +76,13 @@ def _update(call: FlowCall) -> ToolResult:
         old, change, settings = _delete(call, context, args.memory_id, scope, known), None, known
     else:
         embedding = embed_or_queue(call.store, content)  # before the row lock
-        needs_personal = owner is not None and owner.user_id != context.user.user_id
+        # Whether the change stands with personal memories off: the reach decides, and the
+        # statement applies it to the settings it reads.
+        without_personal = owner is None or reach_of(
+            context, personal_memories_enabled=False
+        ).may_change_personal(owner.user_id)
         old, change, settings = _change(
-            call, context, args.memory_id, scope, content, embedding, needs_personal
+            call, context, args.memory_id, scope, content, embedding, without_personal
         )
     if change is not None:
         call.store.applied_update(scope, change)
@@ -204,17 +209,14 @@ def _change(
     scope: ServerScope | PersonalScope,
     content: str,
     embedding: list[float] | None,
-    needs_personal: bool,
+    allowed_without_personal: bool,
 ) -> tuple[MemoryRecord, ContentChange | None, ServerSettings]:
     """Update the row inside ``scope`` in one statement, committed.
 
     Returns the row as it was, the change (``None`` when a lost reply was checked instead)
     and the settings that allowed it.
     """
-    if not call.session.in_transaction():
-        # Nothing read in this unit of work: the statement is atomic on its own, so it runs
-        # without the BEGIN and COMMIT round trips.
-        call.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    on_its_own(call.session)
     memories = MemoryRepository(call.session)
     call.session.connection()  # a failure to connect means nothing was sent
     try:
@@ -224,7 +226,7 @@ def _change(
             content,
             settings_key=context.memory_server_key,
             is_dm=context.is_dm,
-            needs_personal_memories=needs_personal,
+            allowed_without_personal=allowed_without_personal,
             actor=context.user.user_id,
             persona_id=context.persona.persona_id,
             embedding=embedding,
@@ -234,12 +236,10 @@ def _change(
         if not connection_lost(exc):
             raise
         logger.warning("kioku: the reply to an update was lost (%s); checking", exc)
-        return _confirmed(call, context, memory_id, scope, content, needs_personal)
+        return _confirmed(call, context, memory_id, scope, content, allowed_without_personal)
     if not outcome.self_teaching_enabled:
         raise disabled(STATUSES)
-    if needs_personal and not outcome.personal_memories_enabled:
-        raise fail(S.NOT_FOUND, not_found_reason(memory_id))
-    if outcome.updated is None:
+    if outcome.updated is None:  # out of the scope, or of reach with personal memories off
         reach = reach_of(context, personal_memories_enabled=outcome.personal_memories_enabled)
         raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
     old, change = outcome.updated
@@ -258,7 +258,7 @@ def _confirmed(
     memory_id: int,
     scope: ServerScope | PersonalScope,
     content: str,
-    needs_personal: bool,
+    allowed_without_personal: bool,
 ) -> tuple[MemoryRecord, None, ServerSettings]:
     """What an update whose reply was lost did, asked on a fresh connection.
 
@@ -273,7 +273,7 @@ def _confirmed(
             return None
         settings = AccountRepository(session).settings_for(context)
         allowed = settings.self_teaching_enabled and (
-            settings.personal_memories_enabled or not needs_personal
+            settings.personal_memories_enabled or allowed_without_personal
         )
         return (row, settings) if allowed else None
 

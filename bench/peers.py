@@ -44,16 +44,26 @@ vector query filters its jsonb payload after the HNSW scan (no iterative scan), 
 planner uses the index (e.g. 100,000 server memories) small scopes come back empty: the
 turn renders fewer memories (``Peers.found``).
 
-``raw_sql_floor`` — hand-written SQL over one psycopg connection (pipeline mode, each
-transaction an explicit BEGIN ... COMMIT sent with its statements) on a kioku-like
-``memories`` table (halfvec, same rows) in its own schema, HNSW index only when a scope
-exceeds 2,000 rows (as kioku). Per turn, one pipelined read transaction: the newest
-50 of the server's memories, the newest 50 of each participant's (one LATERAL query), a
-vector ORDER BY (exact, or HNSW with iterative scan at scale) in the server scope (limit 10),
-this channel's short-term entry and the 4 newest other-channel entries; rendered and
-counted; then one pipelined write transaction: a history row and the memory's update, and
-upserts of the two short-term entries (jsonb, appending in SQL and keeping the last 20).
-Nothing is cached between turns. This is the floor kioku's turn is compared with.
+``raw_sql_floor`` — hand-written SQL doing the SQL work of kioku's turn, over one psycopg
+connection (pipeline mode, each transaction an explicit BEGIN ... COMMIT sent with its
+statements) on a kioku-like ``memories`` table (halfvec, importance, a stored English
+``tsvector`` with a GIN index, same rows) in its own schema, HNSW index only when a scope
+exceeds 2,000 rows (as kioku). Per turn, one pipelined read transaction: the server's
+settings row, the newest 50 of the server's memories, the newest 50 of each
+participant's (one LATERAL query), a hybrid ranking of the server's memories and one of
+the participants' (each: the 100 nearest by vector, exact or HNSW with iterative scan at
+scale, and the 100 best ``ts_rank_cd`` matches of any query word; ids, content,
+importance and time), this channel's short-term entry and the 4 newest other-channel
+entries; the rankings fused in Python (reciprocal rank fusion with importance), their
+best 50 merged with each window, rendered and counted; then one pipelined write
+transaction: a history row and the memory's update, and upserts of the two short-term
+entries (jsonb, appending in SQL and keeping the last 20). Nothing is cached between
+turns. This is the floor kioku's turn is compared with (the issue's "raw psycopg doing
+the same SQL work").
+
+``raw_sql_vector_floor`` — the floor as it was until the same SQL work was asked of it, for
+reference: the same tables, statements and write, but its retrieval is the server's 10
+nearest by vector alone (no text search, no ranking of personal memories, no settings).
 
 Run: .venv/bin/python -m bench.peers [--which raw_sql_floor langmem] [--turns 100]
 """
@@ -88,7 +98,14 @@ from bench.common import analyze_store, libpq, prepare_database
 from bench.search import Rounds
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
 
-PEERS = ("postgres_store_flat", "postgres_store_hnsw", "langmem", "mem0", "raw_sql_floor")
+PEERS = (
+    "postgres_store_flat",
+    "postgres_store_hnsw",
+    "langmem",
+    "mem0",
+    "raw_sql_floor",
+    "raw_sql_vector_floor",
+)
 """Every peer, in the order they are built and timed."""
 
 KEEP_MESSAGES = 20
@@ -109,6 +126,7 @@ SCHEMAS = {
     "postgres_store_hnsw": "peers_store_hnsw",
     "langmem": "peers_langmem",
     "raw_sql_floor": "peers_raw",
+    "raw_sql_vector_floor": "peers_raw",
 }
 STM_SCHEMA = "peers_stm"
 MEM0_COLLECTION = "peers_mem0"
@@ -146,6 +164,8 @@ class Peers:
     found: dict[str, int] = field(default_factory=dict)
     """Peer → memories its last turn rendered (a sanity check on filtered ANN search)."""
     resources: ExitStack = field(default_factory=ExitStack)
+    raw_loaded: bool = False
+    """Whether the raw floors' shared tables were loaded by this build."""
 
     def close(self) -> None:
         """Close every connection, pool and temporary directory."""
@@ -532,6 +552,8 @@ CREATE TABLE IF NOT EXISTS memories (
     user_id text,
     content text NOT NULL,
     embedding halfvec({dim}) NOT NULL,
+    importance real NOT NULL DEFAULT 0.5,
+    search_vector tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
@@ -539,12 +561,19 @@ CREATE INDEX IF NOT EXISTS memories_server_newest ON memories (server_id, create
     WHERE scope = 'server';
 CREATE INDEX IF NOT EXISTS memories_personal_newest ON memories (user_id, created_at DESC, id DESC)
     WHERE scope = 'personal';
+CREATE INDEX IF NOT EXISTS memories_search ON memories USING gin (search_vector);
 CREATE TABLE IF NOT EXISTS memory_history (
     id bigserial PRIMARY KEY,
     memory_id bigint NOT NULL,
     old_content text,
     new_content text NOT NULL,
     changed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS settings (
+    server_id text PRIMARY KEY,
+    personal_memories_enabled boolean NOT NULL DEFAULT true,
+    self_teaching_enabled boolean NOT NULL DEFAULT true,
+    private_channels text[] NOT NULL DEFAULT '{{}}'
 );
 CREATE TABLE IF NOT EXISTS stm (
     kind text NOT NULL,
@@ -558,6 +587,10 @@ CREATE TABLE IF NOT EXISTS stm (
 CREATE INDEX IF NOT EXISTS stm_newest ON stm (kind, owner, updated_at DESC);
 """
 
+RAW_SETTINGS = """
+SELECT personal_memories_enabled, self_teaching_enabled, private_channels
+FROM settings WHERE server_id = %s
+"""
 RAW_SERVER = """
 SELECT content FROM memories WHERE scope = 'server' AND server_id = %s
 ORDER BY created_at DESC, id DESC LIMIT %s
@@ -574,6 +607,16 @@ RAW_RELEVANT = """
 SELECT content FROM memories WHERE scope = 'server' AND server_id = %s
 ORDER BY embedding <=> %s::halfvec LIMIT 10
 """
+RAW_RANKING = """
+(SELECT id, content, importance, created_at, 'vector' FROM memories WHERE {scope}
+ ORDER BY embedding <=> %(vector)s::halfvec LIMIT %(pool)s)
+UNION ALL
+(SELECT id, content, importance, created_at, 'text'
+ FROM memories, to_tsquery('english', %(words)s) q WHERE {scope} AND search_vector @@ q
+ ORDER BY ts_rank_cd(search_vector, q) DESC, id LIMIT %(pool)s)
+"""
+RAW_RANK_SERVER = RAW_RANKING.format(scope="scope = 'server' AND server_id = %(owner)s")
+RAW_RANK_PERSONAL = RAW_RANKING.format(scope="scope = 'personal' AND user_id = ANY(%(owners)s)")
 RAW_CHANNEL = "SELECT messages FROM stm WHERE kind = 'server' AND owner = %s AND channel = %s"
 RAW_OTHERS = """
 SELECT channel, messages, summary FROM stm WHERE kind = 'server' AND owner = %s AND channel <> %s
@@ -596,6 +639,8 @@ ON CONFLICT (kind, owner, channel) DO UPDATE SET
     ),
     updated_at = now()
 """
+RANKED = WINDOW
+"""Memories each of the same-work floor's rankings keeps (from 2 × as many candidates)."""
 
 
 def vector_text(vector: Sequence[float]) -> str:
@@ -603,8 +648,31 @@ def vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(f"{x:.6g}" for x in vector) + "]"
 
 
+def any_word(text: str) -> str:
+    """``to_tsquery`` text matching any word of ``text`` (letters and digits only)."""
+    words = "".join(c if c.isalnum() else " " for c in text.lower()).split()
+    return " | ".join(dict.fromkeys(words)) or "nothing"
+
+
+def fused(rows: Sequence[tuple[Any, ...]], limit: int) -> list[str]:
+    """Contents of the ``limit`` best of a ranking's rows: RRF over both lists, importance.
+
+    A row is ``(id, content, importance, created_at, source)``; rows come in each source's
+    rank order.
+    """
+    scores: dict[int, float] = {}
+    contents: dict[int, str] = {}
+    ranks: dict[str, int] = {}
+    for memory_id, content, importance, _, source in rows:
+        ranks[source] = ranks.get(source, 0) + 1
+        scores[memory_id] = scores.get(memory_id, 0.1 * importance) + 1 / (60 + ranks[source])
+        contents[memory_id] = content
+    best = sorted(scores, key=lambda m: (-scores[m], m))[:limit]
+    return [contents[m] for m in best]
+
+
 def load_raw(data: PeerData, ext: str) -> None:
-    """Create the floor's tables in its schema and load the same rows."""
+    """Create the floors' tables in their schema and load the same rows."""
     with psycopg.connect(libpq(data.url, SCHEMAS["raw_sql_floor"], ext)) as conn:
         conn.execute(RAW_SCHEMA_SQL.format(dim=int(data.dim)).encode())
         at = datetime.now(UTC) - timedelta(days=1)
@@ -625,6 +693,10 @@ def load_raw(data: PeerData, ext: str) -> None:
                         for k, (r, v) in enumerate(zip(chunk, vectors, strict=True))
                     ],
                 )
+            cur.execute(
+                "INSERT INTO settings (server_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                (data.server_id,),
+            )
             stm_rows = [
                 ("server", data.server_id, f"channel-{c}", json.dumps(seed_messages(f"c{c}")))
                 for c in range(data.channels)
@@ -646,18 +718,26 @@ def load_raw(data: PeerData, ext: str) -> None:
             )
         conn.commit()
         conn.autocommit = True
-        conn.execute("VACUUM ANALYZE memories")
-        conn.execute("VACUUM ANALYZE stm")
+        for table in ("memories", "settings", "stm"):
+            conn.execute(f"VACUUM ANALYZE {table}".encode())
 
 
-def build_raw(peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool) -> None:
-    """Hand-written SQL: one pipelined read transaction and one pipelined write transaction."""
-    if load:
+def build_raw(
+    peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool, *, same_work: bool
+) -> None:
+    """Hand-written SQL: one pipelined read transaction and one pipelined write transaction.
+
+    With ``same_work``, the reads are kioku's turn's (settings, both hybrid rankings);
+    without, the server's 10 nearest by vector are its only retrieval.
+    """
+    name = "raw_sql_floor" if same_work else "raw_sql_vector_floor"
+    if load and not peers.raw_loaded:
         load_raw(data, ext)
+        peers.raw_loaded = True
     # Transactions are explicit BEGIN ... COMMIT inside each pipeline: psycopg's implicit
     # transactions (autocommit off) cost two extra round trips per pipeline.
     conn = peers.resources.enter_context(
-        psycopg.connect(libpq(conn_url, SCHEMAS["raw_sql_floor"], ext), autocommit=True)
+        psycopg.connect(libpq(conn_url, SCHEMAS[name], ext), autocommit=True)
     )
     conn.execute("SET hnsw.iterative_scan = relaxed_order")  # once per connection
     updatable = [
@@ -676,30 +756,60 @@ def build_raw(peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool)
     }
     prompt, people = Prompt(), list(data.personal)
 
-    def turn(i: int) -> None:
-        question = data.questions[i % len(data.questions)]
+    def read(question: str) -> tuple[list[tuple[str, Sequence[str]]], int]:
+        """The prompt's sections, and how many memories they hold."""
         with conn.pipeline():
             conn.execute("BEGIN")
+            settings = conn.execute(RAW_SETTINGS, (data.server_id,)) if same_work else None
             server = conn.execute(RAW_SERVER, (data.server_id, WINDOW))
             personal = conn.execute(RAW_PERSONAL, (people, WINDOW))
-            relevant = conn.execute(RAW_RELEVANT, (data.server_id, questions[question]))
+            if same_work:
+                ranking = {
+                    "vector": questions[question],
+                    "words": any_word(question),
+                    "pool": 2 * RANKED,
+                    "owner": data.server_id,
+                    "owners": people,
+                }
+                relevant = conn.execute(RAW_RANK_SERVER, ranking)
+                personal_relevant = conn.execute(RAW_RANK_PERSONAL, ranking)
+            else:
+                relevant = conn.execute(RAW_RELEVANT, (data.server_id, questions[question]))
             channel = conn.execute(RAW_CHANNEL, (data.server_id, "current"))
             others = conn.execute(RAW_OTHERS, (data.server_id, "current", OTHER_CHANNELS_READ))
             conn.execute("COMMIT")
-        server_rows = [r[0] for r in server.fetchall()]
-        relevant_rows = [r[0] for r in relevant.fetchall()]
         by_user: dict[str, list[str]] = {u: [] for u in people}
         for user, content in personal.fetchall():
             by_user[user].append(content)
+        if same_work:
+            assert settings is not None
+            personal_on = bool(settings.fetchone()[0])  # type: ignore[index]
+            relevant_rows = fused(relevant.fetchall(), RANKED)
+            shown = {c for texts in by_user.values() for c in texts}
+            personal_rows = (
+                [c for c in fused(personal_relevant.fetchall(), RANKED) if c not in shown]
+                if personal_on
+                else []
+            )
+        else:
+            relevant_rows, personal_rows = [r[0] for r in relevant.fetchall()], []
+        server_rows = [r[0] for r in server.fetchall()]
         sections: list[tuple[str, Sequence[str]]] = [
             ("Server memories", list(dict.fromkeys(relevant_rows + server_rows)))
         ]
+        if personal_rows:
+            sections.append(("Also about the people here", personal_rows))
         sections += [(f"About {u}", by_user[u]) for u in people]
         current = channel.fetchone()
+        found = sum(len(items) for _, items in sections)
         sections.append(("This channel", [m["text"] for m in current[0]] if current else []))
         sections += [(f"In {c}", [m["text"] for m in msgs]) for c, msgs, _ in others.fetchall()]
+        return sections, found
+
+    def turn(i: int) -> None:
+        question = data.questions[i % len(data.questions)]
+        sections, peers.found[name] = read(question)
         prompt.render(sections)
-        peers.found["raw_sql_floor"] = len(sections[0][1]) + sum(map(len, by_user.values()))
         content = update_text(data.speaker, i)
         memory_id = updatable[i % len(updatable)]
         new = json.dumps([stm_message("user", question), stm_message("assistant", REPLY)])
@@ -711,7 +821,7 @@ def build_raw(peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool)
             conn.execute(RAW_STM_UPSERT, ("user", data.speaker, "current", new, KEEP_MESSAGES))
             conn.execute("COMMIT")
 
-    peers.turns["raw_sql_floor"] = turn
+    peers.turns[name] = turn
 
 
 # --- building and measuring -----------------------------------------------------------------
@@ -751,7 +861,8 @@ def build_peers(
         ),
         "langmem": lambda: build_langmem(peers, data, conn, ext, load),
         "mem0": lambda: build_mem0(peers, data, conn, ext, load),
-        "raw_sql_floor": lambda: build_raw(peers, data, conn, ext, load),
+        "raw_sql_floor": lambda: build_raw(peers, data, conn, ext, load, same_work=True),
+        "raw_sql_vector_floor": lambda: build_raw(peers, data, conn, ext, load, same_work=False),
     }
     try:
         for name in PEERS:

@@ -617,14 +617,14 @@ def test_the_turn_state_statement_binds_each_name_for_one_part(scenario: Scenari
     recent = scenario.stm.recent_threads(scenario.context()).params()
     others = {**settings_params("srv-a", False), **version_params([]), "thread": "t"}
     assert not recent.keys() & others.keys()
-    binds = set(loader._TURN_STATE_WITH_THREADS.compile().binds)
+    binds = set(text(loader._TURN_STATE_WITH_THREADS).compile().binds)
     assert binds == recent.keys() | others.keys()
 
 
 def test_a_failing_registry_read_costs_the_turn_state_nothing(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(loader, "_TURN_STATE_WITH_THREADS", text("SELECT 1 / 0"))
+    monkeypatch.setattr(loader, "_TURN_STATE_WITH_THREADS", "SELECT 1 / 0")
     built = scenario.builder().build(scenario.context(), DIALOGUE)
     assert built.failed_stages == ()
     text_of = {item.tag: item.text for item in built.items}

@@ -1,9 +1,11 @@
-"""Reads through the session's own psycopg connection fail as ``Session.execute`` does."""
+"""Statements through the session's own psycopg connection behave as ``Session.execute``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DataError, OperationalError
 
 from kioku import KiokuSettings, KiokuStore
@@ -82,3 +84,30 @@ def test_the_driver_form_is_computed_once_per_statement(store: KiokuStore) -> No
     first = driver_sql("SELECT :x", dialect)
     assert first == "SELECT %(x)s"
     assert driver_sql("SELECT :x", dialect) is first
+
+
+def test_named_rows_have_their_columns_as_attributes(store: KiokuStore) -> None:
+    with store.reads() as session:
+        [row] = fetch_all(session, "SELECT 1 AS one, 'b' AS two", {}, named=True)
+    assert (row.one, row.two) == (1, "b") and tuple(row) == (1, "b")
+
+
+def test_cursor_listeners_see_the_statement_and_get_the_same_rows(store: KiokuStore) -> None:
+    """Tracing hooked on SQLAlchemy's cursor events (and tests) still sees every statement."""
+    sql = "SELECT CAST(:a AS int) AS a, 'x' AS b"
+    with store.reads() as session:
+        fast = fetch_all(session, sql, {"a": 7}, named=True)
+    seen: list[str] = []
+
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", before)
+    try:
+        with store.reads() as session:
+            watched = fetch_all(session, sql, {"a": 7}, named=True)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", before)
+    assert seen == ["SELECT CAST(%(a)s AS int) AS a, 'x' AS b"]
+    assert [tuple(r) for r in watched] == [tuple(r) for r in fast] == [(7, "x")]
+    assert (watched[0].a, watched[0].b) == (fast[0].a, fast[0].b)

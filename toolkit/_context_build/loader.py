@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypedDict
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from kioku._accounts import (
@@ -23,6 +22,7 @@ from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import TurnContext
 from kioku._context_build.select import select_other_channels
+from kioku._db.driver import fetch_all
 from kioku._memory.repository import (
     VERSIONS_SQL,
     PersonalScope,
@@ -62,8 +62,8 @@ class TurnState:
 
 
 _TURN_STATE_COLUMNS = f"s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version"
-_TURN_STATE = text(f"SELECT {_TURN_STATE_COLUMNS} FROM {SETTINGS_SOURCE} AS s")
-_TURN_STATE_WITH_THREADS = text(
+_TURN_STATE = f"SELECT {_TURN_STATE_COLUMNS} FROM {SETTINGS_SOURCE} AS s"
+_TURN_STATE_WITH_THREADS = (
     f"SELECT {_TURN_STATE_COLUMNS}, recent.* FROM {SETTINGS_SOURCE} AS s CROSS JOIN (SELECT "
     + ", ".join(f"array_agg({column}) AS recent_{column}" for column in RECENT_COLUMNS)
     + f" FROM ({RECENT_SQL}) AS r) AS recent"
@@ -83,7 +83,8 @@ def load_turn_state(
     server, personal = _scopes(reach_of(context, personal_memories_enabled=True))
     scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
     keys = [k for scope in scopes for k in scope.version_keys()]
-    row = session.execute(
+    [row] = fetch_all(
+        session,
         _TURN_STATE if recent is None else _TURN_STATE_WITH_THREADS,
         {
             **settings_params(context.memory_server_key, context.is_dm),
@@ -91,7 +92,8 @@ def load_turn_state(
             "thread": same_channel_key(context).thread_id,
             **(recent.params() if recent is not None else {}),
         },
-    ).one()
+        named=True,
+    )
     threads = (
         recent.candidates(
             zip(

@@ -1,12 +1,15 @@
-"""Reads sent through a session's own psycopg connection, past SQLAlchemy's result layer.
+"""Statements sent through a session's own psycopg connection, past SQLAlchemy's result layer.
 
-For the statements every turn runs several of (the rankings): building SQLAlchemy's
-result (column metadata from the cursor's description, row objects) cost about 0.2 ms a
-statement, as much as a ranking's own rows. A failure goes through SQLAlchemy's own error
-handling, as from ``Session.execute``: its exception classes, ``hide_parameters``,
-``handle_error`` listeners, and on a lost connection the connection invalidated and the
-pool's older connections marked for replacement. SQLAlchemy's cursor events do not see
-these statements.
+For the statements every turn runs (the turn state, the rankings, the update tool's):
+building SQLAlchemy's result (column metadata from the cursor's description, row
+objects) cost about 0.15 ms a statement, as much as a ranking's own rows. A failure goes
+through SQLAlchemy's own error handling, as from ``Session.execute``: its exception
+classes, ``hide_parameters``, ``handle_error`` listeners, and on a lost connection the
+connection invalidated and the pool's older connections marked for replacement.
+
+When something watches the connection's statements (cursor-execute listeners, such as
+tracing or tests, or ``echo``), the statement runs through ``Session.execute`` instead,
+so that they see it; the rows are the same.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from functools import lru_cache
 from typing import Any, cast
 
 import psycopg
-from sqlalchemy import text
+from psycopg.rows import namedtuple_row
+from sqlalchemy import Connection, TextClause, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
@@ -27,12 +31,34 @@ def driver_sql(sql: str, dialect: Dialect) -> str:
     return str(text(sql).compile(dialect=dialect))
 
 
-def fetch_all(session: Session, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    """The rows of ``sql`` (``:name`` parameters) run with ``params`` in ``session``."""
+@lru_cache(maxsize=256)
+def _clause(sql: str) -> TextClause:
+    return text(sql)
+
+
+def watched(connection: Connection) -> bool:
+    """Whether listeners or ``echo`` expect to see this connection's statements."""
+    dispatch = connection.dispatch
+    return bool(
+        connection.engine.echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute
+    )
+
+
+def fetch_all(
+    session: Session, sql: str, params: Mapping[str, Any], *, named: bool = False
+) -> list[Any]:
+    """The rows of ``sql`` (``:name`` parameters) run with ``params`` in ``session``.
+
+    Rows are tuples; with ``named``, their columns are attributes too.
+    """
     connection = session.connection()
+    if watched(connection):
+        return list(session.execute(_clause(sql), params).all())
     statement = driver_sql(sql, connection.dialect)
     driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
-    cursor = driver.cursor()
+    cursor: psycopg.Cursor[Any] = (
+        driver.cursor(row_factory=namedtuple_row) if named else driver.cursor()
+    )
     try:
         cursor.execute(statement, params)
         return cursor.fetchall()

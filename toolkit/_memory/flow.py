@@ -352,7 +352,7 @@ def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
             spec.dimension,
         )
         return None
-    if not all(abs(x) <= HALF_MAX for x in vector):  # also false for NaN
+    if not all(map(HALF_MAX.__ge__, map(abs, vector))):  # also false for NaN
         logger.warning(
             "kioku: %s returned values a half-precision vector cannot hold (NaN or beyond "
             "±%g); queued for re-embedding",

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from kioku._accounts import SETTINGS_SOURCE, settings_params
 from kioku._context import GLOBAL_LINEAGE
+from kioku._db.driver import fetch_all
 from kioku._db.models import Memory, MemoryHistory
 from kioku._db.vectors import halfvec_text
 from kioku._search.query import Visibility
@@ -221,13 +222,11 @@ version the update replaced and made (otherwise those columns are ``NULL``)."""
 
 
 @lru_cache(maxsize=8)
-def _update_in_scope_statement(owners: tuple[str, ...]) -> TextClause:
-    return text(
-        _UPDATE_IN_SCOPE.format(
-            settings=SETTINGS_SOURCE,
-            columns=", ".join(column.key for column in _RECORD_COLUMNS),
-            owners=" OR ".join(f"({sql})" for sql in owners),
-        )
+def _update_in_scope_statement(owners: tuple[str, ...]) -> str:
+    return _UPDATE_IN_SCOPE.format(
+        settings=SETTINGS_SOURCE,
+        columns=", ".join(column.key for column in _RECORD_COLUMNS),
+        owners=" OR ".join(f"({sql})" for sql in owners),
     )
 
 
@@ -450,7 +449,8 @@ class MemoryRepository:
         Atomic on its own, so it may run outside a transaction.
         """
         visibility = scope.visibility()
-        row = self.session.execute(
+        [row] = fetch_all(
+            self.session,
             _update_in_scope_statement(tuple(visibility.owners_sql())),
             {
                 **search_params(visibility),
@@ -462,7 +462,8 @@ class MemoryRepository:
                 "actor": actor,
                 "persona": persona_id,
             },
-        ).one()
+            named=True,
+        )
         updated = None
         if row.id is not None:
             old = MemoryRecord(*cast(tuple[Any, ...], row)[: len(_RECORD_COLUMNS)])

@@ -55,15 +55,18 @@ the participants' (each: the 100 nearest by vector, exact or HNSW with iterative
 scale, and the 100 best ``ts_rank_cd`` matches of any query word; ids, content,
 importance and time), this channel's short-term entry and the 4 newest other-channel
 entries; the rankings fused in Python (reciprocal rank fusion with importance), their
-best 50 merged with each window, rendered and counted; then one pipelined write
-transaction: a history row and the memory's update, and upserts of the two short-term
-entries (jsonb, appending in SQL and keeping the last 20). Nothing is cached between
-turns. This is the floor kioku's turn is compared with (the issue's "raw psycopg doing
-the same SQL work").
+best 50 merged with each window, rendered and counted; then the tool's pipelined write
+transaction (a history row and the memory's update), and the capture's (upserts of the
+two short-term entries: jsonb, appending in SQL and keeping the last 20). They are two
+transactions, each committed before the next step, as in every other contender's turn:
+the tool's write is done, and its answer back, before the model replies, and the
+capture saves that reply. Nothing is cached between turns. This is the floor kioku's
+turn is compared with (the issue's "raw psycopg doing the same SQL work").
 
 ``raw_sql_vector_floor`` — the floor as it was until the same SQL work was asked of it, for
-reference: the same tables, statements and write, but its retrieval is the server's 10
-nearest by vector alone (no text search, no ranking of personal memories, no settings).
+reference: the same tables and statements, but its retrieval is the server's 10 nearest
+by vector alone (no text search, no ranking of personal memories, no settings), and the
+tool's write and the capture share one transaction (one commit, one round trip).
 
 Run: .venv/bin/python -m bench.peers [--which raw_sql_floor langmem] [--turns 100]
 """
@@ -813,13 +816,23 @@ def build_raw(
         content = update_text(data.speaker, i)
         memory_id = updatable[i % len(updatable)]
         new = json.dumps([stm_message("user", question), stm_message("assistant", REPLY)])
-        with conn.pipeline():
-            conn.execute("BEGIN")
-            conn.execute(RAW_HISTORY, (content, memory_id))
-            conn.execute(RAW_UPDATE, (content, updates[content], memory_id))
-            conn.execute(RAW_STM_UPSERT, ("server", data.server_id, "current", new, KEEP_MESSAGES))
-            conn.execute(RAW_STM_UPSERT, ("user", data.speaker, "current", new, KEEP_MESSAGES))
-            conn.execute("COMMIT")
+        tool: list[tuple[str, tuple[Any, ...]]] = [
+            (RAW_HISTORY, (content, memory_id)),
+            (RAW_UPDATE, (content, updates[content], memory_id)),
+        ]
+        capture: list[tuple[str, tuple[Any, ...]]] = [
+            (RAW_STM_UPSERT, ("server", data.server_id, "current", new, KEEP_MESSAGES)),
+            (RAW_STM_UPSERT, ("user", data.speaker, "current", new, KEEP_MESSAGES)),
+        ]
+        # The same work: the tool's write is committed, its answer back, before the model
+        # replies, and the capture saves that reply (two transactions, as every other
+        # contender's turn has). The vector floor wrote both in one.
+        for statements in [tool, capture] if same_work else [tool + capture]:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                for sql, args in statements:
+                    conn.execute(sql, args)
+                conn.execute("COMMIT")
 
     peers.turns[name] = turn
 

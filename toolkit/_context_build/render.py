@@ -20,7 +20,7 @@ from kioku._context_build.items import (
     Role,
 )
 from kioku._context_build.mentions import convert_mentions
-from kioku._context_build.tokens import TokenCounter
+from kioku._context_build.tokens import TokenCounter, count_block
 from kioku._memory.rendering import DATA_NOTICE, server_memories_header
 from kioku._memory.repository import MemoryRecord
 from kioku._memory.text import as_data, quoted_data
@@ -148,6 +148,14 @@ class Names:
 
 def _item(role: Role, text: str, tag: str, counter: TokenCounter) -> ContextItem:
     return ContextItem(role, text, tag, counter(text))
+
+
+def _block_item(
+    role: Role, lines: Sequence[Sequence[str]], tag: str, counter: TokenCounter
+) -> ContextItem:
+    """An item of ``lines`` (each "; "-joined segments), counted by :func:`count_block`."""
+    text, tokens = count_block(lines, counter)
+    return ContextItem(role, text, tag, tokens)
 
 
 def _keep_newest(costs: Sequence[int], budget: int) -> int:
@@ -298,12 +306,12 @@ def server_memories_stage(
         return Rendered()
     kept = _choose(lines, _server_room(context, names, counter, budget), priority)
     chosen = [line for line in lines if line.memory.id in kept]
-    shown = [_server_header(context, names), *(line.text for line in chosen)]
+    shown = [[_server_header(context, names)], *([line.text] for line in chosen)]
     omitted = _omitted(lines, kept, total)
     if omitted:
-        shown.append(_left_out(omitted, "memory", "memories", searchable=priority is not None))
+        shown.append([_left_out(omitted, "memory", "memories", searchable=priority is not None)])
     return Rendered(
-        (_item("system", "\n".join(shown), SERVER_MEMORIES, counter),),
+        (_block_item("system", shown, SERVER_MEMORIES, counter),),
         omitted,
         memory_ids=tuple(line.memory.id for line in chosen),
     )
@@ -358,26 +366,31 @@ def personal_memories_stage(
         if line.memory.id in kept:
             by_owner.setdefault(line.owner, []).append(line.text)
             shown_ids.append(line.memory.id)
-    texts = ["## Participants", DATA_NOTICE]
+    texts = [["## Participants"], [DATA_NOTICE]]
     for person in participants:
         aliases = (
             f" (also known as {', '.join(as_data(a) for a in person.aliases)})"
             if person.aliases
             else ""
         )
-        texts.append(f"{as_data(person.display_name)}{aliases}")
+        texts.append([f"{as_data(person.display_name)}{aliases}"])
         shown = by_owner.get(person.user_id)
         if shown:
-            texts.append("- Memories: " + "; ".join(shown))
+            texts.append(["- Memories: " + shown[0], *shown[1:]])  # "; "-joined
     omitted = _omitted(lines, kept, total)
     if omitted:
         texts.append(
-            _left_out(
-                omitted, "personal memory", "personal memories", searchable=priority is not None
-            )
+            [
+                _left_out(
+                    omitted,
+                    "personal memory",
+                    "personal memories",
+                    searchable=priority is not None,
+                )
+            ]
         )
     return Rendered(
-        (_item("user", "\n".join(texts), PERSONAL_MEMORIES, counter),),
+        (_block_item("user", texts, PERSONAL_MEMORIES, counter),),
         omitted,
         memory_ids=tuple(shown_ids),
     )

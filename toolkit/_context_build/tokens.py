@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -19,6 +20,49 @@ class TokenCounter(Protocol):
     def __call__(self, text: str) -> int:
         """Number of tokens in ``text``."""
         ...
+
+
+_ADDITIVE_ENCODINGS = frozenset({"cl100k_base", OFFLINE_CL100K})
+"""Encodings whose pre-tokenizer never joins text across :func:`count_block`'s boundaries
+(a property test checks it against the encoding itself)."""
+
+Pieces = Callable[[], "list[str] | None"]
+"""The pieces of a text whose counts add up to its count (``None``: not known to)."""
+
+
+def count_block(lines: Sequence[Sequence[str]], counter: TokenCounter) -> tuple[str, int]:
+    """The text of ``lines`` (each "; "-joined segments, joined by line breaks), its tokens.
+
+    cl100k's pre-tokenizer splits text before a line that starts with a non-space and
+    between "; " and a following letter, so there the block's count is the sum of its
+    pieces' (each line with its line break; each segment with its ";"). A counter that
+    knows this (``count_pieces``: :class:`TiktokenCounter`) counts a block it has not seen
+    from its pieces, mostly cached: a block of which one memory changed costs that
+    memory's piece. Any other counter counts the block whole: the same number.
+    """
+    text = "\n".join("; ".join(segments) for segments in lines)
+    count_pieces = getattr(counter, "count_pieces", None)
+    if count_pieces is None:
+        return text, counter(text)
+    return text, int(count_pieces(text, lambda: _pieces(lines)))
+
+
+def _pieces(lines: Sequence[Sequence[str]]) -> list[str] | None:
+    """The block cut where the count adds up (``None``: somewhere it may not)."""
+    pieces: list[str] = []
+    for i, segments in enumerate(lines):
+        if not segments or (i and not segments[0][:1].strip()):
+            return None  # an empty line, or one starting with a space, joins its break
+        for j, segment in enumerate(segments):
+            if j and not segment[:1].isalpha():
+                return None  # "; " then punctuation or a digit may tokenize together
+            piece = segment if j == 0 else " " + segment
+            if j < len(segments) - 1:
+                piece += ";"
+            elif i < len(lines) - 1:
+                piece += "\n"
+            pieces.append(piece)
+    return pieces
 
 
 class TiktokenCounter:
@@ -50,6 +94,7 @@ class TiktokenCounter:
         self._cache_size = cache_size
         self._cache_chars = cache_chars
         self._chars = 0
+        self._additive = encoding in _ADDITIVE_ENCODINGS
 
     @property
     def cache_len(self) -> int:
@@ -87,12 +132,31 @@ class TiktokenCounter:
 
     def __call__(self, text: str) -> int:
         """Number of tokens in ``text`` (special-token text counts as plain text)."""
+        count = self._cached(text)
+        if count is None:
+            count = len(self.encoding.encode(text, disallowed_special=()))
+            self._remember(text, count)
+        return count
+
+    def count_pieces(self, text: str, pieces: Pieces) -> int:
+        """Tokens of ``text``, from its ``pieces`` when not cached (:func:`count_block`)."""
+        count = self._cached(text)
+        if count is None:
+            cut = pieces() if self._additive else None
+            if cut is None:
+                return self(text)
+            count = sum(self(piece) for piece in cut)
+            self._remember(text, count)
+        return count
+
+    def _cached(self, text: str) -> int | None:
         with self._lock:
             count = self._counts.get(text)
             if count is not None:
                 self._counts.move_to_end(text)
-                return count
-        count = len(self.encoding.encode(text, disallowed_special=()))
+            return count
+
+    def _remember(self, text: str, count: int) -> None:
         if len(text) * 10 <= self._cache_chars:
             with self._lock:
                 if text not in self._counts:
@@ -101,7 +165,6 @@ class TiktokenCounter:
                     while len(self._counts) > self._cache_size or self._chars > self._cache_chars:
                         evicted, _ = self._counts.popitem(last=False)
                         self._chars -= len(evicted)
-        return count
 
 
 class MemoCounter:
@@ -122,3 +185,12 @@ class MemoCounter:
         if count is None:
             count = self._counts[text] = self._counter(text)
         return count
+
+    def count_pieces(self, text: str, pieces: Pieces) -> int:
+        """Tokens of ``text``, counted by pieces where the wrapped counter can."""
+        count = self._counts.get(text)
+        if count is None:
+            count_pieces = getattr(self._counter, "count_pieces", None)
+            count = count_pieces(text, pieces) if count_pieces else self._counter(text)
+            self._counts[text] = count
+        return int(count)

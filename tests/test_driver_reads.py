@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -111,3 +112,12 @@ def test_cursor_listeners_see_the_statement_and_get_the_same_rows(store: KiokuSt
     assert seen == ["SELECT CAST(%(a)s AS int) AS a, 'x' AS b"]
     assert [tuple(r) for r in watched] == [tuple(r) for r in fast] == [(7, "x")]
     assert (watched[0].a, watched[0].b) == (fast[0].a, fast[0].b)
+
+
+def test_sqlalchemys_statement_log_sees_the_statement(
+    store: KiokuStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="sqlalchemy.engine")
+    with store.reads() as session:
+        assert fetch_all(session, "SELECT 'logged' AS word", {}) == [("logged",)]
+    assert "SELECT 'logged' AS word" in caplog.text

@@ -6,6 +6,7 @@ import random
 import struct
 import threading
 
+import numpy
 import pytest
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import Engine, text
@@ -38,6 +39,19 @@ class OverflowingEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return [1e6] + [0.0] * 383
+
+
+class NumpyEmbeddings(Embeddings):
+    """Returns numpy float32 values, as some embedding clients do."""
+
+    def __init__(self, first: float) -> None:
+        self.first = first
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(numpy.array([self.first] + [0.5] * 383, dtype=numpy.float32))
 
 
 HALF_PRECISION = 1e-3
@@ -82,7 +96,31 @@ def test_writes_store_embeddings(store: KiokuStore) -> None:
     )
 
 
-@pytest.mark.parametrize("embeddings", [BrokenEmbeddings(), OverflowingEmbeddings()])
+def test_numpy_values_are_saved_as_floats(store: KiokuStore) -> None:
+    numpy_store = KiokuStore(
+        store.engine,
+        settings=store.settings,
+        embedder=EmbedderSpec(NumpyEmbeddings(0.25), "hashing-384", 384),
+    )
+    created = run_tool(
+        create_long_term_memory_tool(numpy_store),
+        {"memory_content": "{user} likes numpy tea", "memory_scope": "server_wide"},
+        make_world(numpy_store).context(),
+    ).result
+    row = memory_row(store, created["memory_id"])
+    assert row is not None and not row.needs_embedding
+    assert list(row.embedding)[:2] == pytest.approx([0.25, 0.5], abs=HALF_PRECISION)
+
+
+@pytest.mark.parametrize(
+    "embeddings",
+    [
+        BrokenEmbeddings(),
+        OverflowingEmbeddings(),
+        NumpyEmbeddings(1e6),
+        NumpyEmbeddings(float("nan")),
+    ],
+)
 def test_embedding_failure_saves_and_queues(
     store: KiokuStore, caplog: pytest.LogCaptureFixture, embeddings: Embeddings
 ) -> None:

@@ -8,8 +8,9 @@ classes, ``hide_parameters``, ``handle_error`` listeners, and on a lost connecti
 connection invalidated and the pool's older connections marked for replacement.
 
 When something watches the connection's statements (cursor-execute listeners, such as
-tracing or tests, or ``echo``), the statement runs through ``Session.execute`` instead,
-so that they see it; the rows are the same.
+tracing or tests, or SQLAlchemy's statement log: ``echo``, or the ``sqlalchemy.engine``
+logger at INFO), the statement runs through ``Session.execute`` instead, so that they
+see it; the rows hold the same values.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ def _clause(sql: str) -> TextClause:
 
 
 def watched(connection: Connection) -> bool:
-    """Whether listeners or ``echo`` expect to see this connection's statements."""
+    """Whether listeners or SQLAlchemy's statement log expect this connection's statements."""
     dispatch = connection.dispatch
-    return bool(
-        connection.engine.echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute
-    )
+    # ``_echo``: ``echo``, or the ``sqlalchemy.engine`` logger at INFO (private, but it is
+    # what SQLAlchemy's own execution consults).
+    return bool(connection._echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute)
 
 
 def fetch_all(
@@ -49,7 +50,10 @@ def fetch_all(
 ) -> list[Any]:
     """The rows of ``sql`` (``:name`` parameters) run with ``params`` in ``session``.
 
-    Rows are tuples; with ``named``, their columns are attributes too.
+    Rows are sequences of the columns' values (tuples, or SQLAlchemy's rows when
+    :func:`watched`); with ``named``, the columns are attributes too, so their names must
+    be distinct identifiers (psycopg's ``namedtuple_row`` refuses others, after the
+    statement ran).
     """
     connection = session.connection()
     if watched(connection):

@@ -352,6 +352,7 @@ def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
             spec.dimension,
         )
         return None
+    vector = [float(x) for x in vector]  # an embedder may return numpy scalars
     if not all(map(HALF_MAX.__ge__, map(abs, vector))):  # also false for NaN
         logger.warning(
             "kioku: %s returned values a half-precision vector cannot hold (NaN or beyond "
@@ -360,7 +361,7 @@ def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
             HALF_MAX,
         )
         return None
-    return list(vector)
+    return vector
 
 
 def notify(notice: MemoryNotice, context: TurnContext, call: FlowCall) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import struct
 import threading
+from decimal import Decimal
 
-import numpy
 import pytest
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import Engine, text
@@ -41,17 +41,20 @@ class OverflowingEmbeddings(Embeddings):
         return [1e6] + [0.0] * 383
 
 
-class NumpyEmbeddings(Embeddings):
-    """Returns numpy float32 values, as some embedding clients do."""
+class ScalarEmbeddings(Embeddings):
+    """Returns values of a number type of its own, as clients returning numpy's float32 do.
 
-    def __init__(self, first: float) -> None:
-        self.first = first
+    ``Decimal`` stands for such a type: ``float``'s comparisons do not take it directly.
+    """
+
+    def __init__(self, first: str) -> None:
+        self.first = Decimal(first)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_query(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return list(numpy.array([self.first] + [0.5] * 383, dtype=numpy.float32))
+        return [self.first] + [Decimal("0.5")] * 383  # type: ignore[list-item]
 
 
 HALF_PRECISION = 1e-3
@@ -96,16 +99,16 @@ def test_writes_store_embeddings(store: KiokuStore) -> None:
     )
 
 
-def test_numpy_values_are_saved_as_floats(store: KiokuStore) -> None:
-    numpy_store = KiokuStore(
+def test_values_of_another_number_type_are_saved_as_floats(store: KiokuStore) -> None:
+    scalar_store = KiokuStore(
         store.engine,
         settings=store.settings,
-        embedder=EmbedderSpec(NumpyEmbeddings(0.25), "hashing-384", 384),
+        embedder=EmbedderSpec(ScalarEmbeddings("0.25"), "hashing-384", 384),
     )
     created = run_tool(
-        create_long_term_memory_tool(numpy_store),
-        {"memory_content": "{user} likes numpy tea", "memory_scope": "server_wide"},
-        make_world(numpy_store).context(),
+        create_long_term_memory_tool(scalar_store),
+        {"memory_content": "{user} likes decimal tea", "memory_scope": "server_wide"},
+        make_world(scalar_store).context(),
     ).result
     row = memory_row(store, created["memory_id"])
     assert row is not None and not row.needs_embedding
@@ -117,8 +120,8 @@ def test_numpy_values_are_saved_as_floats(store: KiokuStore) -> None:
     [
         BrokenEmbeddings(),
         OverflowingEmbeddings(),
-        NumpyEmbeddings(1e6),
-        NumpyEmbeddings(float("nan")),
+        ScalarEmbeddings("1e6"),
+        ScalarEmbeddings("NaN"),
     ],
 )
 def test_embedding_failure_saves_and_queues(

@@ -41,10 +41,13 @@ def count_block(lines: Sequence[Sequence[str]], counter: TokenCounter) -> tuple[
     memory's piece. Any other counter counts the block whole: the same number.
     """
     text = "\n".join("; ".join(segments) for segments in lines)
+    return text, _count(counter, text, lambda: _pieces(lines))
+
+
+def _count(counter: TokenCounter, text: str, pieces: Pieces) -> int:
+    """``counter``'s count of ``text``, from ``pieces`` if it can count that way."""
     count_pieces = getattr(counter, "count_pieces", None)
-    if count_pieces is None:
-        return text, counter(text)
-    return text, int(count_pieces(text, lambda: _pieces(lines)))
+    return counter(text) if count_pieces is None else int(count_pieces(text, pieces))
 
 
 def _pieces(lines: Sequence[Sequence[str]]) -> list[str] | None:
@@ -190,7 +193,5 @@ class MemoCounter:
         """Tokens of ``text``, counted by pieces where the wrapped counter can."""
         count = self._counts.get(text)
         if count is None:
-            count_pieces = getattr(self._counter, "count_pieces", None)
-            count = count_pieces(text, pieces) if count_pieces else self._counter(text)
-            self._counts[text] = count
-        return int(count)
+            count = self._counts[text] = _count(self._counter, text, pieces)
+        return count

@@ -202,13 +202,19 @@ _CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"]
 statement compilation and SQLAlchemy's parameter processing."""
 
 
+_UPDATE_ALLOWED = (
+    "s.self_teaching_enabled AND (s.personal_memories_enabled "
+    "OR CAST(:allowed_without_personal AS boolean))"
+)
+"""Whether the server's settings ``s`` allow an update: self-teaching on, and personal
+memories on unless the turn's reach lets the change stand without them."""
+
 _UPDATE_IN_SCOPE = (
     "WITH settings AS MATERIALIZED (SELECT self_teaching_enabled, personal_memories_enabled "
     "FROM {settings}), "
     "target AS MATERIALIZED (SELECT {columns} FROM memories "
     "WHERE id = :id AND status = 'active' AND ({owners}) "
-    "AND (SELECT s.self_teaching_enabled AND (s.personal_memories_enabled "
-    "OR CAST(:allowed_without_personal AS boolean)) FROM settings AS s) FOR NO KEY UPDATE) "
+    f"AND (SELECT {_UPDATE_ALLOWED} FROM settings AS s) FOR NO KEY UPDATE) "
     "SELECT changed.*, settings.* FROM settings LEFT JOIN LATERAL ("
     "SELECT target.*, versioned.* FROM target CROSS JOIN LATERAL "
     "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
@@ -475,6 +481,23 @@ class MemoryRepository:
                 ),
             )
         return ScopedUpdate(row.self_teaching_enabled, row.personal_memories_enabled, updated)
+
+    def update_allowed(
+        self, *, settings_key: str, is_dm: bool, allowed_without_personal: bool
+    ) -> tuple[bool, bool]:
+        """Whether an update is allowed now, and whether personal memories are on.
+
+        Reads the settings of the server ``settings_key`` and decides as
+        :meth:`update_in_scope` does.
+        """
+        row = self.session.execute(
+            text(f"SELECT {_UPDATE_ALLOWED}, s.personal_memories_enabled FROM {SETTINGS_SOURCE} s"),
+            {
+                **settings_params(settings_key, is_dm),
+                "allowed_without_personal": allowed_without_personal,
+            },
+        ).one()
+        return bool(row[0]), bool(row[1])
 
     def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:
         """Delete the memory (its ``delete`` history row names ``actor``)."""

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kioku._accounts import AccountRepository, ServerSettings
+from kioku._accounts import ServerSettings
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._memory.arguments import UpdateArgs, parse_update_args
 from kioku._memory.flow import (
@@ -73,7 +73,8 @@ def _update(call: FlowCall) -> ToolResult:
         else ServerScope(context.memory_server_key, context.persona.lineage_id)
     )
     if known is not None:
-        old, change, settings = _delete(call, context, args.memory_id, scope, known), None, known
+        old, change = _delete(call, context, args.memory_id, scope, known), None
+        personal_on = known.personal_memories_enabled
     else:
         embedding = embed_or_queue(call.store, content)  # before the row lock
         # Whether the change stands with personal memories off: the reach decides, and the
@@ -81,14 +82,14 @@ def _update(call: FlowCall) -> ToolResult:
         without_personal = owner is None or reach_of(
             context, personal_memories_enabled=False
         ).may_change_personal(owner.user_id)
-        old, change, settings = _change(
+        old, change, personal_on = _change(
             call, context, args.memory_id, scope, content, embedding, without_personal
         )
     if change is not None:
         call.store.applied_update(scope, change)
     else:
         call.store.invalidate(scope)
-    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
+    reach = reach_of(context, personal_memories_enabled=personal_on)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"
     owner_name = owner.display_name if owner is not None else "User"
@@ -109,9 +110,7 @@ def _update(call: FlowCall) -> ToolResult:
             ),
             persona_name=persona_name,
             target_user=owner.display_name if owner is not None else None,
-            footer=footer_for(
-                kind, effective, persona_name, args.memory_id, settings.personal_memories_enabled
-            ),
+            footer=footer_for(kind, effective, persona_name, args.memory_id, personal_on),
         ),
         context,
         call,
@@ -210,11 +209,11 @@ def _change(
     content: str,
     embedding: list[float] | None,
     allowed_without_personal: bool,
-) -> tuple[MemoryRecord, ContentChange | None, ServerSettings]:
+) -> tuple[MemoryRecord, ContentChange | None, bool]:
     """Update the row inside ``scope`` in one statement, committed.
 
     Returns the row as it was, the change (``None`` when a lost reply was checked instead)
-    and the settings that allowed it.
+    and whether the server's personal memories are on.
     """
     on_its_own(call.session)
     memories = MemoryRepository(call.session)
@@ -243,13 +242,7 @@ def _change(
         reach = reach_of(context, personal_memories_enabled=outcome.personal_memories_enabled)
         raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
     old, change = outcome.updated
-    return (
-        old,
-        change,
-        ServerSettings(
-            self_teaching_enabled=True, personal_memories_enabled=outcome.personal_memories_enabled
-        ),
-    )
+    return old, change, outcome.personal_memories_enabled
 
 
 def _confirmed(
@@ -259,7 +252,7 @@ def _confirmed(
     scope: ServerScope | PersonalScope,
     content: str,
     allowed_without_personal: bool,
-) -> tuple[MemoryRecord, None, ServerSettings]:
+) -> tuple[MemoryRecord, None, bool]:
     """What an update whose reply was lost did, asked on a fresh connection.
 
     It happened when the memory, in ``scope``, now holds ``content`` and the settings
@@ -267,18 +260,20 @@ def _confirmed(
     changed the memory again in between makes it read as not done.
     """
 
-    def check(session: Session) -> tuple[MemoryRecord, ServerSettings] | None:
-        row = MemoryRepository(session).find_for_update(memory_id, scope)
+    def check(session: Session) -> tuple[MemoryRecord, bool] | None:
+        memories = MemoryRepository(session)
+        row = memories.find_for_update(memory_id, scope)
         if row is None or row.content != content:
             return None
-        settings = AccountRepository(session).settings_for(context)
-        allowed = settings.self_teaching_enabled and (
-            settings.personal_memories_enabled or allowed_without_personal
+        allowed, personal_on = memories.update_allowed(
+            settings_key=context.memory_server_key,
+            is_dm=context.is_dm,
+            allowed_without_personal=allowed_without_personal,
         )
-        return (row, settings) if allowed else None
+        return (row, personal_on) if allowed else None
 
-    row, settings = confirm_outcome(call, STATUSES, check)
-    return row, None, settings
+    row, personal_on = confirm_outcome(call, STATUSES, check)
+    return row, None, personal_on
 
 
 def _delete(

@@ -147,3 +147,35 @@ def test_a_refused_update_whose_reply_is_lost_is_not_reported_as_done(
     assert result["status"] == "memory_update_failed_db_error", result
     assert "nothing was changed" in result["reason"]
     assert [notice.kind for notice in world.notices] == ["created"]
+
+
+def test_a_lost_reply_in_a_hidden_scope_names_no_memory(world: World, lossy: Any) -> None:
+    # Bob's personal memories are hidden from the turn once personal memories are off; a
+    # create there after a lost reply must not answer with an earlier memory's id.
+    secret = {
+        "memory_content": "Bob is interviewing at a rival company.",
+        "memory_scope": "target_user",
+        "target_user": "Bob",
+    }
+    tool = create_long_term_memory_tool(world.store)
+    earlier = run_tool(tool, secret, world.context()).result
+    assert earlier["status"] == "memory_saved_successfully"
+    with world.store.accounts() as accounts:
+        accounts.upsert_server("srv-a", "Server A", personal_memories_enabled=False)
+
+    answers = []
+    for content in (secret["memory_content"], "Bob collects fountain pens."):
+        proxy, store = lossy([b"kioku_create_memory"])
+        result = run_tool(
+            create_long_term_memory_tool(store),
+            {**secret, "memory_content": content},
+            world.context(),
+        ).result
+        assert proxy.dropped.is_set(), "the proxy should have swallowed the reply"
+        answers.append(result)
+    right_guess, wrong_guess = answers
+    for result in answers:
+        assert result["status"] == "memory_saved_successfully", result
+        assert "memory_id" not in result and "already_saved" not in result
+        assert f"ID:{earlier['memory_id']}" not in result["reason"]
+    assert right_guess["reason"] == wrong_guess["reason"]

@@ -58,6 +58,13 @@ STATUSES = FlowStatuses(
     S.INVALID_ARGS, S.DISABLED, S.INTERNAL_ERROR, S.DB_ERROR, S.AMBIGUOUS_USER, S.USER_NOT_FOUND
 )
 
+LOST_REPLY_SAVED_HIDDEN = (
+    "Saved. The database's reply was lost and the save was confirmed afterwards, so its id "
+    "is not known here; nothing more is needed."
+)
+"""A confirmed create into a scope the turn cannot see: its id is withheld, since the row
+found may be an earlier identical memory that no answer may confirm."""
+
 
 def _create(call: FlowCall) -> ToolResult:
     args = parse_create_args(call.arguments)
@@ -117,7 +124,7 @@ def save(
     sent = context.message_time_utc()
     if sent is not None and "event_time" not in typed.attributes:
         typed = replace(typed, attributes={**typed.attributes, "event_time": sent.isoformat()})
-    saved = _insert(call, context, scope, target, content, typed)
+    saved, id_withheld = _insert(call, context, scope, target, content, typed)
     assert saved.memory_id is not None  # saved and already_saved carry the id
     record_id, personal_enabled = saved.memory_id, saved.personal_memories_enabled
     effective: NoticeScope = "target_user" if target is not None else "server_wide"
@@ -150,6 +157,9 @@ def save(
         data.update(memory_type=typed.memory_type, importance=typed.importance)
     if "event_time" in typed.attributes:
         data["event_time"] = typed.attributes["event_time"]
+    if id_withheld:
+        del data["memory_id"]
+        return ToolResult(S.SAVED, LOST_REPLY_SAVED_HIDDEN, data)
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
 
 
@@ -278,10 +288,12 @@ def _insert(
     target: Person | None,
     content: str,
     typed: TypedFields,
-) -> CreateOutcome:
+) -> tuple[CreateOutcome, bool]:
     """Save (committed) through the one-call create, or find the identical memory.
 
-    A disabled server or a full scope ends the flow.
+    A disabled server or a full scope ends the flow. The flag: the id must not be shown
+    (a lost reply in a scope the turn cannot see, where the row found may be an earlier
+    memory that no answer may confirm).
     """
     defaults = call.store.settings
     personal = isinstance(scope, PersonalScope)
@@ -334,6 +346,9 @@ def _insert(
         if saved.outcome == "already_saved":
             # Almost surely the row this call committed before its reply was lost.
             saved = replace(saved, outcome="saved")
+        withheld = not shown and saved.outcome == "saved"
+    else:
+        withheld = False
     if saved.outcome == "disabled":
         raise disabled(STATUSES)
     if saved.outcome == "limit_reached":
@@ -349,4 +364,4 @@ def _insert(
             limit=saved.limit,
             count=saved.count,
         )
-    return saved
+    return saved, withheld

@@ -386,6 +386,10 @@ def test_invalid_actions_are_dropped_with_a_reason(reply: str, reason: str) -> N
     [
         '```json\n{"merges": [{"keep": "ID:3", "remove": ["4"], "content": " a\\u0007b "}]}\n```',
         'Here is the plan: {"merges": [{"keep": 3, "remove": 4, "content": "ab"}]} Done.',
+        'I kept the {user} token. {"merges": [{"keep": 3, "remove": [4], "content": "ab"}]}',
+        '{"merges": [{"keep": 3, "remove": [4], "content": "ab"}]} Note: {bot} tokens kept.',
+        '```json\n[3, 4]\n```\n```json\n{"merges": [{"keep": 3, "remove": [4], "content": "ab"}]}'
+        "\n```",
     ],
 )
 def test_a_fenced_or_wrapped_reply_is_read(reply: str) -> None:
@@ -400,6 +404,7 @@ def test_a_fenced_or_wrapped_reply_is_read(reply: str) -> None:
         ("", "the reply is empty"),
         ("[1, 2]", "the reply is JSON but not an object (a list)"),
         ("[" * 100_000, "the reply is not JSON"),
+        ('{"Merges": [{"keep": 3, "remove": [4]}]}', "the reply's JSON object has neither"),
     ],
 )
 def test_unreadable_replies_give_an_error(reply: str, error: str) -> None:
@@ -673,3 +678,33 @@ def test_episodes_are_shown_with_their_day(store: KiokuStore, world: World) -> N
     lines = human.text.splitlines()
     for day in ("2026-03-02", "2026-03-09"):
         assert any(f"(episode, {day}) The team played five-a-side football" in x for x in lines)
+
+
+def test_a_memory_changed_while_the_model_thinks_is_left_alone(
+    store: KiokuStore, world: World, tea: dict[str, int]
+) -> None:
+    """Another worker's turn corrects a memory during the model call: apply keeps it."""
+    from kioku import update_long_term_memory_tool
+
+    def slow_model(messages: Any, offered: Any) -> Any:
+        update(world, tea["green2"], "The tea club switched to oolong")
+        tool = update_long_term_memory_tool(world.store)
+        deleted = {"memory_id": tea["monday"], "memory_content": ""}
+        assert (
+            world.run(tool, deleted, world.context())
+            .result["status"]
+            .endswith("deleted_successfully")
+        )
+        return say(tea_plan(tea))
+
+    model = ScriptedChatModel(script=Script([slow_model]))
+    report = store.consolidate(server_scope(world), model, apply=True)
+
+    assert not report.plan.merges and not report.plan.supersessions
+    reasons = " ".join(r.reason for r in report.plan.rejected)
+    assert f"ID:{tea['green2']} changed since" in reasons
+    assert f"ID:{tea['monday']} is not among" in reasons
+    assert report.outcomes == ()
+    after = contents(store)
+    assert after[tea["green2"]] == "The tea club switched to oolong"
+    assert after[tea["green"]] == "The tea club drinks green tea"

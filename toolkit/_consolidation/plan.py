@@ -153,29 +153,62 @@ def parse_plan(
 
 
 def _json_object(reply: str) -> dict[str, Any]:
-    """The JSON object in ``reply``: the whole text, a fenced block, or the outermost braces.
+    """The plan object in ``reply``: the whole text, a fenced block, or one in the words.
+
+    Words around the object may hold braces of their own ("{user}"): objects are read where
+    each brace opens, and the first one naming ``merges`` or ``supersessions`` wins.
 
     Raises:
-        ValueError: no JSON object could be read; the message says why.
+        ValueError: no JSON object could be read, or none names a plan's lists; the
+            message says why.
     """
     if len(reply) > MAX_REPLY_CHARACTERS:
         raise ValueError(
             f"the reply is {len(reply)} characters; at most {MAX_REPLY_CHARACTERS} are read"
         )
     text = reply.strip()
-    candidates = [text, *(m.group(1).strip() for m in _FENCED.finditer(text))]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for candidate in candidates:
+    found: list[Any] = []
+    for candidate in (text, *(m.group(1).strip() for m in _FENCED.finditer(text))):
         try:
-            value = json.loads(candidate)
+            found.append(json.loads(candidate))
         except (ValueError, RecursionError):
             continue
-        if isinstance(value, dict):
+    found.extend(_embedded_objects(text))
+    objects = [value for value in found if isinstance(value, dict)]
+    for value in objects:
+        if _PLAN_KEYS & value.keys():
             return value
-        raise ValueError(f"the reply is JSON but not an object (a {type(value).__name__})")
+    if objects:
+        if any(objects[0]):
+            raise ValueError(
+                'the reply\'s JSON object has neither "merges" nor "supersessions" '
+                f"(it has {', '.join(sorted(map(str, objects[0]))[:5])})"
+            )
+        return objects[0]
+    if found:
+        raise ValueError(f"the reply is JSON but not an object (a {type(found[0]).__name__})")
     raise ValueError(f"the reply is not JSON: {echo(text)!r}" if text else "the reply is empty")
+
+
+_PLAN_KEYS = frozenset({"merges", "supersessions"})
+_MOST_OPENINGS = 64
+"""Braces tried as the start of an object in a reply's words (each read costs a scan)."""
+
+
+def _embedded_objects(text: str) -> Iterator[Any]:
+    """JSON values that start at the first few ``{`` of ``text``."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    for _ in range(_MOST_OPENINGS):
+        if start < 0:
+            return
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            start = text.find("{", start + 1)
+            continue
+        yield value
+        start = text.find("{", end)
 
 
 def _items(

@@ -67,9 +67,7 @@ def consolidate(
     if plan is not None:
         # Only memories still as they were shown count as shown: ids a file adds, or
         # memories changed since, neither widen the one-pass limit nor reach the flow.
-        changed = changed_since(plan, {r.id: r.content for r in window.records})
-        still = {i: text for i, text in plan.shown.items() if i not in changed}
-        checked = parse_plan(plan.reply, tuple(still), max_length=max_length, why_not=changed)
+        checked, still = _checked_against_now(store, scope, plan, max_length)
         outcomes = apply_plan(store, scope, context, checked) if apply else ()
         return ConsolidationReport(
             scope,
@@ -94,11 +92,34 @@ def consolidate(
         window.records, scope_description=description, max_length=max_length
     )
     reply = model.invoke(messages).text
-    parsed = parse_plan(reply, shown, max_length=max_length)
-    outcomes = apply_plan(store, scope, context, parsed) if apply else ()
+    if not apply:
+        parsed = parse_plan(reply, shown, max_length=max_length)
+        return ConsolidationReport(
+            scope, description, shown, window.total, parsed, reply, apply, (), texts
+        )
+    # The model may think for a while: a memory changed or deleted meanwhile (by a turn of
+    # another worker) is not merged or removed on the strength of its old text.
+    asked = SavedPlan(scope, reply, dict(zip(shown, texts, strict=True)))
+    parsed, _ = _checked_against_now(store, scope, asked, max_length)
+    outcomes = apply_plan(store, scope, context, parsed)
     return ConsolidationReport(
         scope, description, shown, window.total, parsed, reply, apply, outcomes, texts
     )
+
+
+def _checked_against_now(
+    store: KiokuStore, scope: ServerScope | PersonalScope, plan: SavedPlan, max_length: int
+) -> tuple[ConsolidationPlan, dict[int, str]]:
+    """``plan``'s reply read over the memories still as they were shown, and those memories.
+
+    The scope is read again: an action naming a memory whose text changed, or that is gone,
+    since the model saw it is rejected with the reason.
+    """
+    current = {record.id: record.content for record in store.memory_window(scope).records}
+    changed = changed_since(plan, current)
+    still = {i: text for i, text in plan.shown.items() if i not in changed}
+    checked = parse_plan(plan.reply, tuple(still), max_length=max_length, why_not=changed)
+    return checked, still
 
 
 def check_context(scope: ServerScope | PersonalScope, context: TurnContext) -> None:

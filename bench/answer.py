@@ -36,8 +36,8 @@ from bench.locomo import LoadedConversation, evidence_ids, load_conversation
 from kioku import KiokuStore
 from kioku._calibration import relevance_floor
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
-from kioku._errors import one_line
-from kioku._models import DEFAULT_OPENAI_MODEL, endpoint_failure
+from kioku._errors import ModelCallError, one_line
+from kioku._models import DEFAULT_OPENAI_MODEL, ask_model, openai_key_set
 from kioku._search.engine import SearchHit, rank_candidates
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -204,7 +204,7 @@ def reader_prompt(sample: dict[str, Any], question: str, memories: str) -> str:
 
 def ask(model: BaseChatModel, prompt: str) -> str:
     """The text of ``model``'s reply to ``prompt`` sent as one user message."""
-    return model.invoke([HumanMessage(prompt)]).text.strip()
+    return ask_model(model, [HumanMessage(prompt)]).strip()
 
 
 def judge_answer(judge: BaseChatModel, question: str, gold: str, answer: str) -> str:
@@ -389,7 +389,7 @@ def run_answer_bench(
     Without ``OPENAI_API_KEY`` prints :data:`NO_ENDPOINT` and returns 2 before loading
     anything; an endpoint that refuses or cannot be reached is also one line and 2.
     """
-    if not os.environ.get("OPENAI_API_KEY", "").strip():  # blank is not a key
+    if not openai_key_set():
         print(NO_ENDPOINT, file=sys.stderr)
         return 2
     if top_k < 1 or (limit is not None and limit < 1):
@@ -402,11 +402,8 @@ def run_answer_bench(
         return 2
     try:
         result = _measure(data, reader, judge_model, top_k=top_k, limit=limit)
-    except Exception as exc:
-        failure = endpoint_failure(exc)
-        if failure is None:
-            raise
-        print(str(failure), file=sys.stderr)
+    except ModelCallError as exc:
+        print(str(exc), file=sys.stderr)
         return 2
     print(_header(result, reader, judge_model, top_k))
     print(format_table(summarise(result.answered)))
@@ -429,11 +426,11 @@ def _measure(
     data: Path, reader: BaseChatModel, judge: BaseChatModel | None, *, top_k: int, limit: int | None
 ) -> _Run:
     """Answer the questions of ``data`` on a fresh database with the local embedder."""
-    from bench.common import bench_database, open_store
+    from bench.common import bench_database, open_store, read_samples
     from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
     from kioku._local_embeddings import MiniLMEmbeddings
 
-    samples = json.loads(data.read_text())
+    samples = read_samples(data)
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)

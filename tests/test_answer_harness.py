@@ -252,19 +252,29 @@ def test_models_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert models_from_env(judge=False)[1] is None
 
 
-@pytest.mark.parametrize("key", [None, "", "   "])
-def test_no_endpoint_is_one_line_and_exit_2(tmp_path: Path, key: str | None) -> None:
+def locomo(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bench.locomo`` with no endpoint configured unless ``extra`` sets one."""
     env = {k: v for k, v in os.environ.items() if k not in ENDPOINT_VARIABLES}
-    if key is not None:  # a blank key is no key: nothing is sent anywhere
-        env["OPENAI_API_KEY"] = key
-    result = subprocess.run(
-        # A data file that does not exist: nothing may be loaded before the check.
-        [sys.executable, "-m", "bench.locomo", "--answer", "--data", str(tmp_path / "none.json")],
+    env.update(extra)
+    return subprocess.run(
+        [sys.executable, "-m", "bench.locomo", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+@pytest.mark.parametrize("key", [None, "", "   "])
+def test_no_endpoint_is_one_line_and_exit_2(tmp_path: Path, key: str | None) -> None:
+    # A blank key is no key: nothing is sent anywhere. A data file that does not exist:
+    # nothing may be loaded before the check.
+    result = locomo(
+        "--answer",
+        "--data",
+        str(tmp_path / "none.json"),
+        **({"OPENAI_API_KEY": key} if key is not None else {}),
     )
     assert result.returncode == 2
     lines = (result.stdout + result.stderr).strip().splitlines()
@@ -273,13 +283,16 @@ def test_no_endpoint_is_one_line_and_exit_2(tmp_path: Path, key: str | None) -> 
 
 
 def test_answer_options_need_answer(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ENDPOINT_VARIABLES}
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.locomo", "--judge", "--data", str(tmp_path / "none.json")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = locomo("--judge", "--data", str(tmp_path / "none.json"))
     assert result.returncode == 2 and "go with --answer" in result.stderr
+
+
+@pytest.mark.parametrize("content", [None, "not json", '{"a": 1}'])
+def test_a_data_file_that_is_not_locomo_is_one_line(tmp_path: Path, content: str | None) -> None:
+    data = tmp_path / "data.json"
+    if content is not None:
+        data.write_text(content)
+    result = locomo("--embedder", "hashing", "--data", str(data))
+    assert result.returncode == 2
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == 1 and str(data) in lines[0], lines

@@ -209,3 +209,13 @@ def test_auto_picks_openai_then_local_then_hashing_with_one_warning(
 def test_auto_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KIOKU_EMBEDDINGS")
     assert KiokuSettings().embeddings == "auto"
+
+
+def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kioku import _embeddings, load_settings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "  ")
+    monkeypatch.setattr(_embeddings, "local_embedder_installed", lambda: True)
+    assert _embeddings.auto_choice() == "local"
+    monkeypatch.setenv("KIOKU_EMBEDDINGS", "")
+    assert load_settings().embeddings == "auto"

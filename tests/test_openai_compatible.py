@@ -29,6 +29,14 @@ def _completion(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _send(handler: BaseHTTPRequestHandler, payload: bytes, kind: str = "application/json") -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
 class FakeOpenAI(BaseHTTPRequestHandler):
     requests: list[dict[str, Any]] = []
 
@@ -57,12 +65,7 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             }
         else:
             message = {"role": "assistant", "content": "Saved: you like hojicha."}
-        payload = json.dumps(_completion(message)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        _send(self, json.dumps(_completion(message)).encode())
 
     def log_message(self, *args: Any) -> None:
         return
@@ -105,3 +108,81 @@ def test_chat_openai_through_the_graph(
         "create_memory",
     ]
     assert "runtime" not in json.dumps(first["tools"])
+
+
+class HtmlPage(BaseHTTPRequestHandler):
+    """A web server at a wrong OPENAI_BASE_URL: 200 with a page, not a completion."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        _send(self, b"<html>not json</html>", "text/html")
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+class FakeEmbeddings(BaseHTTPRequestHandler):
+    inputs: list[Any] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeEmbeddings.inputs.extend(body["input"])
+        data = [
+            {"object": "embedding", "index": i, "embedding": [0.5] * 1536}
+            for i in range(len(body["input"]))
+        ]
+        body_out = {"object": "list", "data": data, "model": body["model"], "usage": {}}
+        _send(self, json.dumps(body_out).encode())
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> tuple[HTTPServer, str]:
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def test_consolidate_against_an_endpoint_answering_html_is_one_line(
+    store: KiokuStore, database_url: str
+) -> None:
+    from tests.test_consolidate import server_memory
+    from tests.test_studio_and_cli import _kioku, _one_line_failure
+
+    world = make_world(store)
+    server_memory(world, "The tea club meets on Mondays")
+    server_memory(world, "The tea club moved its meetings to Fridays")
+    server, url = _serve(HtmlPage)
+    try:
+        failed = _kioku(
+            "consolidate",
+            "--server",
+            "srv-a",
+            KIOKU_DATABASE_URL=database_url,
+            OPENAI_API_KEY="sk-test-not-a-key",
+            OPENAI_BASE_URL=url,
+        )
+    finally:
+        server.shutdown()
+    assert "the chat model failed" in _one_line_failure(failed)
+
+
+def test_openai_embeddings_send_text_and_need_no_download(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kioku import KiokuSettings
+    from kioku._embeddings import embedder_from_settings
+
+    FakeEmbeddings.inputs = []
+    server, url = _serve(FakeEmbeddings)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/nonexistent-kioku-test")  # no cached encoding
+    try:
+        spec = embedder_from_settings(KiokuSettings(embeddings="openai"))
+        vectors = spec.embeddings.embed_documents(["Alice likes hojicha"])
+    finally:
+        server.shutdown()
+    assert len(vectors[0]) == 1536
+    assert FakeEmbeddings.inputs == ["Alice likes hojicha"]

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kioku._context_build.items import BuiltContext, ContextItem
     from kioku._context_build.render import ContextBudgets
     from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-    from kioku._errors import ConfigurationError, DatabaseUnavailableError
+    from kioku._errors import ConfigurationError, DatabaseUnavailableError, ModelCallError
     from kioku._intent import IntentGate
     from kioku._mcp_server import KiokuMcp, build_server
     from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
@@ -88,6 +88,7 @@ __all__ = [
     "KiokuSettings",
     "KiokuStore",
     "MemoryNotice",
+    "ModelCallError",
     "NOTICE_STREAM_TYPE",
     "Participant",
     "Persona",
@@ -135,6 +136,7 @@ _LAZY: dict[str, str] = {
     "TurnContext": "kioku._context",
     "ConfigurationError": "kioku._errors",
     "DatabaseUnavailableError": "kioku._errors",
+    "ModelCallError": "kioku._errors",
     "DatabaseUserDirectory": "kioku._memory.directory",
     "UserDirectory": "kioku._memory.directory",
     "NOTICE_STREAM_TYPE": "kioku._memory.notices",

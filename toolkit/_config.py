@@ -32,7 +32,10 @@ class KiokuSettings(BaseSettings):
     settings (self-teaching, privacy options, limit overrides) live in the database.
     """
 
-    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+    # An empty variable (``KIOKU_EMBEDDINGS=`` in a compose file) counts as unset.
+    model_config = SettingsConfigDict(
+        frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True
+    )
 
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("KIOKU_DATABASE_URL", "database_url")

@@ -13,7 +13,6 @@ import hashlib
 import importlib.util
 import logging
 import math
-import os
 import re
 import threading
 import unicodedata
@@ -23,6 +22,7 @@ from langchain_core.embeddings import Embeddings
 
 from kioku._config import KiokuSettings
 from kioku._errors import ConfigurationError, one_line
+from kioku._models import openai_key_set
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -123,7 +123,7 @@ def auto_choice() -> str:
 
     Falling back to ``hashing`` warns once per process that search is lexical.
     """
-    if os.environ.get("OPENAI_API_KEY"):
+    if openai_key_set():
         return "openai"
     if local_embedder_installed():
         return "local"
@@ -134,7 +134,7 @@ def auto_choice() -> str:
 
 
 def _openai_embeddings() -> Embeddings:
-    if not os.environ.get("OPENAI_API_KEY"):
+    if not openai_key_set():
         raise ConfigurationError(
             "KIOKU_EMBEDDINGS=openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for an "
             "OpenAI-compatible server), or use KIOKU_EMBEDDINGS=hashing or local."
@@ -142,7 +142,10 @@ def _openai_embeddings() -> Embeddings:
     from langchain_openai import OpenAIEmbeddings
 
     try:
-        return OpenAIEmbeddings(model=OPENAI_EMBEDDING_MODEL)
+        # Texts are sent as text: counting tokens first would download tiktoken's encoding
+        # (offline setups fail) and send token ids, which OpenAI-compatible servers often
+        # refuse. A memory is far below the model's input limit.
+        return OpenAIEmbeddings(model=OPENAI_EMBEDDING_MODEL, check_embedding_ctx_length=False)
     except Exception as exc:  # pydantic validation of the client's settings
         raise ConfigurationError(
             f"KIOKU_EMBEDDINGS=openai: {one_line(exc)} (check OPENAI_API_KEY and OPENAI_BASE_URL)"

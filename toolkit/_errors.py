@@ -11,6 +11,13 @@ class DatabaseUnavailableError(ConfigurationError):
     """The configured database cannot be used (unreachable, or pgvector missing)."""
 
 
+class ModelCallError(ConfigurationError):
+    """A chat model kioku asked (consolidation) failed or answered with something unreadable.
+
+    The model's own exception is chained as ``__cause__``.
+    """
+
+
 def one_line(exc: BaseException) -> str:
     """An exception's message on one line (the first line that says something)."""
     for line in str(exc).splitlines():

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 
-from kioku._errors import ConfigurationError, one_line
+from kioku._errors import ConfigurationError, ModelCallError, one_line
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+def openai_key_set() -> bool:
+    """Whether ``OPENAI_API_KEY`` holds a key (blank is none)."""
+    return bool(os.environ.get("OPENAI_API_KEY", "").strip())
 
 
 def openai_model_from_env() -> BaseChatModel | None:
@@ -17,7 +24,7 @@ def openai_model_from_env() -> BaseChatModel | None:
     ``OPENAI_BASE_URL`` points it at any OpenAI-compatible server; ``KIOKU_OPENAI_MODEL``
     names the model (default ``gpt-4o-mini``).
     """
-    if not os.environ.get("OPENAI_API_KEY"):
+    if not openai_key_set():
         return None
     from langchain_openai import ChatOpenAI
 
@@ -50,3 +57,25 @@ def endpoint_failure(exc: BaseException) -> ConfigurationError | None:
         f"the model endpoint {where} cannot be used: {one_line(exc)} (check OPENAI_BASE_URL, "
         "OPENAI_API_KEY and KIOKU_OPENAI_MODEL)"
     )
+
+
+def ask_model(model: BaseChatModel, messages: Sequence[BaseMessage]) -> str:
+    """The text of ``model``'s reply to ``messages``.
+
+    Raises:
+        ModelCallError: the call failed, or the endpoint answered with something that is not
+            a reply (an HTML page at a wrong ``OPENAI_BASE_URL``); one line says which.
+    """
+    try:
+        return model.invoke(list(messages)).text
+    except Exception as exc:
+        failure = endpoint_failure(exc)
+        message = (
+            str(failure)
+            if failure is not None
+            else (
+                f"the chat model failed: {one_line(exc)} (for the model kioku builds from the "
+                "environment, check OPENAI_BASE_URL, OPENAI_API_KEY and KIOKU_OPENAI_MODEL)"
+            )
+        )
+        raise ModelCallError(message) from exc

@@ -9,6 +9,8 @@ from sqlalchemy import func, select, text, update
 from kioku._db.models import Memory
 from kioku._db.schema import serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
+from kioku._embeddings import EmbedderSpec
+from kioku._errors import ConfigurationError, one_line
 from kioku._store import KiokuStore
 
 Progress = Callable[[int, int], None]
@@ -21,12 +23,18 @@ def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | Non
     When the configured embedder differs from the one the database records, the column is
     retyped for the new dimension and every memory is queued; otherwise only memories
     whose embedding failed earlier are (re)embedded.
+
+    Raises:
+        ConfigurationError: the embedder failed. Before a switch nothing is changed (the new
+            embedder is tried first); during the embedding, what is done stays done and the
+            rest stays queued for the next run.
     """
     spec = store.embedder
     with serialised_setup(store.engine):
         upgrade_schema(store.engine)
         with store.engine.begin() as connection:
             if stored_embedder(connection) != (spec.model, spec.dimension):
+                _try_embedder(spec)  # an endpoint that cannot be used changes nothing
                 set_vector_schema(
                     connection,
                     spec.model,
@@ -52,7 +60,13 @@ def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | Non
             ).all()
             if not rows:
                 break
-            vectors = spec.embeddings.embed_documents([content for _, content in rows])
+            try:
+                vectors = spec.embeddings.embed_documents([content for _, content in rows])
+            except Exception as exc:
+                raise ConfigurationError(
+                    f"embedding with {spec.model} failed after {done} of {total} memories "
+                    f"({one_line(exc)}); the rest stay queued: run `kioku reembed` again"
+                ) from exc
             for (memory_id, _), vector in zip(rows, vectors, strict=True):
                 session.execute(
                     update(Memory)
@@ -65,3 +79,18 @@ def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | Non
     with store.engine.begin() as connection:
         connection.execute(text("ANALYZE memories"))
     return done
+
+
+def _try_embedder(spec: EmbedderSpec) -> None:
+    """Embed one text with ``spec``, or say why it cannot be switched to."""
+    try:
+        [vector] = spec.embeddings.embed_documents(["kioku reembed: trying the embedder"])
+    except Exception as exc:
+        raise ConfigurationError(
+            f"the embedder {spec.model} cannot be used ({one_line(exc)}); nothing was changed"
+        ) from exc
+    if len(vector) != spec.dimension:
+        raise ConfigurationError(
+            f"the embedder {spec.model} returned {len(vector)} dimensions, not "
+            f"{spec.dimension}; nothing was changed"
+        )

@@ -368,12 +368,13 @@ class KiokuStore:
 
         To apply exactly the plan a dry run showed, pass ``plan=report.saved_plan()`` (no
         model is asked): the reply is checked again, and an action naming a memory whose
-        text changed since, or that is gone, is dropped with the reason.
+        text changed since, or that is gone, is dropped with the reason. Either way the
+        scope is read again just before applying, so a memory changed while the model was
+        thinking is left alone.
 
         Args:
             scope: a :class:`ServerScope` or :class:`PersonalScope`.
-            model: any LangChain chat model; its errors propagate (nothing is changed).
-                Not needed with ``plan``.
+            model: any LangChain chat model. Not needed with ``plan``.
             apply: carry the plan out.
             context: the turn context to write with (default:
                 ``kioku.consolidation_context(store, scope)``); it must address ``scope``.
@@ -385,6 +386,8 @@ class KiokuStore:
         Raises:
             ConfigurationError: ``context`` addresses other memories than ``scope``; neither
                 ``model`` nor ``plan`` is given; ``plan`` is for another scope.
+            ModelCallError: the model call failed or its answer was not a reply (its own
+                exception is the ``__cause__``); nothing is changed.
         """
         from kioku._consolidation.run import consolidate
 

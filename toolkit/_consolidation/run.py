@@ -24,6 +24,7 @@ from kioku._memory.repository import PersonalScope, ServerScope
 from kioku._memory.results import ToolResult
 from kioku._memory.statuses import UpdateStatus
 from kioku._memory.update import update_long_term_memory
+from kioku._models import ask_model
 from kioku._reach import reach_of
 from kioku._store import KiokuStore
 
@@ -91,7 +92,7 @@ def consolidate(
     messages = consolidation_messages(
         window.records, scope_description=description, max_length=max_length
     )
-    reply = model.invoke(messages).text
+    reply = ask_model(model, messages)
     if not apply:
         parsed = parse_plan(reply, shown, max_length=max_length)
         return ConsolidationReport(

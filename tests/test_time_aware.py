@@ -71,6 +71,27 @@ def test_when_label(moment: datetime, label: str) -> None:
         ("since 2 weeks ago", datetime(2026, 11, 7), datetime(2026, 11, 25)),
         ("at the end of May 2024", datetime(2024, 5, 1), datetime(2024, 6, 1)),
         ("in May 0000, or in 2024", datetime(2024, 1, 1), datetime(2025, 1, 1)),
+        # "past" is the last span up to today; "last" the calendar one before this.
+        ("what happened in the past week", datetime(2026, 11, 17), datetime(2026, 11, 25)),
+        ("over the past month", datetime(2026, 10, 25), datetime(2026, 11, 25)),
+        ("in the last 10 days", datetime(2026, 11, 14), datetime(2026, 11, 25)),
+        ("the past three weeks", datetime(2026, 11, 3), datetime(2026, 11, 25)),
+        ("the day before yesterday", datetime(2026, 11, 22), datetime(2026, 11, 23)),
+        ("this morning", datetime(2026, 11, 24), datetime(2026, 11, 25)),
+        ("seven days ago", datetime(2026, 11, 16), datetime(2026, 11, 19)),
+        ("a couple of weeks ago", datetime(2026, 11, 7), datetime(2026, 11, 14)),
+        ("last weekend", datetime(2026, 11, 21), datetime(2026, 11, 23)),
+        # Ahead: plans carry future event times.
+        ("what is on next week", datetime(2026, 11, 30), datetime(2026, 12, 7)),
+        ("next month", datetime(2026, 12, 1), datetime(2027, 1, 1)),
+        ("in 3 days", datetime(2026, 11, 26), datetime(2026, 11, 29)),
+        ("what's happening in December?", datetime(2026, 12, 1), datetime(2027, 1, 1)),
+        ("what did we do in December?", datetime(2025, 12, 1), datetime(2026, 1, 1)),
+        # Days, a day either side (a day said in a time zone may be another in UTC).
+        ("on May 14, 2023", datetime(2023, 5, 13), datetime(2023, 5, 16)),
+        ("the 14th of May 2023", datetime(2023, 5, 13), datetime(2023, 5, 16)),
+        ("2023-05-14", datetime(2023, 5, 13), datetime(2023, 5, 16)),
+        ("what happened May 2023", datetime(2023, 5, 1), datetime(2023, 6, 1)),
     ],
 )
 def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
@@ -80,6 +101,7 @@ def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
 def test_no_time_phrase() -> None:
     assert window_of("may I ask what tea Alice likes", NOW) is None
     assert window_of("what is the phone number of June", NOW) is None  # a name
+    assert window_of("we may 2 times a week meet", NOW) is None  # the verb
     assert window_of("x" * 10_000 + " 3 " * 5_000, NOW) is None
 
 
@@ -126,6 +148,26 @@ def test_a_query_about_a_time_alone_searches_that_time(world: World) -> None:
     then = search(world, query="what happened in May 2025")
     assert then["status"] == "memories_found", then
     assert [m.split()[0] for m in then["memories"]] == [f"ID:{cat['memory_id']}"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what happened in the past month?",
+        "any updates from last week?",
+        "what did I miss last week?",
+        "what did everyone do last week?",
+        "summarize last week",
+    ],
+)
+def test_a_question_about_a_recent_time_finds_its_memories(world: World, query: str) -> None:
+    now = datetime.now(UTC)
+    last_week = now - timedelta(days=now.weekday() + 3)  # the Friday before this week
+    saved = create(world, "Bob repainted the tea house sign", event_time=last_week.isoformat())
+    create(world, "Alice adopted a grey cat named Miso", event_time="2024-05-10")
+    found = search(world, query=query)
+    assert found["status"] == "memories_found", (query, found)
+    assert found["memories"][0].startswith(f"ID:{saved['memory_id']} "), (query, found)
 
 
 def test_a_memory_says_when_it_happened(world: World) -> None:

@@ -14,38 +14,101 @@ _MONTH_NAMES = (
 )
 MONTHS = tuple(_MONTH_NAMES.split(" "))
 _UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
+    "a few": 3,
+    "few": 3,
+}
+_AMOUNT = "|".join(sorted((re.escape(n) for n in _NUMBERS), key=len, reverse=True))
+_AMOUNT = rf"(?P<amount>\d{{1,3}}|{_AMOUNT})"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
 _MONTH = "|".join(MONTHS)
 _SINCE = r"(?:(?P<since>since)\s+)?"
+_DAY_OF_MONTH = r"(?P<dom>[0-3]?\d)(?:st|nd|rd|th)?"
 _PATTERNS = (
-    ("relative", re.compile(rf"\b{_SINCE}(?P<day>today|yesterday)\b", re.I)),
     (
-        "this_last",
+        "relative",
         re.compile(
-            rf"\b{_SINCE}(?P<which>this|last|past|previous)\s+(?P<unit>week|month|year)\b", re.I
+            rf"\b{_SINCE}(?P<day>(?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+"
+            r"tomorrow|today|yesterday|tomorrow|tonight|last\s+night|this\s+(?:morning|"
+            r"afternoon|evening))\b",
+            re.I,
         ),
     ),
+    ("iso_day", re.compile(rf"\b{_SINCE}(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b", re.I)),
     (
-        "ago",
+        "day",
         re.compile(
-            rf"\b{_SINCE}(?P<amount>\d{{1,3}}|an?|one|two|three|four|five|six)\s+"
-            r"(?P<unit>day|week|month|year)s?\s+ago\b",
+            rf"\b{_SINCE}(?:on\s+)?(?P<month>{_MONTH})\s+{_DAY_OF_MONTH}"
+            r"(?:,?\s+(?P<year>\d{4}))?\b(?!\s*(?:am|pm|:))",
             re.I,
         ),
     ),
     (
+        "day",
+        re.compile(
+            rf"\b{_SINCE}(?:on\s+)?(?:the\s+)?{_DAY_OF_MONTH}\s+(?:of\s+)?(?P<month>{_MONTH})"
+            r"(?:,?\s+(?P<year>\d{4}))?\b",
+            re.I,
+        ),
+    ),
+    (
+        "rolling",
+        re.compile(
+            rf"\b{_SINCE}(?:in|during|over|within|for)?\s*(?:the\s+)?(?:last|past|previous)\s+"
+            rf"{_AMOUNT}\s+{_UNIT}\b",
+            re.I,
+        ),
+    ),
+    ("weekend", re.compile(rf"\b{_SINCE}(?P<which>this|last|next|past)\s+weekend\b", re.I)),
+    (
+        "this_last",
+        re.compile(
+            rf"\b{_SINCE}(?P<which>this|last|past|previous|next|coming)\s+(?P<unit>week|month|"
+            r"year)\b",
+            re.I,
+        ),
+    ),
+    ("ago", re.compile(rf"\b{_SINCE}{_AMOUNT}\s+{_UNIT}\s+(?P<way>ago|from\s+now)\b", re.I)),
+    ("ago", re.compile(rf"\bin\s+{_AMOUNT}\s+{_UNIT}(?P<way>)\b", re.I)),
+    (
         "month",
         re.compile(
-            rf"\b(?:(?P<since>since)|in|during|early|late|mid)[\s-]+(?P<month>{_MONTH})"
+            rf"\b(?:(?P<since>since)|in|during|early|late|mid|for|by)[\s-]+(?P<month>{_MONTH})"
             r"(?:\s+(?P<year>\d{4}))?\b",
             re.I,
         ),
     ),
     # "of June" alone may be a name ("the phone number of June"): only with a year.
-    ("month", re.compile(rf"\bof\s+(?P<month>{_MONTH})\s+(?P<year>\d{{4}})\b", re.I)),
+    ("month", re.compile(rf"\b(?:of\s+)?(?P<month>{_MONTH})\s+(?P<year>\d{{4}})\b", re.I)),
     ("year", re.compile(r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b", re.I)),
 )
 """Time phrases, first match wins; a leading "since" runs the window until now."""
+
+_LATER = re.compile(
+    r"\b(?:will|'ll|going\s+to|gonna|plan|plans|planned|planning|upcoming|coming|"
+    r"scheduled|happening|expected|due|next)\b",
+    re.I,
+)
+"""Words that place a question in the future: "in December" then means the coming one."""
+_EARLIER = re.compile(r"\b(?:was|were|did|had|happened|went|ago|last)\b", re.I)
+"""Words that place it in the past, whatever else it says ("what was happening …")."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +154,41 @@ ABOUT_ANYTHING = frozenset(
         "recall",
         "tell",
         "know",
+        "update",
+        "updates",
+        "updated",
+        "miss",
+        "missed",
+        "summary",
+        "summarise",
+        "summarize",
+        "summarised",
+        "summarized",
+        "recap",
+        "event",
+        "events",
+        "plan",
+        "plans",
+        "planned",
+        "everyone",
+        "everybody",
+        "anyone",
+        "anybody",
+        "us",
+        "interesting",
+        "change",
+        "changes",
+        "changed",
+        "occur",
+        "occurred",
+        "say",
+        "said",
+        "talk",
+        "talked",
+        "discuss",
+        "discussed",
+        "mention",
+        "mentioned",
     }
 )
 """Words of a question that ask what happened, whatever it was ("what happened …")."""
@@ -128,8 +226,10 @@ def time_phrase(query: str, now: datetime) -> TimePhrase | None:
         if match is None:
             continue
         parts = match.groupdict()
+        if kind == "day" and parts.get("month") == "may" and not parts.get("year"):
+            continue  # "we may 2 …": the verb, not the month
         try:
-            window = _window(kind, parts, today)
+            window = _window(kind, parts, today, query)
         except (ValueError, OverflowError):
             continue
         if parts.get("since"):  # from then until now
@@ -138,45 +238,94 @@ def time_phrase(query: str, now: datetime) -> TimePhrase | None:
     return None
 
 
-def _window(kind: str, parts: dict[str, str | None], today: date) -> Window:
+def _window(kind: str, parts: dict[str, str | None], today: date, query: str) -> Window:
     """The window a phrase of pattern ``kind`` names (may raise past the calendar)."""
 
     def part(name: str) -> str:
-        return (parts.get(name) or "").lower()
+        return " ".join((parts.get(name) or "").lower().split())
 
     if kind == "relative":
-        day = today if part("day") == "today" else today - timedelta(days=1)
-        return Window(_day(day), _day(day + timedelta(days=1)))
+        return _relative(part("day"), today)
+    if kind == "iso_day":
+        return _around(date.fromisoformat(part("iso")))
+    if kind == "day":
+        month = MONTHS.index(part("month")) + 1
+        year = int(part("year")) if part("year") else _year_of(month, today, query)
+        return _around(date(year, month, int(part("dom"))))
+    if kind == "rolling":
+        span = _amount(part("amount")) * _UNITS[part("unit")]
+        return Window(_day(today - timedelta(days=span)), _day(today + timedelta(days=1)))
+    if kind == "weekend":
+        return _weekend(part("which"), today)
     if kind == "this_last":
         return _this_or_last(part("which"), part("unit"), today)
     if kind == "ago":
-        amount = part("amount")
-        count = int(amount) if amount.isdigit() else _NUMBERS[amount]
-        unit = _UNITS[part("unit")]
-        centre = today - timedelta(days=count * unit)
+        count, unit = _amount(part("amount")), _UNITS[part("unit")]
+        later = part("way") != "ago"
+        centre = today + timedelta(days=count * unit) * (1 if later else -1)
         slack = timedelta(days=max(1, unit // 2))
         return Window(_day(centre - slack), _day(centre + slack + timedelta(days=1)))
     if kind == "month":
         month = MONTHS.index(part("month")) + 1
-        year = int(part("year")) if part("year") else today.year
-        if not part("year") and month > today.month:
-            year -= 1  # the latest such month
+        year = int(part("year")) if part("year") else _year_of(month, today, query)
         return _month_window(year, month)
     year = int(part("year"))
     return Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))
 
 
+def _amount(amount: str) -> int:
+    return int(amount) if amount.isdigit() else _NUMBERS[amount]
+
+
+def _year_of(month: int, today: date, query: str) -> int:
+    """The year of a month named without one.
+
+    The latest such month, or the coming one when the question looks ahead ("what is
+    happening in December?").
+    """
+    if month <= today.month or (_LATER.search(query) and not _EARLIER.search(query)):
+        return today.year
+    return today.year - 1
+
+
+def _around(day: date) -> Window:
+    """``day``, a day either side: a day said in a time zone may be another in UTC."""
+    return Window(_day(day - timedelta(days=1)), _day(day + timedelta(days=2)))
+
+
+def _relative(word: str, today: date) -> Window:
+    if word == "last night":
+        return Window(_day(today - timedelta(days=1)), _day(today + timedelta(days=1)))
+    offsets = {"yesterday": -1, "tomorrow": 1}
+    if word.endswith("before yesterday"):
+        offset = -2
+    elif word.endswith("after tomorrow"):
+        offset = 2
+    else:
+        offset = offsets.get(word, 0)  # today, tonight, this morning …
+    day = today + timedelta(days=offset)
+    return Window(_day(day), _day(day + timedelta(days=1)))
+
+
+def _weekend(which: str, today: date) -> Window:
+    saturday = today + timedelta(days=5 - today.weekday())  # this week's (Monday first)
+    if which in ("last", "past"):
+        saturday -= timedelta(days=7)
+    elif which == "next":
+        saturday += timedelta(days=7)
+    return Window(_day(saturday), _day(saturday + timedelta(days=2)))
+
+
 def _this_or_last(which: str, unit: str, today: date) -> Window:
+    if which == "past":  # the last seven days, not last calendar week
+        span = _UNITS[unit]
+        return Window(_day(today - timedelta(days=span)), _day(today + timedelta(days=1)))
+    step = {"this": 0, "next": 1, "coming": 1}.get(which, -1)
     if unit == "week":
-        start = today - timedelta(days=today.weekday())
-        span = timedelta(days=7)
-        if which != "this":
-            start -= span
-        return Window(_day(start), _day(start + span))
+        start = today - timedelta(days=today.weekday()) + timedelta(days=7 * step)
+        return Window(_day(start), _day(start + timedelta(days=7)))
     if unit == "month":
-        year, month = today.year, today.month
-        if which != "this":
-            year, month = (year - 1, 12) if month == 1 else (year, month - 1)
-        return _month_window(year, month)
-    year = today.year - (which != "this")
+        index = today.year * 12 + today.month - 1 + step
+        return _month_window(index // 12, index % 12 + 1)
+    year = today.year + step
     return Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))

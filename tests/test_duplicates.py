@@ -64,6 +64,44 @@ def test_near_misses_are_saved(world: World, different: str) -> None:
     assert "already_saved" not in saved
 
 
+@pytest.mark.parametrize(
+    ("stored", "new", "args"),
+    [
+        # Full-width letters render (and embed) as plain ones.
+        (
+            "Alice drinks jasmine tea every morning",
+            "Ａｌｉｃｅ ｄｒｉｎｋｓ ｊａｓｍｉｎｅ ｔｅａ ｅｖｅｒｙ ｍｏｒｎｉｎｇ",
+            {},
+        ),
+        # A token and the name it stands for.
+        (
+            "{user} drinks jasmine tea every morning",
+            "Alice drinks jasmine tea every morning",
+            {"memory_scope": "target_user", "target_user": "Alice"},
+        ),
+        ("{bot} reminds everyone of the standup", "Kioku reminds everyone of the standup", {}),
+    ],
+)
+def test_texts_the_context_shows_alike_are_repeats(
+    world: World, stored: str, new: str, args: dict[str, str]
+) -> None:
+    first = create(world, stored, **args)
+    assert first["status"] == "memory_saved_successfully", first
+    again = create(world, new, **args)
+    assert again["status"] == "memory_save_failed_duplicate", again
+    assert again["memory_id"] == first["memory_id"]
+
+
+def test_a_repeat_crowded_by_near_misses_is_still_found(world: World) -> None:
+    first = create(world, "Alice drinks two cups of jasmine tea every morning")
+    for cups in range(3, 8):
+        saved = create(world, f"Alice drinks {cups} cups of jasmine tea every morning!")
+        assert saved["status"] == "memory_saved_successfully", saved
+    again = create(world, "alice drinks two cups of jasmine tea every morning!")
+    assert again["status"] == "memory_save_failed_duplicate", again
+    assert again["memory_id"] == first["memory_id"]
+
+
 def test_scopes_are_compared_on_their_own(world: World) -> None:
     server = create(world, "Alice drinks jasmine tea every morning")
     personal = create(

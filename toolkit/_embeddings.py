@@ -101,6 +101,15 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
     )
 
 
+def embedding_text(text: str) -> str:
+    """What an embedder is given for ``text``: folded with NFKC, as every shown text is.
+
+    Full-width or other look-alike forms render as plain text in the context, so they
+    embed as it does: a memory repeated in full-width letters is found as the repeat it is.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 logger = logging.getLogger(__name__)
 _warned = threading.Event()
 LEXICAL_WARNING = (

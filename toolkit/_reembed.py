@@ -9,7 +9,7 @@ from sqlalchemy import func, select, text, update
 from kioku._db.models import Memory
 from kioku._db.schema import serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
-from kioku._embeddings import EmbedderSpec
+from kioku._embeddings import EmbedderSpec, embedding_text
 from kioku._errors import ConfigurationError, one_line
 from kioku._store import KiokuStore
 
@@ -61,7 +61,8 @@ def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | Non
             if not rows:
                 break
             try:
-                vectors = spec.embeddings.embed_documents([content for _, content in rows])
+                texts = [embedding_text(content) for _, content in rows]
+                vectors = spec.embeddings.embed_documents(texts)
             except Exception as exc:
                 raise ConfigurationError(
                     f"embedding with {spec.model} failed after {done} of {total} memories "

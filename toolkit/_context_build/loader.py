@@ -23,6 +23,7 @@ from kioku._calibration import relevance_floor
 from kioku._context import TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._db.driver import fetch_all
+from kioku._embeddings import embedding_text
 from kioku._memory.repository import (
     VERSIONS_SQL,
     PersonalScope,
@@ -275,6 +276,6 @@ def _ranked(store: KiokuStore, count: int, now: datetime) -> _RankingOptions:
 def query_vector(store: KiokuStore, query: str) -> list[float] | None:
     """``query`` embedded by the store's embedder; ``None`` when the embedder fails."""
     try:
-        return embed_query(store.embedder.embeddings, query)
+        return embed_query(store.embedder.embeddings, embedding_text(query))
     except Exception:
         return None  # rank by text and relevance alone

@@ -11,6 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from kioku._accounts import AccountRepository, ServerSettings
 from kioku._calibration import calibration_for
 from kioku._context import PrivacyLevel, TurnContext
+from kioku._embeddings import embedding_text
 from kioku._memory.arguments import CreateArgs, parse_create_args
 from kioku._memory.flow import (
     FlowCall,
@@ -185,8 +186,9 @@ def _shown_to(
     return reach.shows_personal(scope.user_id)
 
 
-DUPLICATE_CANDIDATES = 5
-"""Nearest memories of the scope compared with a new one."""
+DUPLICATE_CANDIDATES = 10
+"""Nearest memories of the scope compared with a new one (near-misses can crowd the
+one it repeats: "drinks 3 cups of tea" … "drinks 7 cups" around "drinks two cups")."""
 
 
 def _refuse_repeat(
@@ -215,9 +217,22 @@ def _refuse_repeat(
         limit=DUPLICATE_CANDIDATES,
         sizes=store.search_aids.sizes,
     )
+    names = {
+        "user_name": target.display_name if target is not None else "User",
+        "bot_name": context.persona.name,
+    }
+    # Compared as the context shows them (and as they are embedded): "{user} likes tea"
+    # for Alice is "Alice likes tea", and full-width letters are plain ones.
+    new_text = embedding_text(render_tokens(content, **names))
     for row in rows:
         identical = row.content == content
-        if identical or same_meaning(row.content, content, 1.0 - row.score, threshold):
+        shown = render_tokens(row.content, **names)
+        old_text = embedding_text(shown)
+        if (
+            identical
+            or _folded(old_text) == _folded(new_text)
+            or same_meaning(old_text, new_text, 1.0 - row.score, threshold)
+        ):
             repository = MemoryRepository(call.session)
             if not repository.same_event(row.id, typed.memory_type, typed.attributes):
                 continue  # the same words, of an episode on another day
@@ -227,11 +242,6 @@ def _refuse_repeat(
             settings = settings or AccountRepository(call.session).settings_for(context)
             if not settings.self_teaching_enabled:
                 raise disabled(STATUSES)
-            shown = render_tokens(
-                row.content,
-                user_name=target.display_name if target is not None else "User",
-                bot_name=context.persona.name,
-            )
             raise fail(
                 S.DUPLICATE,
                 f"This means the same as ID:{row.id}, already saved: {quoted_data(shown)}. "
@@ -241,6 +251,11 @@ def _refuse_repeat(
                 memory_id=row.id,
                 existing_content=as_data(shown),
             )
+
+
+def _folded(text: str) -> str:
+    """``text`` without differences of case or spacing."""
+    return " ".join(text.casefold().split())
 
 
 create_long_term_memory = tool_flow("create_long_term_memory", STATUSES, _create)

@@ -19,6 +19,7 @@ from kioku._accounts import AccountRepository, ServerSettings
 from kioku._awaiting import embed_documents, resolved
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._db.errors import StorageError, storage_errors
+from kioku._embeddings import embedding_text
 from kioku._memory.arguments import ArgumentError
 from kioku._memory.notices import MemoryNotice, emit_notice
 from kioku._memory.resolution import (
@@ -340,7 +341,7 @@ def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
     """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
     spec = store.embedder
     try:
-        [vector] = embed_documents(spec.embeddings, [content])
+        [vector] = embed_documents(spec.embeddings, [embedding_text(content)])
     except Exception as exc:
         logger.warning("kioku: embedding failed (%s); the memory is queued for re-embedding", exc)
         return None

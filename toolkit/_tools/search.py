@@ -19,6 +19,7 @@ from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
+from kioku._embeddings import embedding_text
 from kioku._memory.arguments import ArgumentError, check_text, parse_time, reject_unknown
 from kioku._memory.text import as_data, echo
 from kioku._memory.typed import MEMORY_TYPES
@@ -180,7 +181,7 @@ def search_long_term_memory(
     except ArgumentError as exc:
         return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
     try:
-        vector = embed_query(store.embedder.embeddings, parsed.query)
+        vector = embed_query(store.embedder.embeddings, embedding_text(parsed.query))
     except Exception as exc:
         logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
         vector = None

@@ -92,6 +92,15 @@ def test_texts_the_context_shows_alike_are_repeats(
     assert again["memory_id"] == first["memory_id"]
 
 
+def test_a_personal_repeat_says_whose_memory_to_update(world: World) -> None:
+    personal = {"memory_scope": "target_user", "target_user": "Alice"}
+    first = create(world, "Alice drinks jasmine tea every morning", **personal)
+    again = create(world, "alice drinks jasmine tea every morning!", **personal)
+    assert again["status"] == "memory_save_failed_duplicate", again
+    assert again["target_user"] == "Alice" and 'target_user "Alice"' in again["reason"]
+    assert again["memory_id"] == first["memory_id"]
+
+
 def test_a_repeat_crowded_by_near_misses_is_still_found(world: World) -> None:
     first = create(world, "Alice drinks two cups of jasmine tea every morning")
     for cups in range(3, 8):

@@ -179,3 +179,52 @@ def test_episodic_fields_take_json_as_the_reference_schema_does(world: World) ->
     )
     assert refused["status"] == "memory_save_failed_invalid_args"
     assert "verification_status must be true, false or null" in refused["reason"]
+
+
+def test_null_fields_take_their_defaults_as_in_the_reference(world: World) -> None:
+    """The reference reads ``metadata.x || default``: a client sending null gets the default."""
+    episode = create(
+        world,
+        {
+            "type": "episodic",
+            "content": "{bot} brewed the first pot",
+            "metadata": {
+                "emotional_valence": None,
+                "event_time": None,
+                "decayRate": None,
+                "result": None,
+                "verification_status": None,
+            },
+        },
+    )
+    assert episode["status"] == "memory_saved_successfully", episode
+    row = memory_row(world.store, episode["memory_id"])
+    assert row is not None and row.decay_rate == 0.01
+    assert row.attributes["emotional_valence"] == 0.0 and row.attributes["result"] is None
+    fact = create(
+        world,
+        {
+            "type": "semantic",
+            "content": "hojicha is roasted green tea",
+            "metadata": {"category": None, "confidence": None},
+        },
+    )
+    row = memory_row(world.store, fact["memory_id"])
+    assert row is not None and row.attributes["confidence"] == 0.8
+    assert row.attributes["category"] == []
+
+
+def test_metadata_size_counts_characters_not_escapes(world: World) -> None:
+    # 1,700 CJK characters are 1,7xx characters of JSON (10,2xx only as \\uXXXX escapes).
+    result = create(
+        world,
+        {"type": "episodic", "content": "{bot} wrote a poem", "metadata": {"result": "茶" * 1700}},
+    )
+    assert result["status"] == "memory_saved_successfully", result
+
+
+def test_content_that_shows_as_nothing_is_refused(world: World) -> None:
+    result = create(world, {"type": "semantic", "content": "\u200b\u2060\ufeff"})
+    assert result["status"] == "memory_save_failed_invalid_content", result
+    assert "show as nothing" in result["reason"]
+    assert table_counts(world.store) == (0, 0)

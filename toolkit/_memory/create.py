@@ -42,6 +42,7 @@ from kioku._memory.results import ToolResult
 from kioku._memory.sameness import same_meaning
 from kioku._memory.statuses import CreateStatus as S
 from kioku._memory.text import (
+    SHOWS_AS_NOTHING,
     as_data,
     name_key,
     quoted_data,
@@ -91,6 +92,8 @@ def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: st
     content = sanitise_content(raw)
     if not content:
         raise fail(S.INVALID_CONTENT, f"{field} is empty after removing invalid characters")
+    if not as_data(content):
+        raise fail(S.INVALID_CONTENT, f"{field} {SHOWS_AS_NOTHING}")
     max_length = call.store.settings.max_memory_length
     if len(content) > max_length:
         raise fail(
@@ -242,14 +245,17 @@ def _refuse_repeat(
             settings = settings or AccountRepository(call.session).settings_for(context)
             if not settings.self_teaching_enabled:
                 raise disabled(STATUSES)
+            owner = {} if target is None else {"target_user": target.display_name}
+            with_owner = "".join(f' and target_user "{name}"' for name in owner.values())
             raise fail(
                 S.DUPLICATE,
                 f"This means the same as ID:{row.id}, already saved: {quoted_data(shown)}. "
                 "Nothing was saved. To change or add to it, call update_long_term_memory with "
-                f"memory_id {row.id} and the full new text; if it is a different fact, say what "
-                "sets it apart (who, when, how much).",
+                f"memory_id {row.id}{with_owner} and the full new text; if it is a different "
+                "fact, say what sets it apart (who, when, how much).",
                 memory_id=row.id,
                 existing_content=as_data(shown),
+                **owner,
             )
 
 

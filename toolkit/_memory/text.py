@@ -142,6 +142,12 @@ def as_data(text: str) -> str:
     return _LEADING_MARKS.sub("", text)
 
 
+SHOWS_AS_NOTHING = (
+    "would show as nothing (only invisible characters or markdown markers); write the fact in words"
+)
+"""Why a text whose :func:`as_data` form is empty is refused."""
+
+
 def quoted_data(text: str) -> str:
     """``as_data(text)`` in double quotes it cannot close (its own quotes become ``'``)."""
     return '"' + as_data(text) + '"'

@@ -86,6 +86,8 @@ def _unit(name: str) -> Callable[[Any, str], float]:
 
 
 Check = Callable[[Any, str], Any]
+_NULLABLE: tuple[Check, ...] = (_json, _flag)
+"""Checks of fields whose null is kept as null (the others' null means their default)."""
 
 FIELDS: Mapping[str, Mapping[str, Check]] = {
     "episodic": {
@@ -194,14 +196,21 @@ def parse_typed(
     if not isinstance(metadata, dict):
         raise ArgumentError("metadata must be an object of type-specific fields")
     metadata = dict(check_json("metadata", metadata))
-    decay = metadata.pop("decay_rate", metadata.pop("decayRate", 0.01))
-    decay_rate = _number(decay, "decay_rate", 0.0, 10.0)
+    decay = metadata.pop("decay_rate", metadata.pop("decayRate", None))
+    decay_rate = 0.01 if decay is None else _number(decay, "decay_rate", 0.0, 10.0)
     allowed = FIELDS[memory_type]
-    reject_unknown(metadata, allowed, what=f"metadata field(s) for a {memory_type} memory:")
+    # As the reference reads them: null for a field with a default is the default.
+    metadata = {
+        key: value
+        for key, value in metadata.items()
+        if value is not None or allowed.get(key) in _NULLABLE
+    }
+    article = "an" if memory_type[0] in "aeiou" else "a"
+    reject_unknown(metadata, allowed, what=f"metadata field(s) for {article} {memory_type} memory:")
     attributes = dict(DEFAULTS[memory_type])
     attributes.update({key: allowed[key](value, key) for key, value in metadata.items()})
     _complete(memory_type, attributes, content=content, now=now)
-    if len(json.dumps(attributes, default=str)) > MAX_ATTRIBUTES_JSON:
+    if len(json.dumps(attributes, default=str, ensure_ascii=False)) > MAX_ATTRIBUTES_JSON:
         raise ArgumentError(f"metadata is larger than {MAX_ATTRIBUTES_JSON} characters of JSON")
     return TypedFields(memory_type, weight, decay_rate, attributes)
 

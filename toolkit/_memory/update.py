@@ -40,7 +40,7 @@ from kioku._memory.repository import (
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
 from kioku._memory.statuses import UpdateStatus as S
-from kioku._memory.text import render_tokens, sanitise_content
+from kioku._memory.text import SHOWS_AS_NOTHING, as_data, render_tokens, sanitise_content
 from kioku._reach import Reach, reach_of
 
 logger = logging.getLogger("kioku._memory")
@@ -150,6 +150,11 @@ def _checked_owner(
             S.INVALID_CONTENT,
             "memory_content holds only characters that cannot be stored (control characters, "
             'NUL, lone surrogates). Write the new text, or pass "" to delete the memory.',
+        )
+    if content and not as_data(content):
+        raise fail(
+            S.INVALID_CONTENT,
+            f'memory_content {SHOWS_AS_NOTHING}, or pass "" to delete the memory.',
         )
     max_length = call.store.settings.max_memory_length
     if len(content) > max_length:

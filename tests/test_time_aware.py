@@ -229,7 +229,10 @@ def test_since_and_until_narrow_a_search(world: World) -> None:
     assert [m.split()[0] for m in early["memories"]] == [f"ID:{old['memory_id']}"]
     bad = search(world, query="tea", since="2026-01-01", until="2025-01-01")
     assert bad["status"] == "search_failed_invalid_args"
-    assert bad["reason"] == "since must be before until"
+    assert bad["reason"].startswith("since must be before until (until is not included")
+    none = search(world, query="Alice visited tea", since="2030-01-01")
+    assert none["status"] == "no_memories_found"
+    assert "with since 2030-01-01T00:00:00+00:00" in none["reason"], none
 
 
 def test_a_time_phrase_ranks_its_window_first(world: World) -> None:
@@ -361,3 +364,16 @@ def test_a_sent_time_with_any_offset_reads_as_utc() -> None:
     assert sent_at_of(naive) == datetime(2025, 1, 2, 8, tzinfo=UTC)
     edge = HumanMessage("hi", additional_kwargs={SENT_AT: "0001-01-01T00:00:00+05:00"})
     assert sent_at_of(edge) is None
+
+
+def test_a_message_time_kioku_cannot_use_is_refused_early() -> None:
+    import dataclasses
+
+    from kioku import ConfigurationError, TurnContext
+
+    context = TurnContext.for_user("alice", thread_id="t")
+    sent = dataclasses.replace(context, message_time="2025-05-08T10:00:00+02:00")  # JSON
+    assert sent.message_time == datetime(2025, 5, 8, 8, 0, tzinfo=UTC)
+    for bad in ("yesterday", 5, datetime(9999, 12, 31, 23)):
+        with pytest.raises(ConfigurationError, match="message_time"):
+            dataclasses.replace(context, message_time=bad)

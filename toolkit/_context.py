@@ -247,6 +247,8 @@ class TurnContext:
             Participant.from_dict(p) if isinstance(p, dict) else p for p in self.participants
         )
         object.__setattr__(self, "participants", people)
+        if self.message_time is not None:
+            object.__setattr__(self, "message_time", _checked_message_time(self.message_time))
         check_user_space(self.server_id, self.user.user_id)
 
     @property
@@ -377,6 +379,31 @@ class AppContext:
                 ),
             )
         return turn
+
+
+def _checked_message_time(value: object) -> datetime:
+    """``message_time`` as a datetime kioku can store, or a one-line error.
+
+    Text is read as ISO 8601: a context sent as JSON (LangGraph's API) carries it so.
+    """
+    from kioku._errors import ConfigurationError
+    from kioku._memory.arguments import ArgumentError, parse_time
+
+    if isinstance(value, str):
+        try:
+            return parse_time(value, "message_time")
+        except ArgumentError as exc:
+            raise ConfigurationError(f"TurnContext: {exc}") from None
+    if not isinstance(value, datetime):
+        raise ConfigurationError(
+            "TurnContext: message_time must be a datetime (or ISO 8601 text), not "
+            f"{type(value).__name__}"
+        )
+    if in_utc(value) is None:
+        raise ConfigurationError(
+            "TurnContext: message_time must lie between 0001-01-02 and 9999-12-30 (UTC)"
+        )
+    return value
 
 
 def _run_thread_id() -> str:

@@ -156,7 +156,10 @@ def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
         for name in ("since", "until")
     )
     if since is not None and until is not None and since >= until:
-        raise ArgumentError("since must be before until")
+        raise ArgumentError(
+            "since must be before until (until is not included: for one day, pass the next "
+            "day as until)"
+        )
     return SearchArgs(
         query.strip(),
         memory_type,
@@ -216,7 +219,7 @@ def search_long_term_memory(
         return {"status": SearchStatus.INTERNAL_ERROR, "reason": "An internal error occurred."}, []
     store.access.record(hit.id for hit in hits)
     if not hits:
-        return {"status": SearchStatus.NONE, "reason": "Nothing in memory is about that query."}, []
+        return {"status": SearchStatus.NONE, "reason": _nothing_found(parsed)}, []
     return (
         {"status": SearchStatus.FOUND, "memories": [render_hit(h, context, now) for h in hits]},
         [h.to_artifact() for h in hits],
@@ -240,4 +243,24 @@ def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
         args_schema=SCHEMA,
         infer_schema=False,
         response_format="content_and_artifact",
+    )
+
+
+def _nothing_found(parsed: SearchArgs) -> str:
+    """Why a search found nothing, naming the filters that narrowed it."""
+    filters = [
+        f"{name} {value}"
+        for name, value in (
+            ("memory_type", parsed.memory_type),
+            ("min_importance", parsed.min_importance),
+            ("since", parsed.since.isoformat() if parsed.since else None),
+            ("until", parsed.until.isoformat() if parsed.until else None),
+        )
+        if value is not None
+    ]
+    if not filters:
+        return "Nothing in memory is about that query."
+    return (
+        f"Nothing in memory is about that query with {', '.join(filters)}; without them it "
+        "might find something."
     )

@@ -115,3 +115,19 @@ def test_an_embedder_that_fails_changes_nothing_and_resumes(fresh_database: str)
         vectors = session.scalars(select(Memory.embedding)).all()
     assert len(vectors) == 5 and all(v is not None and len(v) == 48 for v in vectors)
     new.close()
+
+
+def test_opening_with_another_embedder_is_refused_before_any_write(
+    fresh_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that skips setup() must not write vectors of another model."""
+    old = open_store(fresh_database, spec(32))
+    old.setup()
+    old.close()
+    monkeypatch.setenv("KIOKU_DATABASE_URL", fresh_database)
+    with pytest.raises(ConfigurationError, match="kioku reembed"):
+        KiokuStore.open(embedder=spec(48))
+    with pytest.raises(ConfigurationError, match="kioku reembed"):
+        KiokuStore.open(embedder=EmbedderSpec(HashingEmbeddings(32), "other-32", 32))
+    KiokuStore.open(embedder=spec(32)).close()  # the recorded one opens
+    KiokuStore.open(embedder=spec(48), check_embedder=False).close()  # reembed's way in

@@ -27,7 +27,7 @@ from kioku._db.engine import (
 )
 from kioku._db.saver import PostgresSaverForBoth
 from kioku._db.schema import SchemaChange, serialised_setup, upgrade_schema
-from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
+from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema, refuse_other_embedder
 from kioku._embeddings import EmbedderSpec, embedder_from_settings
 from kioku._memory.cache import ScopeCache
 from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
@@ -124,11 +124,20 @@ class KiokuStore:
         *,
         directory: UserDirectory | None = None,
         embedder: EmbedderSpec | None = None,
+        check_embedder: bool = True,
     ) -> KiokuStore:
         """Connect to ``KIOKU_DATABASE_URL``, or start the embedded server when it is unset.
 
+        Args:
+            settings: default: read from the environment.
+            directory: where names are resolved (default: the database's users).
+            embedder: default: ``KIOKU_EMBEDDINGS``'s.
+            check_embedder: refuse an embedder other than the one the stored vectors come
+                from (only ``kioku reembed``, which switches embedders, turns this off).
+
         Raises:
-            ConfigurationError: when the database cannot be used; the message says why.
+            ConfigurationError: when the database cannot be used, or holds vectors of
+                another embedder; the message says why.
         """
         settings = settings or load_settings()
         embedded = None
@@ -138,9 +147,18 @@ class KiokuStore:
             url = embedded.url
         engine = make_engine(url, statement_timeout_ms=settings.statement_timeout_ms)
         check_pgvector(engine)
-        return cls(
+        store = cls(
             engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
         )
+        if check_embedder:
+            try:
+                with engine.connect() as connection:
+                    spec = store.embedder
+                    refuse_other_embedder(connection, spec.model, spec.dimension)
+            except BaseException:
+                store.close()
+                raise
+        return store
 
     def setup(self) -> SchemaChange:
         """Create or upgrade the schema; safe to run repeatedly and from several processes.

@@ -66,7 +66,7 @@ def _reembed(console: Console) -> None:
     from kioku._reembed import reembed
     from kioku._store import KiokuStore
 
-    store = KiokuStore.open(load_settings())
+    store = KiokuStore.open(load_settings(), check_embedder=False)  # it switches them
     with store, Progress(console=console) as bar:
         task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
         count = reembed(

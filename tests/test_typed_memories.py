@@ -228,3 +228,17 @@ def test_content_that_shows_as_nothing_is_refused(world: World) -> None:
     assert result["status"] == "memory_save_failed_invalid_content", result
     assert "show as nothing" in result["reason"]
     assert table_counts(world.store) == (0, 0)
+
+
+def test_a_typed_repeat_says_its_metadata_stays(world: World) -> None:
+    first = create(world, {"type": "episodic", "content": "{bot} fixed the kettle"})
+    again = create(
+        world,
+        {
+            "type": "episodic",
+            "content": "{bot} fixed the kettle",
+            "metadata": {"verification_status": True},
+        },
+    )
+    assert again["already_saved"] is True and again["memory_id"] == first["memory_id"]
+    assert "metadata stay as they were saved" in again["reason"]

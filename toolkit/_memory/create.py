@@ -136,9 +136,12 @@ def save(
     if target is not None:
         data["target_user"] = target.display_name
     if saved.outcome == "already_saved":
+        typed_call = typed.memory_type != "semantic" or set(typed.attributes) - {"event_time"}
+        kept = " (its type and metadata stay as they were saved)" if typed_call else ""
         return ToolResult(
             S.SAVED,
-            f"This exact memory is already saved as ID:{record_id}; nothing new was written.",
+            f"This exact memory is already saved as ID:{record_id}; nothing new was "
+            f"written{kept}.",
             {**data, "already_saved": True},
         )
     call.store.invalidate(scope)

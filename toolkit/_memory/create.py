@@ -140,8 +140,7 @@ def save(
         kept = " (its type and metadata stay as they were saved)" if typed_call else ""
         return ToolResult(
             S.SAVED,
-            f"This exact memory is already saved as ID:{record_id}; nothing new was "
-            f"written{kept}.",
+            f"This exact memory is already saved as ID:{record_id}; nothing new was written{kept}.",
             {**data, "already_saved": True},
         )
     call.store.invalidate(scope)

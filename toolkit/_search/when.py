@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 
 from kioku._search.query import query_words
 from kioku._search.terms import STOP_WORDS
@@ -100,6 +101,13 @@ _PATTERNS = (
     ("year", re.compile(r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b", re.I)),
 )
 """Time phrases, first match wins; a leading "since" runs the window until now."""
+
+_TIME_WORD = re.compile(
+    rf"\d|\b(?:{_MONTH}|today|yesterday|tomorrow|tonight|night|morning|afternoon|evening|"
+    r"days?|weeks?|weekend|months?|years?)\b",
+    re.I,
+)
+"""A word every phrase of :data:`_PATTERNS` holds: without one, there is none to look for."""
 
 _LATER = re.compile(
     r"\b(?:will|'ll|going\s+to|gonna|plan|plans|planned|planning|upcoming|coming|"
@@ -220,7 +228,14 @@ def time_phrase(query: str, now: datetime) -> TimePhrase | None:
     A phrase naming a day outside the calendar ("in May 0000", "in December 9999")
     counts as none.
     """
-    today = now.astimezone(UTC).date()
+    if _TIME_WORD.search(query) is None:  # most queries: no phrase to look for
+        return None
+    return _time_phrase(query, now.astimezone(UTC).date())
+
+
+@lru_cache(maxsize=256)
+def _time_phrase(query: str, today: date) -> TimePhrase | None:
+    """:func:`time_phrase` on ``today`` (cached: a turn's rankings read the same query)."""
     for kind, pattern in _PATTERNS:
         match = pattern.search(query)
         if match is None:

@@ -36,8 +36,16 @@ from bench.locomo import LoadedConversation, evidence_ids, load_conversation
 from kioku import KiokuStore
 from kioku._calibration import relevance_floor
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
+from kioku._embeddings import embedding_text
 from kioku._errors import ModelCallError, one_line
-from kioku._models import DEFAULT_OPENAI_MODEL, ask_model, openai_key_set
+from kioku._models import (
+    DEFAULT_OPENAI_MODEL,
+    ask_model,
+    env_value,
+    openai_base_url,
+    openai_key_set,
+    openai_model,
+)
 from kioku._search.engine import SearchHit, rank_candidates
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -219,7 +227,7 @@ def retrieve(
     store: KiokuStore, loaded: LoadedConversation, question: str, k: int
 ) -> list[SearchHit]:
     """The top ``k`` of kioku's search for ``question`` (the search tool's relevance floor)."""
-    vector = store.embedder.embeddings.embed_query(question)
+    vector = store.embedder.embeddings.embed_query(embedding_text(question))
     with store.sessions() as session:
         return rank_candidates(
             session,
@@ -360,7 +368,7 @@ def model_name(model: BaseChatModel) -> str:
 
 def endpoint_host() -> str:
     """The host of ``OPENAI_BASE_URL`` (never the key), or OpenAI's default host."""
-    base = os.environ.get("OPENAI_BASE_URL")
+    base = env_value("OPENAI_BASE_URL")
     return (urlparse(base).hostname or base) if base else "api.openai.com"
 
 
@@ -371,9 +379,9 @@ def models_from_env(judge: bool) -> tuple[BaseChatModel, BaseChatModel | None]:
     """
     from langchain_openai import ChatOpenAI
 
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
-    reader_model = os.environ.get("KIOKU_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
-    judge_model = os.environ.get("KIOKU_JUDGE_MODEL") or reader_model
+    base_url = openai_base_url()
+    reader_model = openai_model()
+    judge_model = env_value("KIOKU_JUDGE_MODEL") or reader_model
 
     def chat(model: str) -> BaseChatModel:
         return ChatOpenAI(model=model, base_url=base_url, temperature=0, timeout=120)

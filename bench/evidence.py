@@ -26,7 +26,7 @@ from kioku import ContextBudgets, ContextBuilder, Participant, TurnContext
 from kioku._context import Persona
 from kioku._context_build.tokens import TiktokenCounter
 from kioku._db.models import Memory
-from kioku._embeddings import LOCAL_MODEL, EmbedderSpec
+from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, embedding_text
 from kioku._memory.when import when_label
 
 ASKER = Participant("locomo-asker", "Asker")
@@ -86,7 +86,7 @@ def main() -> None:
                 shown = {loaded.dia_ids[int(m)] for m in SHOWN_MEMORY_ID.findall(block.text)}
                 shares["kioku"].append(len(shown & evidence) / len(evidence))
                 tokens.append(block.tokens)
-                vector = embedder.embeddings.embed_query(qa["question"])
+                vector = embedder.embeddings.embed_query(embedding_text(qa["question"]))
                 with store.sessions() as session:
                     order = session.scalars(
                         select(Memory.id)

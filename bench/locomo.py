@@ -29,7 +29,7 @@ from bench.common import bench_data, bench_database, open_store, read_samples
 from kioku import KiokuStore
 from kioku._calibration import calibration_for
 from kioku._db.models import Memory, Server
-from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings
+from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings, embedding_text
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates
 from kioku._search.query import Visibility
@@ -94,7 +94,9 @@ def load_conversation(store: KiokuStore, sample: dict[str, Any]) -> LoadedConver
     """
     server = sample["sample_id"]
     rows = turns(sample)
-    vectors = store.embedder.embeddings.embed_documents([content for _, content, _ in rows])
+    vectors = store.embedder.embeddings.embed_documents(
+        [embedding_text(content) for _, content, _ in rows]
+    )
     ids: dict[int, str] = {}
     with store.transaction() as session:
         session.execute(insert(Server).values(id=server, name=server))
@@ -179,7 +181,7 @@ def main() -> None:
                 evidence = evidence_ids(qa.get("evidence", []), set(conversation.dia_ids.values()))
                 if category not in (1, 2, 3, 4) or not evidence:
                     continue
-                query_vector = embedder.embeddings.embed_query(qa["question"])
+                query_vector = embedder.embeddings.embed_query(embedding_text(qa["question"]))
                 with store.sessions() as session:
                     rankings = _rankings(
                         session, store, conversation, qa["question"], query_vector, floor

@@ -174,6 +174,7 @@ def test_a_lost_reply_in_a_hidden_scope_names_no_memory(world: World, lossy: Any
         assert proxy.dropped.is_set(), "the proxy should have swallowed the reply"
         answers.append(result)
     right_guess, wrong_guess = answers
+    assert len(world.notices) == 1, "no notice for the hidden saves: it would carry the id"
     for result in answers:
         assert result["status"] == "memory_saved_successfully", result
         assert "memory_id" not in result and "already_saved" not in result

@@ -30,7 +30,7 @@ def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
         extension = connection.execute(
             text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         ).scalar_one()
-    assert version == "0016"
+    assert version == "0017"
     assert tuple(int(p) for p in extension.split(".")[:2]) >= (0, 8)
 
 
@@ -227,3 +227,26 @@ def test_setup_reports_what_it_did(database_url: str, engine: Engine) -> None:
         with admin.connect() as connection:
             connection.execute(text("DROP DATABASE kioku_setup_report WITH (FORCE)"))
         admin.dispose()
+
+
+def test_a_process_of_the_previous_release_still_updates(store: KiokuStore) -> None:
+    """Migration 0017 keeps the five-argument update for processes not yet upgraded."""
+    from tests.helpers import create_memory, make_world, memory_row
+
+    world = make_world(store)
+    memory_id = create_memory(
+        world,
+        {"memory_content": "Tea club meets on Mondays", "memory_scope": "server_wide"},
+    )
+    with store.transaction() as session:
+        applied = session.execute(
+            text(
+                "SELECT applied FROM kioku_update_memory_versioned(:id, 'Tea club meets on "
+                "Fridays', NULL, 'old-process', NULL)"
+            ),
+            {"id": memory_id},
+        ).scalar_one()
+    assert applied is True
+    row = memory_row(store, memory_id)
+    assert row is not None and row.content == "Tea club meets on Fridays"
+    assert [h.actor_user_id for h in store.memory_history(memory_id)][-1] == "old-process"

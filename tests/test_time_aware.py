@@ -92,6 +92,13 @@ def test_when_label(moment: datetime, label: str) -> None:
         ("the 14th of May 2023", datetime(2023, 5, 13), datetime(2023, 5, 16)),
         ("2023-05-14", datetime(2023, 5, 13), datetime(2023, 5, 16)),
         ("what happened May 2023", datetime(2023, 5, 1), datetime(2023, 6, 1)),
+        ("what happened on may 14th?", datetime(2026, 5, 13), datetime(2026, 5, 16)),
+        # Without a year: the latest one up to today, or the next one for a look ahead.
+        ("what happened on November 30?", datetime(2025, 11, 29), datetime(2025, 12, 2)),
+        ("what is planned for January?", datetime(2027, 1, 1), datetime(2027, 2, 1)),
+        ("what is planned for November 28?", datetime(2026, 11, 27), datetime(2026, 11, 30)),
+        ("what plans were made since December?", datetime(2025, 12, 1), datetime(2026, 11, 25)),
+        ("within the past week", datetime(2026, 11, 17), datetime(2026, 11, 25)),
     ],
 )
 def test_time_phrases(query: str, since: datetime, until: datetime) -> None:
@@ -102,6 +109,10 @@ def test_no_time_phrase() -> None:
     assert window_of("may I ask what tea Alice likes", NOW) is None
     assert window_of("what is the phone number of June", NOW) is None  # a name
     assert window_of("we may 2 times a week meet", NOW) is None  # the verb
+    assert window_of("May 2 of us come along?", NOW) is None
+    assert window_of("what was said by May?", NOW) is None  # a name, without a year
+    assert window_of("anything new for June?", NOW) is None
+    assert window_of("ſix days ago", NOW) is None  # no Unicode case folding into ASCII
     assert window_of("x" * 10_000 + " 3 " * 5_000, NOW) is None
 
 
@@ -230,6 +241,9 @@ def test_since_and_until_narrow_a_search(world: World) -> None:
     bad = search(world, query="tea", since="2026-01-01", until="2025-01-01")
     assert bad["status"] == "search_failed_invalid_args"
     assert bad["reason"].startswith("since must be before until (until is not included")
+    then = search(world, query="what happened in March 2023?")
+    assert then["status"] == "no_memories_found"
+    assert "from 2023-03-01 until 2023-04-01" in then["reason"], then
     none = search(world, query="Alice visited tea", since="2030-01-01")
     assert none["status"] == "no_memories_found"
     assert "with since 2030-01-01T00:00:00+00:00" in none["reason"], none
@@ -377,3 +391,36 @@ def test_a_message_time_kioku_cannot_use_is_refused_early() -> None:
     for bad in ("yesterday", 5, datetime(9999, 12, 31, 23)):
         with pytest.raises(ConfigurationError, match="message_time"):
             dataclasses.replace(context, message_time=bad)
+
+
+def test_an_update_can_correct_when_it_happened(world: World) -> None:
+    from kioku import update_long_term_memory_tool
+
+    saved = create(world, "Alice ran the Lisbon marathon", event_time="2025-05-08")
+    update = update_long_term_memory_tool(world.store)
+
+    def run(**args: Any) -> dict[str, Any]:
+        arguments = {"memory_id": saved["memory_id"], **args}
+        return world.run(update, arguments, world.context()).result
+
+    moved = run(memory_content="Alice ran the Lisbon marathon", event_time="2024-10-13")
+    assert moved["status"] == "memory_updated_successfully", moved
+    assert moved["event_time"] == "2024-10-13T00:00:00+00:00"
+    row = memory_row(world.store, saved["memory_id"])
+    assert row is not None and row.happened_at == datetime(2024, 10, 13, tzinfo=UTC)
+    found = search(world, query="marathon")
+    assert found["memories"][0].startswith(f"ID:{saved['memory_id']} (2024-10-13, ")
+    history = [h.action for h in world.store.memory_history(saved["memory_id"])]
+    assert history == ["create", "update"]
+
+    kept = run(memory_content="Alice ran the Lisbon marathon in 3:41")  # no event_time
+    assert kept["status"] == "memory_updated_successfully" and "event_time" not in kept
+    row = memory_row(world.store, saved["memory_id"])
+    assert row is not None and row.happened_at == datetime(2024, 10, 13, tzinfo=UTC)
+
+    bad = run(memory_content="Alice ran it", event_time="last spring")
+    assert bad["status"] == "memory_update_failed_invalid_args", bad
+    assert "event_time" in bad["reason"]
+    deleting = run(memory_content="", event_time="2024-10-13")
+    assert deleting["status"] == "memory_update_failed_invalid_args", deleting
+    assert memory_row(world.store, saved["memory_id"]) is not None

@@ -41,6 +41,7 @@ def test_model_facing_schemas_hide_injected_parameters(store: KiokuStore) -> Non
         "memory_id",
         "memory_content",
         "target_user",
+        "event_time",
     }
     assert update_spec["parameters"]["properties"]["memory_id"]["type"] == "integer"
     assert "empty string deletes" in update_spec["description"]

@@ -242,3 +242,22 @@ def test_a_typed_repeat_says_its_metadata_stays(world: World) -> None:
     )
     assert again["already_saved"] is True and again["memory_id"] == first["memory_id"]
     assert "metadata stay as they were saved" in again["reason"]
+
+
+def test_a_misspelt_field_is_refused_even_when_null(world: World) -> None:
+    result = create(
+        world,
+        {"type": "episodic", "content": "x happened", "metadata": {"emotional_valance": None}},
+    )
+    assert result["status"] == "memory_save_failed_invalid_args", result
+    assert "emotional_valance" in result["reason"]
+    both = create(
+        world,
+        {
+            "type": "semantic",
+            "content": "y is so",
+            "metadata": {"decay_rate": None, "decayRate": 0.5},
+        },
+    )
+    row = memory_row(world.store, both["memory_id"])
+    assert row is not None and row.decay_rate == 0.5

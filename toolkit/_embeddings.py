@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 
 from kioku._config import KiokuSettings
 from kioku._errors import ConfigurationError, one_line
-from kioku._models import openai_key_set
+from kioku._models import openai_base_url, openai_key_set
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -154,7 +154,11 @@ def _openai_embeddings() -> Embeddings:
         # Texts are sent as text: counting tokens first would download tiktoken's encoding
         # (offline setups fail) and send token ids, which OpenAI-compatible servers often
         # refuse. A memory is far below the model's input limit.
-        return OpenAIEmbeddings(model=OPENAI_EMBEDDING_MODEL, check_embedding_ctx_length=False)
+        return OpenAIEmbeddings(
+            model=OPENAI_EMBEDDING_MODEL,
+            openai_api_base=openai_base_url(),
+            check_embedding_ctx_length=False,
+        )
     except Exception as exc:  # pydantic validation of the client's settings
         raise ConfigurationError(
             f"KIOKU_EMBEDDINGS=openai: {one_line(exc)} (check OPENAI_API_KEY and OPENAI_BASE_URL)"

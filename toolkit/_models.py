@@ -13,9 +13,31 @@ from kioku._errors import ConfigurationError, ModelCallError, one_line
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
 
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def env_value(name: str) -> str | None:
+    """The variable ``name``, ``None`` when unset or blank (as for kioku's own settings)."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
 def openai_key_set() -> bool:
     """Whether ``OPENAI_API_KEY`` holds a key (blank is none)."""
-    return bool(os.environ.get("OPENAI_API_KEY", "").strip())
+    return env_value("OPENAI_API_KEY") is not None
+
+
+def openai_base_url() -> str:
+    """``OPENAI_BASE_URL``, or OpenAI's own address.
+
+    Passed to the clients explicitly: they would take a blank variable as the address.
+    """
+    return env_value("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+
+
+def openai_model() -> str:
+    """``KIOKU_OPENAI_MODEL``, else :data:`DEFAULT_OPENAI_MODEL`."""
+    return env_value("KIOKU_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
 
 
 def openai_model_from_env() -> BaseChatModel | None:
@@ -30,8 +52,8 @@ def openai_model_from_env() -> BaseChatModel | None:
 
     try:
         return ChatOpenAI(
-            model=os.environ.get("KIOKU_OPENAI_MODEL", DEFAULT_OPENAI_MODEL),
-            base_url=os.environ.get("OPENAI_BASE_URL") or None,
+            model=openai_model(),
+            base_url=openai_base_url(),
         )
     except Exception as exc:  # pydantic validation of the client's settings
         raise ConfigurationError(
@@ -52,7 +74,7 @@ def endpoint_failure(exc: BaseException) -> ConfigurationError | None:
         return None
     if not isinstance(exc, openai.APIError):
         return None
-    where = os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
+    where = env_value("OPENAI_BASE_URL") or "api.openai.com"
     return ConfigurationError(
         f"the model endpoint {where} cannot be used: {one_line(exc)} (check OPENAI_BASE_URL, "
         "OPENAI_API_KEY and KIOKU_OPENAI_MODEL)"

@@ -70,13 +70,14 @@ def stored_embedder(connection: Connection) -> tuple[str, int] | None:
     return str(rows[MODEL_KEY]), int(rows[DIMENSION_KEY])
 
 
-def embedder_mismatch(stored: tuple[str, int], model: str, dimension: int) -> ConfigurationError:
-    """The error for a database whose vectors come from another embedder than ``model``."""
-    return ConfigurationError(
-        f"The memories were embedded with {stored[0]} ({stored[1]} dimensions), but the "
-        f"configured embedder is {model} ({dimension}). Run `kioku reembed` to re-embed "
-        "every memory with the new model, or set KIOKU_EMBEDDINGS back."
-    )
+def _refuse_mismatch(stored: tuple[str, int] | None, model: str, dimension: int) -> None:
+    """Raise when the database's vectors come from another embedder than ``model``."""
+    if stored is not None and stored != (model, dimension):
+        raise ConfigurationError(
+            f"The memories were embedded with {stored[0]} ({stored[1]} dimensions), but the "
+            f"configured embedder is {model} ({dimension}). Run `kioku reembed` to re-embed "
+            "every memory with the new model, or set KIOKU_EMBEDDINGS back."
+        )
 
 
 def refuse_other_embedder(connection: Connection, model: str, dimension: int) -> None:
@@ -89,9 +90,7 @@ def refuse_other_embedder(connection: Connection, model: str, dimension: int) ->
     """
     if connection.scalar(text("SELECT to_regclass('kioku_meta')")) is None:
         return
-    stored = stored_embedder(connection)
-    if stored is not None and stored != (model, dimension):
-        raise embedder_mismatch(stored, model, dimension)
+    _refuse_mismatch(stored_embedder(connection), model, dimension)
 
 
 def ensure_vector_schema(
@@ -117,8 +116,7 @@ def ensure_vector_schema(
         ensure_scope_vector_indexes(connection, dimension)
         _ensure_hnsw_index(connection, hnsw, limits)
         return
-    if stored is not None and stored != (model, dimension):
-        raise embedder_mismatch(stored, model, dimension)
+    _refuse_mismatch(stored, model, dimension)
     set_vector_schema(connection, model, dimension, hnsw=hnsw, limits=limits)
 
 

@@ -43,6 +43,8 @@ class UpdateArgs:
     memory_id: int
     content: str
     target_user: str | None
+    event_time: datetime | None = None
+    """A corrected time of the memory's event (UTC); ``None`` keeps its time."""
 
 
 def check_text(field: str, value: str, max_length: int) -> str:
@@ -166,13 +168,17 @@ def parse_update_args(arguments: Mapping[str, Any]) -> UpdateArgs:
     Raises:
         ArgumentError: with a reason the model can act on.
     """
-    reject_unknown(arguments, ("memory_id", "memory_content", "target_user"))
+    reject_unknown(arguments, ("memory_id", "memory_content", "target_user", "event_time"))
     memory_id = parse_memory_id(arguments.get("memory_id"))
     content = arguments.get("memory_content")
     if not isinstance(content, str):
         raise ArgumentError(
             "memory_content is required and must be a string (an empty string deletes the memory)"
         )
+    event_time = arguments.get("event_time")
     return UpdateArgs(
-        memory_id=memory_id, content=content, target_user=_optional_name(arguments, "target_user")
+        memory_id=memory_id,
+        content=content,
+        target_user=_optional_name(arguments, "target_user"),
+        event_time=None if event_time is None else parse_time(event_time, "event_time"),
     )

@@ -136,14 +136,20 @@ def save(
     if target is not None:
         data["target_user"] = target.display_name
     if saved.outcome == "already_saved":
-        typed_call = typed.memory_type != "semantic" or set(typed.attributes) - {"event_time"}
-        kept = " (its type and metadata stay as they were saved)" if typed_call else ""
+        kept = " (its type and metadata stay as they were saved)" if _typed(typed) else ""
         return ToolResult(
             S.SAVED,
             f"This exact memory is already saved as ID:{record_id}; nothing new was written{kept}.",
             {**data, "already_saved": True},
         )
     call.store.invalidate(scope)
+    if _typed(typed):
+        data.update(memory_type=typed.memory_type, importance=typed.importance)
+    if "event_time" in typed.attributes:
+        data["event_time"] = typed.attributes["event_time"]
+    if id_withheld:  # no notice either: it would carry the id (the notifier, the stream)
+        del data["memory_id"]
+        return ToolResult(S.SAVED, LOST_REPLY_SAVED_HIDDEN, data)
     owner_name = target.display_name if target is not None else "User"
     persona_name = context.persona.name
     notify(
@@ -159,14 +165,12 @@ def save(
         context,
         call,
     )
-    if typed.memory_type != "semantic" or set(typed.attributes) - {"event_time"}:
-        data.update(memory_type=typed.memory_type, importance=typed.importance)
-    if "event_time" in typed.attributes:
-        data["event_time"] = typed.attributes["event_time"]
-    if id_withheld:
-        del data["memory_id"]
-        return ToolResult(S.SAVED, LOST_REPLY_SAVED_HIDDEN, data)
     return ToolResult(S.SAVED, f"Saved as ID:{record_id}.", data)
+
+
+def _typed(typed: TypedFields) -> bool:
+    """Whether a create carries a type or metadata (``create_memory``), not only a time."""
+    return typed.memory_type != "semantic" or bool(set(typed.attributes) - {"event_time"})
 
 
 def _personal_settings(

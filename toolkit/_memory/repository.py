@@ -218,13 +218,14 @@ _UPDATE_IN_SCOPE = (
     "SELECT changed.*, settings.* FROM settings LEFT JOIN LATERAL ("
     "SELECT target.*, versioned.* FROM target CROSS JOIN LATERAL "
     "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
-    ":actor, :persona) AS versioned) AS changed ON true"
+    ":actor, :persona, CAST(:event_time AS text)) AS versioned) AS changed ON true"
 )
 """Read the server's settings; if they allow the change, lock the memory if it lies in the
-scope and update it: new content and embedding, its history row (a trigger) naming the
-actor (migrations 0006, 0009). One statement, atomic on its own: answers with the two
-settings that decide, and, when it changed the memory, the row as it was and the scope
-version the update replaced and made (otherwise those columns are ``NULL``)."""
+scope and update it: new content and embedding (and event time, when given), its history
+row (a trigger) naming the actor (migrations 0006, 0009, 0017). One statement, atomic on
+its own: answers with the two settings that decide, and, when it changed the memory, the
+row as it was and the scope version the update replaced and made (otherwise those columns
+are ``NULL``)."""
 
 
 @lru_cache(maxsize=8)
@@ -445,6 +446,7 @@ class MemoryRepository:
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
+        event_time: datetime | None = None,
     ) -> ScopedUpdate:
         """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
 
@@ -452,7 +454,8 @@ class MemoryRepository:
         allow it (self-teaching on, and personal memories on unless
         ``allowed_without_personal``: the turn's reach decides that), locks the row (as
         :meth:`find_for_update`) and updates it (``created_at`` kept; a trigger logs it).
-        Atomic on its own, so it may run outside a transaction.
+        Atomic on its own, so it may run outside a transaction. ``event_time`` (UTC), when
+        given, becomes the memory's ``attributes.event_time``.
         """
         visibility = scope.visibility()
         [row] = fetch_all(
@@ -467,6 +470,7 @@ class MemoryRepository:
                 "embedding": halfvec_text(embedding) if embedding is not None else None,
                 "actor": actor,
                 "persona": persona_id,
+                "event_time": event_time.isoformat() if event_time is not None else None,
             },
             named=True,
         )

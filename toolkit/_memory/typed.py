@@ -196,17 +196,18 @@ def parse_typed(
     if not isinstance(metadata, dict):
         raise ArgumentError("metadata must be an object of type-specific fields")
     metadata = dict(check_json("metadata", metadata))
-    decay = metadata.pop("decay_rate", metadata.pop("decayRate", None))
+    snake, camel = metadata.pop("decay_rate", None), metadata.pop("decayRate", None)
+    decay = snake if snake is not None else camel
     decay_rate = 0.01 if decay is None else _number(decay, "decay_rate", 0.0, 10.0)
     allowed = FIELDS[memory_type]
+    article = "an" if memory_type[0] in "aeiou" else "a"
+    reject_unknown(metadata, allowed, what=f"metadata field(s) for {article} {memory_type} memory:")
     # As the reference reads them: null for a field with a default is the default.
     metadata = {
         key: value
         for key, value in metadata.items()
-        if value is not None or allowed.get(key) in _NULLABLE
+        if value is not None or allowed[key] in _NULLABLE
     }
-    article = "an" if memory_type[0] in "aeiou" else "a"
-    reject_unknown(metadata, allowed, what=f"metadata field(s) for {article} {memory_type} memory:")
     attributes = dict(DEFAULTS[memory_type])
     attributes.update({key: allowed[key](value, key) for key, value in metadata.items()})
     _complete(memory_type, attributes, content=content, now=now)

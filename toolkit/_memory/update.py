@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -83,11 +84,16 @@ def _update(call: FlowCall) -> ToolResult:
             context, personal_memories_enabled=False
         ).may_change_personal(owner.user_id)
         old, change, personal_on = _change(
-            call, context, args.memory_id, scope, content, embedding, without_personal
+            call,
+            context,
+            args.memory_id,
+            scope,
+            Revision(content, embedding, args.event_time),
+            without_personal,
         )
-    if change is not None:
+    if change is not None and args.event_time is None:
         call.store.applied_update(scope, change)
-    else:
+    else:  # a new time moves the memory in time: its window is read again
         call.store.invalidate(scope)
     reach = reach_of(context, personal_memories_enabled=personal_on)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
@@ -120,6 +126,8 @@ def _update(call: FlowCall) -> ToolResult:
         if shown:
             data["deleted_content"] = old.content
         return ToolResult(S.DELETED, f"ID:{args.memory_id} deleted.", data)
+    if args.event_time is not None:
+        data["event_time"] = args.event_time.isoformat()
     return ToolResult(S.UPDATED, f"ID:{args.memory_id} updated.", {**data, "content": content})
 
 
@@ -144,6 +152,12 @@ def _checked_owner(
     """
     if context.persona.lineage_id <= GLOBAL_LINEAGE:
         raise fail(S.INTERNAL_ERROR, "The persona has no lineage (the database needs migrating).")
+    if not content and args.event_time is not None:
+        raise fail(
+            S.INVALID_ARGS,
+            "event_time goes with new text: an empty memory_content deletes the memory. To "
+            "correct only the time, pass the memory's text again with event_time.",
+        )
     if not content and args.content.strip(" \t\r\n"):
         # Only an empty memory_content deletes; text that cleans away to nothing is refused.
         raise fail(
@@ -206,13 +220,20 @@ def _resolve_owner(
     return person
 
 
+class Revision(NamedTuple):
+    """What an update writes: the new text, its embedding, and a corrected event time."""
+
+    content: str
+    embedding: list[float] | None
+    event_time: datetime | None
+
+
 def _change(
     call: FlowCall,
     context: TurnContext,
     memory_id: int,
     scope: ServerScope | PersonalScope,
-    content: str,
-    embedding: list[float] | None,
+    revision: Revision,
     allowed_without_personal: bool,
 ) -> tuple[MemoryRecord, ContentChange | None, bool]:
     """Update the row inside ``scope`` in one statement, committed.
@@ -227,20 +248,21 @@ def _change(
         outcome = memories.update_in_scope(
             memory_id,
             scope,
-            content,
+            revision.content,
             settings_key=context.memory_server_key,
             is_dm=context.is_dm,
             allowed_without_personal=allowed_without_personal,
             actor=context.user.user_id,
             persona_id=context.persona.persona_id,
-            embedding=embedding,
+            embedding=revision.embedding,
+            event_time=revision.event_time,
         )
         call.session.commit()
     except SQLAlchemyError as exc:
         if not connection_lost(exc):
             raise
         logger.warning("kioku: the reply to an update was lost (%s); checking", exc)
-        return _confirmed(call, context, memory_id, scope, content, allowed_without_personal)
+        return _confirmed(call, context, memory_id, scope, revision, allowed_without_personal)
     if not outcome.self_teaching_enabled:
         raise disabled(STATUSES)
     if outcome.updated is None:  # out of the scope, or of reach with personal memories off
@@ -255,20 +277,22 @@ def _confirmed(
     context: TurnContext,
     memory_id: int,
     scope: ServerScope | PersonalScope,
-    content: str,
+    revision: Revision,
     allowed_without_personal: bool,
 ) -> tuple[MemoryRecord, None, bool]:
     """What an update whose reply was lost did, asked on a fresh connection.
 
-    It happened when the memory, in ``scope``, now holds ``content`` and the settings
-    allow what the statement checked (one that refused changed nothing). A writer that
-    changed the memory again in between makes it read as not done.
+    It happened when the memory, in ``scope``, now holds the revision's text (and event
+    time) and the settings allow what the statement checked (one that refused changed
+    nothing). A writer that changed the memory again in between makes it read as not done.
     """
 
     def check(session: Session) -> tuple[MemoryRecord, bool] | None:
         memories = MemoryRepository(session)
         row = memories.find_for_update(memory_id, scope)
-        if row is None or row.content != content:
+        if row is None or row.content != revision.content:
+            return None
+        if revision.event_time is not None and row.event_time != revision.event_time:
             return None
         allowed, personal_on = memories.update_allowed(
             settings_key=context.memory_server_key,

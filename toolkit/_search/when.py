@@ -41,7 +41,8 @@ _AMOUNT = rf"(?P<amount>\d{{1,3}}|{_AMOUNT})"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _MONTH = "|".join(MONTHS)
 _SINCE = r"(?:(?P<since>since)\s+)?"
-_DAY_OF_MONTH = r"(?P<dom>[0-3]?\d)(?:st|nd|rd|th)?"
+_DAY_OF_MONTH = r"(?P<dom>[0-3]?\d)(?P<ordinal>st|nd|rd|th)?"
+_FLAGS = re.IGNORECASE | re.ASCII  # "ſix" is not "six": case folding stays in ASCII
 _PATTERNS = (
     (
         "relative",
@@ -49,73 +50,81 @@ _PATTERNS = (
             rf"\b{_SINCE}(?P<day>(?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+"
             r"tomorrow|today|yesterday|tomorrow|tonight|last\s+night|this\s+(?:morning|"
             r"afternoon|evening))\b",
-            re.I,
+            _FLAGS,
         ),
     ),
-    ("iso_day", re.compile(rf"\b{_SINCE}(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b", re.I)),
+    ("iso_day", re.compile(rf"\b{_SINCE}(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b", _FLAGS)),
     (
-        "day",
+        "month_day",
         re.compile(
-            rf"\b{_SINCE}(?:on\s+)?(?P<month>{_MONTH})\s+{_DAY_OF_MONTH}"
-            r"(?:,?\s+(?P<year>\d{4}))?\b(?!\s*(?:am|pm|:))",
-            re.I,
+            rf"\b{_SINCE}(?P<on>on\s+)?(?P<month>{_MONTH})\s+{_DAY_OF_MONTH}"
+            r"(?:,?\s+(?P<year>\d{4}))?\b(?!\s*(?:(?:am|pm)\b|:))",
+            _FLAGS,
         ),
     ),
     (
-        "day",
+        "day_month",
         re.compile(
             rf"\b{_SINCE}(?:on\s+)?(?:the\s+)?{_DAY_OF_MONTH}\s+(?:of\s+)?(?P<month>{_MONTH})"
             r"(?:,?\s+(?P<year>\d{4}))?\b",
-            re.I,
+            _FLAGS,
         ),
     ),
     (
-        "rolling",
+        "rolling",  # up to today: "the past week", "in the last 10 days"
         re.compile(
-            rf"\b{_SINCE}(?:in|during|over|within|for)?\s*(?:the\s+)?(?:last|past|previous)\s+"
-            rf"{_AMOUNT}\s+{_UNIT}\b",
-            re.I,
+            rf"\b{_SINCE}(?:in|during|over|within|for)?\s*(?:the\s+)?"
+            rf"(?:(?:last|past|previous)\s+{_AMOUNT}|past)\s+{_UNIT}\b",
+            _FLAGS,
         ),
     ),
-    ("weekend", re.compile(rf"\b{_SINCE}(?P<which>this|last|next|past)\s+weekend\b", re.I)),
+    ("weekend", re.compile(rf"\b{_SINCE}(?P<which>this|last|next|past)\s+weekend\b", _FLAGS)),
     (
-        "this_last",
+        "this_last",  # calendar periods: "last week" is the week before this one
         re.compile(
-            rf"\b{_SINCE}(?P<which>this|last|past|previous|next|coming)\s+(?P<unit>week|month|"
-            r"year)\b",
-            re.I,
+            rf"\b{_SINCE}(?P<which>this|last|previous|next|coming)\s+(?P<unit>week|month|year)\b",
+            _FLAGS,
         ),
     ),
-    ("ago", re.compile(rf"\b{_SINCE}{_AMOUNT}\s+{_UNIT}\s+(?P<way>ago|from\s+now)\b", re.I)),
-    ("ago", re.compile(rf"\bin\s+{_AMOUNT}\s+{_UNIT}(?P<way>)\b", re.I)),
+    ("ago", re.compile(rf"\b{_SINCE}{_AMOUNT}\s+{_UNIT}\s+(?P<way>ago|from\s+now)\b", _FLAGS)),
+    ("ago", re.compile(rf"\bin\s+{_AMOUNT}\s+{_UNIT}(?P<way>)\b", _FLAGS)),
     (
         "month",
         re.compile(
-            rf"\b(?:(?P<since>since)|in|during|early|late|mid|for|by)[\s-]+(?P<month>{_MONTH})"
+            rf"\b(?:(?P<since>since)|in|during|early|late|mid)[\s-]+(?P<month>{_MONTH})"
             r"(?:\s+(?P<year>\d{4}))?\b",
-            re.I,
+            _FLAGS,
         ),
     ),
-    # "of June" alone may be a name ("the phone number of June"): only with a year.
-    ("month", re.compile(rf"\b(?:of\s+)?(?P<month>{_MONTH})\s+(?P<year>\d{{4}})\b", re.I)),
-    ("year", re.compile(r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b", re.I)),
+    # "for June" or "by May" may name a person ("anything new for June?"), but not in a
+    # question that looks ahead ("what is planned for May?").
+    (
+        "month_ahead",
+        re.compile(rf"\b(?:for|by|until|till)\s+(?P<month>{_MONTH})\b(?!\s+\d)", _FLAGS),
+    ),
+    # "of June" alone may be a name ("the phone number of June"): with a year.
+    ("month", re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<year>\d{{4}})\b", _FLAGS)),
+    (
+        "year",
+        re.compile(r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b", _FLAGS),
+    ),
 )
 """Time phrases, first match wins; a leading "since" runs the window until now."""
 
 _TIME_WORD = re.compile(
     rf"\d|\b(?:{_MONTH}|today|yesterday|tomorrow|tonight|night|morning|afternoon|evening|"
     r"days?|weeks?|weekend|months?|years?)\b",
-    re.I,
+    _FLAGS,
 )
 """A word every phrase of :data:`_PATTERNS` holds: without one, there is none to look for."""
 
 _LATER = re.compile(
     r"\b(?:will|'ll|going\s+to|gonna|plan|plans|planned|planning|upcoming|coming|"
     r"scheduled|happening|expected|due|next)\b",
-    re.I,
+    _FLAGS,
 )
 """Words that place a question in the future: "in December" then means the coming one."""
-_EARLIER = re.compile(r"\b(?:was|were|did|had|happened|went|ago|last)\b", re.I)
+_EARLIER = re.compile(r"\b(?:was|were|did|had|happened|went|ago|last)\b", _FLAGS)
 """Words that place it in the past, whatever else it says ("what was happening …")."""
 
 
@@ -241,8 +250,12 @@ def _time_phrase(query: str, today: date) -> TimePhrase | None:
         if match is None:
             continue
         parts = match.groupdict()
-        if kind == "day" and parts.get("month") == "may" and not parts.get("year"):
+        if kind == "month_day" and _may_be_the_verb(
+            parts, first=not query[: match.start()].strip()
+        ):
             continue  # "we may 2 …": the verb, not the month
+        if kind == "month_ahead" and not _looks_ahead(query, since=False):
+            continue
         try:
             window = _window(kind, parts, today, query)
         except (ValueError, OverflowError):
@@ -251,6 +264,17 @@ def _time_phrase(query: str, today: date) -> TimePhrase | None:
             window = Window(window.since, max(window.until, _day(today + timedelta(days=1))))
         return TimePhrase(window, f"{query[: match.start()]} {query[match.end() :]}")
     return None
+
+
+def _may_be_the_verb(parts: dict[str, str | None], *, first: bool) -> bool:
+    """Whether "may 2" may be the verb and a number ("we may 2 …", "May 2 of us come?").
+
+    Only without a year, "on" or "2nd", and when written in lower case or opening the
+    query; "… on May 2" or "… before May 2" is the month.
+    """
+    month = parts.get("month") or ""
+    cued = any(parts.get(key) for key in ("year", "on", "ordinal", "since"))
+    return month.lower() == "may" and not cued and (month == "may" or first)
 
 
 def _window(kind: str, parts: dict[str, str | None], today: date, query: str) -> Window:
@@ -263,12 +287,13 @@ def _window(kind: str, parts: dict[str, str | None], today: date, query: str) ->
         return _relative(part("day"), today)
     if kind == "iso_day":
         return _around(date.fromisoformat(part("iso")))
-    if kind == "day":
-        month = MONTHS.index(part("month")) + 1
-        year = int(part("year")) if part("year") else _year_of(month, today, query)
-        return _around(date(year, month, int(part("dom"))))
+    if kind in ("month_day", "day_month"):
+        month, day = MONTHS.index(part("month")) + 1, int(part("dom"))
+        ahead = _looks_ahead(query, since=bool(part("since")))
+        year = int(part("year")) if part("year") else _year_of((month, day), today, ahead)
+        return _around(date(year, month, day))
     if kind == "rolling":
-        span = _amount(part("amount")) * _UNITS[part("unit")]
+        span = _amount(part("amount") or "1") * _UNITS[part("unit")]
         return Window(_day(today - timedelta(days=span)), _day(today + timedelta(days=1)))
     if kind == "weekend":
         return _weekend(part("which"), today)
@@ -280,27 +305,36 @@ def _window(kind: str, parts: dict[str, str | None], today: date, query: str) ->
         centre = today + timedelta(days=count * unit) * (1 if later else -1)
         slack = timedelta(days=max(1, unit // 2))
         return Window(_day(centre - slack), _day(centre + slack + timedelta(days=1)))
-    if kind == "month":
+    if kind in ("month", "month_ahead"):
         month = MONTHS.index(part("month")) + 1
-        year = int(part("year")) if part("year") else _year_of(month, today, query)
+        ahead = _looks_ahead(query, since=bool(part("since")))
+        year = int(part("year")) if part("year") else _year_of((month, 0), today, ahead)
         return _month_window(year, month)
     year = int(part("year"))
     return Window(_day(date(year, 1, 1)), _day(date(year + 1, 1, 1)))
 
 
 def _amount(amount: str) -> int:
-    return int(amount) if amount.isdigit() else _NUMBERS[amount]
+    if amount.isdigit():
+        return int(amount)
+    return _NUMBERS[" ".join(amount.lower().split())]
 
 
-def _year_of(month: int, today: date, query: str) -> int:
-    """The year of a month named without one.
+def _looks_ahead(query: str, *, since: bool) -> bool:
+    """Whether the question asks about what is to come ("what is planned for May?")."""
+    return not since and bool(_LATER.search(query)) and not _EARLIER.search(query)
 
-    The latest such month, or the coming one when the question looks ahead ("what is
-    happening in December?").
+
+def _year_of(month_day: tuple[int, int], today: date, ahead: bool) -> int:
+    """The year of a month (day 0) or day named without one.
+
+    The latest one up to today, or, for a question that looks ahead, the next one from
+    today on ("in January" asked in November: the coming January).
     """
-    if month <= today.month or (_LATER.search(query) and not _EARLIER.search(query)):
-        return today.year
-    return today.year - 1
+    now = (today.month, today.day if month_day[1] else 0)
+    if ahead:
+        return today.year if month_day >= now else today.year + 1
+    return today.year if month_day <= now else today.year - 1
 
 
 def _around(day: date) -> Window:
@@ -332,9 +366,6 @@ def _weekend(which: str, today: date) -> Window:
 
 
 def _this_or_last(which: str, unit: str, today: date) -> Window:
-    if which == "past":  # the last seven days, not last calendar week
-        span = _UNITS[unit]
-        return Window(_day(today - timedelta(days=span)), _day(today + timedelta(days=1)))
     step = {"this": 0, "next": 1, "coming": 1}.get(which, -1)
     if unit == "week":
         start = today - timedelta(days=today.weekday()) + timedelta(days=7 * step)

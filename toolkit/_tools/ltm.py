@@ -47,7 +47,8 @@ UPDATE_DESCRIPTION = (
     "in your context. memory_content is the full replacement text (use {user} and {bot} "
     "tokens, third person); an empty string deletes the memory. Pass target_user only for "
     "a personal memory, naming its owner as shown in the conversation; omit it for "
-    "server-wide memories. Returns JSON with a status and, on failure, a reason."
+    "server-wide memories. Pass event_time only to correct when it happened. Returns JSON "
+    "with a status and, on failure, a reason."
 )
 
 CREATE_SCHEMA: dict[str, Any] = {
@@ -102,6 +103,13 @@ UPDATE_SCHEMA: dict[str, Any] = {
             "type": "string",
             "description": (
                 "Only for a personal memory: its owner's name as shown in the conversation."
+            ),
+        },
+        "event_time": {
+            "type": "string",
+            "description": (
+                "Optional: correct when what it records happened (ISO 8601 date or "
+                "date-time); omitted, the memory keeps its time."
             ),
         },
     },

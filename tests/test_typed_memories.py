@@ -261,3 +261,13 @@ def test_a_misspelt_field_is_refused_even_when_null(world: World) -> None:
     )
     row = memory_row(world.store, both["memory_id"])
     assert row is not None and row.decay_rate == 0.5
+
+
+def test_arguments_nested_too_deep_are_refused_not_raised(world: World) -> None:
+    deep: Any = 1
+    for _ in range(3000):  # far past the interpreter's recursion limit when printed
+        deep = [deep]
+    result = create(world, {"type": "episodic", "content": "deep", "metadata": {"result": deep}})
+    assert result["status"] == "memory_save_failed_invalid_args", result
+    assert "arguments_nested_more_than_64_levels" in result["reason"]
+    assert table_counts(world.store) == (0, 0)

@@ -19,6 +19,12 @@ from langchain_core.tools import StructuredTool
 
 from kioku._awaiting import off_loop
 
+MAX_ARGUMENT_DEPTH = 64
+"""Arguments nested deeper are refused before LangChain handles them: printing them for
+its callbacks would exhaust the interpreter's recursion limit inside the graph."""
+TOO_DEEP = f"arguments_nested_more_than_{MAX_ARGUMENT_DEPTH}_levels"
+"""The one argument a call nested too deep is replaced by; each tool refuses it by name."""
+
 RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
 _PACKED = "kioku_reserved_arguments"
 _CARRIED = RESERVED | {_PACKED}
@@ -64,6 +70,15 @@ class ArgumentSafeTool(StructuredTool):
         # (contextvars copied, so LangGraph's runtime and config reach the function).
         return await off_loop(partial(self.func, *args, **arguments))
 
+    def invoke(
+        self,
+        input: str | dict[str, Any] | ToolCall,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the tool; arguments nested too deep reach it as :data:`TOO_DEEP` alone."""
+        return super().invoke(_shallow(input), config, **kwargs)
+
     async def ainvoke(
         self,
         input: str | dict[str, Any] | ToolCall,
@@ -81,3 +96,32 @@ class ArgumentSafeTool(StructuredTool):
 def _unpacked(kwargs: dict[str, Any]) -> dict[str, Any]:
     reserved = kwargs.pop(_PACKED, None) or {}
     return {**kwargs, **reserved}
+
+
+def _shallow(input: Any) -> Any:
+    """``input`` as it is, or with its arguments replaced when they nest too deep."""
+    if not isinstance(input, dict):
+        return input
+    call = input.get("type") == "tool_call"
+    arguments = input.get("args") if call else input
+    if not _nested_deeper(arguments, MAX_ARGUMENT_DEPTH):
+        return input
+    replaced = {TOO_DEEP: True}
+    return {**input, "args": replaced} if call else replaced
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value``'s lists and dicts nest more than ``limit`` levels (no recursion)."""
+    pending = [(value, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -271,3 +273,18 @@ def test_arguments_nested_too_deep_are_refused_not_raised(world: World) -> None:
     assert result["status"] == "memory_save_failed_invalid_args", result
     assert "arguments_nested_more_than_64_levels" in result["reason"]
     assert table_counts(world.store) == (0, 0)
+    # A tool that needs the turn's context first still has it (LangGraph's injected
+    # runtime is kept), so it too refuses the argument by name.
+    from kioku._tools.search import search_long_term_memory_tool
+
+    search = run_tool(
+        search_long_term_memory_tool(world.store), {"query": "tea", "extra": deep}, world.context()
+    ).result
+    assert search["status"] == "search_failed_invalid_args", search
+    assert "arguments_nested_more_than_64_levels" in search["reason"]
+    # Called directly, without a graph.
+    tool = create_memory_tool(world.store)
+    direct = json.loads(tool.run({"type": "semantic", "content": "x", "metadata": deep}))
+    assert direct["status"] == "memory_save_failed_invalid_args", direct
+    awaited = asyncio.run(tool.arun({"type": "semantic", "content": "x", "metadata": deep}))
+    assert json.loads(awaited)["status"] == "memory_save_failed_invalid_args"

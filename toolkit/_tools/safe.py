@@ -9,6 +9,7 @@ then answers with a status (``unknown argument(s) self``) like for any other.
 
 from __future__ import annotations
 
+from dataclasses import is_dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -70,14 +71,30 @@ class ArgumentSafeTool(StructuredTool):
         # (contextvars copied, so LangGraph's runtime and config reach the function).
         return await off_loop(partial(self.func, *args, **arguments))
 
-    def invoke(
-        self,
-        input: str | dict[str, Any] | ToolCall,
-        config: RunnableConfig | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Run the tool; arguments nested too deep reach it as :data:`TOO_DEEP` alone."""
-        return super().invoke(_shallow(input), config, **kwargs)
+    def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        """Run the tool; arguments nested too deep reach it as :data:`TOO_DEEP` alone.
+
+        ``invoke`` and ``ainvoke`` (and so LangGraph's ``ToolNode``) come through here.
+        """
+        return super().run(self._shallow(tool_input), *args, **kwargs)
+
+    async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        """:meth:`run`'s check, for a caller awaiting ``arun`` itself."""
+        return await super().arun(self._shallow(tool_input), *args, **kwargs)
+
+    def _shallow(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
+        """``tool_input``, or :data:`TOO_DEEP` when the model's arguments nest too deep.
+
+        What LangGraph injected (the runtime, with the turn's context) is kept.
+        """
+        if not isinstance(tool_input, dict):
+            return tool_input
+        injected = getattr(self, "_injected_args_keys", None) or frozenset({"runtime"})
+        model_args = {k: v for k, v in tool_input.items() if k not in injected}
+        if not _nested_deeper(model_args, MAX_ARGUMENT_DEPTH):
+            return tool_input
+        kept = {k: _without_state(v) for k, v in tool_input.items() if k in injected}
+        return {**kept, TOO_DEEP: True}
 
     async def ainvoke(
         self,
@@ -98,16 +115,15 @@ def _unpacked(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, **reserved}
 
 
-def _shallow(input: Any) -> Any:
-    """``input`` as it is, or with its arguments replaced when they nest too deep."""
-    if not isinstance(input, dict):
-        return input
-    call = input.get("type") == "tool_call"
-    arguments = input.get("args") if call else input
-    if not _nested_deeper(arguments, MAX_ARGUMENT_DEPTH):
-        return input
-    replaced = {TOO_DEEP: True}
-    return {**input, "args": replaced} if call else replaced
+def _without_state(injected: Any) -> Any:
+    """An injected ``ToolRuntime`` without the graph's state; the turn's context stays.
+
+    The state's messages hold the deep call too, and LangChain prints the runtime with the
+    arguments.
+    """
+    if is_dataclass(injected) and not isinstance(injected, type) and hasattr(injected, "state"):
+        return replace(injected, state={})
+    return injected
 
 
 def _nested_deeper(value: Any, limit: int) -> bool:

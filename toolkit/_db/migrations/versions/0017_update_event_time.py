@@ -5,8 +5,9 @@ argument, ISO 8601 text with its offset as kioku stores it: when it is not ``NUL
 same ``UPDATE`` that changes the content sets ``attributes.event_time`` (and so
 ``event_time`` and ``happened_at``), one history row as before. The five-argument forms
 stay for processes of the previous release and call the new ones with ``NULL``, so each
-body exists once. A changed event time is logged and moves the scope's version like a
-changed text.
+body exists once. A changed event time moves the scope's version like a changed text, and
+adds a history row (its texts, the same when only the time changed: the history keeps
+texts, not times).
 
 Revision ID: 0017
 Revises: 0016
@@ -107,8 +108,8 @@ _CONTENT_CHANGED = "OLD.content IS DISTINCT FROM NEW.content"
 _CONTENT_OR_TIME_CHANGED = (
     "OLD.content IS DISTINCT FROM NEW.content OR OLD.happened_at IS DISTINCT FROM NEW.happened_at"
 )
-"""A new event time is a change of the memory: logged, and other processes' cached windows
-of its scope are read again (the scope's version moves)."""
+"""A new event time is a change of the memory: a history row, and other processes' cached
+windows of its scope are read again (the scope's version moves)."""
 
 
 def upgrade() -> None:

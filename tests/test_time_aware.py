@@ -113,6 +113,7 @@ def test_no_time_phrase() -> None:
     assert window_of("what was said by May?", NOW) is None  # a name, without a year
     assert window_of("anything new for June?", NOW) is None
     assert window_of("ſix days ago", NOW) is None  # no Unicode case folding into ASCII
+    assert window_of("summarize it in 2000 words", NOW) is None  # an amount, not a year
     assert window_of("x" * 10_000 + " 3 " * 5_000, NOW) is None
 
 

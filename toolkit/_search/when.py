@@ -42,6 +42,11 @@ _UNIT = r"(?P<unit>day|week|month|year)s?"
 _MONTH = "|".join(MONTHS)
 _SINCE = r"(?:(?P<since>since)\s+)?"
 _DAY_OF_MONTH = r"(?P<dom>[0-3]?\d)(?P<ordinal>st|nd|rd|th)?"
+_COUNTED = (
+    r"(?:words?|characters?|chars|tokens?|pages?|lines?|items?|times|people|users?|points?|"
+    r"steps?|seconds?|minutes?|hours?|bytes|rows?|memories|messages?|dollars|euros|yen)\b"
+)
+"""Nouns a number counts: "in 2000 words" is an amount, not a year."""
 _FLAGS = re.IGNORECASE | re.ASCII  # "ſix" is not "six": case folding stays in ASCII
 _PATTERNS = (
     (
@@ -106,7 +111,11 @@ _PATTERNS = (
     ("month", re.compile(rf"\b(?P<month>{_MONTH})\s+(?P<year>\d{{4}})\b", _FLAGS)),
     (
         "year",
-        re.compile(r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b", _FLAGS),
+        re.compile(
+            r"\b(?:(?P<since>since)|in|during)\s+(?P<year>(?:19|20)\d{2})\b"
+            rf"(?!\s+{_COUNTED})",  # "in 2000 words" counts words
+            _FLAGS,
+        ),
     ),
 )
 """Time phrases, first match wins; a leading "since" runs the window until now."""

@@ -92,12 +92,9 @@ def ask_model(model: BaseChatModel, messages: Sequence[BaseMessage]) -> str:
         return model.invoke(list(messages)).text
     except Exception as exc:
         failure = endpoint_failure(exc)
-        message = (
-            str(failure)
-            if failure is not None
-            else (
-                f"the chat model failed: {one_line(exc)} (for the model kioku builds from the "
-                "environment, check OPENAI_BASE_URL, OPENAI_API_KEY and KIOKU_OPENAI_MODEL)"
-            )
-        )
-        raise ModelCallError(message) from exc
+        if failure is not None:
+            raise ModelCallError(str(failure)) from exc
+        raise ModelCallError(
+            f"the chat model failed: {one_line(exc)} (for the model kioku builds from the "
+            "environment, check OPENAI_BASE_URL, OPENAI_API_KEY and KIOKU_OPENAI_MODEL)"
+        ) from exc

@@ -230,8 +230,8 @@ def _refuse_repeat(
         "user_name": target.display_name if target is not None else "User",
         "bot_name": context.persona.name,
     }
-    # Compared as the context shows them (and as they are embedded): "{user} likes tea"
-    # for Alice is "Alice likes tea", and full-width letters are plain ones.
+    # Compared as the context shows them: "{user} likes tea" for Alice is "Alice likes
+    # tea", and full-width letters are plain ones (folded as embeddings are).
     new_text = embedding_text(render_tokens(content, **names))
     for row in rows:
         identical = row.content == content

@@ -30,7 +30,7 @@ from kioku._search.sql import (
     search_params,
 )
 from kioku._search.terms import distinctive_words
-from kioku._search.when import time_phrase
+from kioku._search.when import narrowing, time_phrase
 
 
 @dataclass(frozen=True)
@@ -586,8 +586,9 @@ def _fused(
     window = phrase.window if phrase is not None else None
     # "what happened last week": only then, and any memory of then is about it
     when_only = window if phrase is not None and phrase.asks_only_when else None
-    if when_only is not None and since is None and until is None:
-        since, until = when_only.since, when_only.until
+    narrowed = narrowing(phrase, since, until)
+    if narrowed is not None:
+        since, until = narrowed.since, narrowed.until
     found = _rows_of(
         session,
         visibility,

@@ -234,6 +234,18 @@ class TimePhrase:
         return all(word in STOP_WORDS or word in ABOUT_ANYTHING for word in query_words(self.rest))
 
 
+def narrowing(
+    phrase: TimePhrase | None, since: datetime | None, until: datetime | None
+) -> Window | None:
+    """The window a query about nothing but a time ("what happened last week?") narrows to.
+
+    None when the caller gave ``since`` or ``until`` itself.
+    """
+    if phrase is None or not phrase.asks_only_when or since is not None or until is not None:
+        return None
+    return phrase.window
+
+
 def window_of(query: str, now: datetime) -> Window | None:
     """The window the first time phrase of ``query`` names, relative to ``now``."""
     phrase = time_phrase(query, now)

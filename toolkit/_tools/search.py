@@ -27,7 +27,7 @@ from kioku._memory.when import when_label
 from kioku._reach import reach_of
 from kioku._search.engine import SearchHit, rank_candidates
 from kioku._search.query import Visibility
-from kioku._search.when import time_phrase
+from kioku._search.when import narrowing, time_phrase
 from kioku._stm.model import utc_now
 from kioku._store import KiokuStore
 from kioku._tools.safe import ArgumentSafeTool
@@ -249,9 +249,9 @@ def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
 
 def _nothing_found(parsed: SearchArgs, now: datetime) -> str:
     """Why a search found nothing, naming the filters that narrowed it."""
-    phrase = time_phrase(parsed.query, now)
-    if phrase is not None and phrase.asks_only_when and parsed.since is parsed.until is None:
-        since, until = phrase.window.since.date(), phrase.window.until.date()
+    narrowed = narrowing(time_phrase(parsed.query, now), parsed.since, parsed.until)
+    if narrowed is not None:
+        since, until = narrowed.since.date(), narrowed.until.date()
         return (
             f"Nothing in memory happened from {since} until {until} (not included): the "
             "time the query names."

@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -22,6 +21,7 @@ from kioku._config import KiokuSettings, load_settings
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import (
     check_pgvector,
+    checkpoint_pool,
     libpq_url,
     make_engine,
 )
@@ -193,16 +193,9 @@ class KiokuStore:
             return self._make_checkpointer()
 
     def _make_checkpointer(self) -> PostgresSaver:
+        # Its own pool: LangGraph's saver wants autocommit connections with dict rows.
         if self._checkpointer is None:
-            self._checkpoint_pool = ConnectionPool(
-                libpq_url(self.engine),
-                min_size=1,
-                max_size=10,
-                kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
-                check=ConnectionPool.check_connection,
-                timeout=5,
-                open=True,
-            )
+            self._checkpoint_pool = checkpoint_pool(libpq_url(self.engine))
             self._checkpointer = PostgresSaverForBoth(self._checkpoint_pool)
         return self._checkpointer
 
@@ -216,7 +209,7 @@ class KiokuStore:
             if self._short_term is None:
                 from kioku._stm.store import ShortTermMemory
 
-                self._short_term = ShortTermMemory(self, self._make_checkpointer())
+                self._short_term = ShortTermMemory(self)
             return self._short_term
 
     def start_sweeper(self) -> None:

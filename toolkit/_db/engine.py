@@ -1,10 +1,23 @@
-"""Engine creation and the pgvector check."""
+"""Engine creation, the checkpoint pool and the pgvector check.
+
+Every connection kioku makes works behind a pooler in transaction mode (PgBouncer and
+the like), where consecutive transactions of one client may run on different server
+sessions: nothing is prepared (``prepare_threshold=None``), nothing is set for the
+session once connected, and the startup options a pooler refuses are dropped.
+"""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+import weakref
+from collections.abc import Callable
 from typing import Any
 
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
@@ -12,6 +25,8 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from kioku._db.errors import describe
 from kioku._db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
 from kioku._errors import DatabaseUnavailableError
+
+logger = logging.getLogger(__name__)
 
 MIN_PGVECTOR = (0, 8)
 """Iterative index scans (filtered vector search) need pgvector 0.8."""
@@ -55,6 +70,10 @@ PING_AFTER_IDLE_SECONDS = 1.0
 """A pooled connection unused for longer is pinged before it is handed out."""
 
 _LAST_USED = "kioku_last_used"
+_WITH_OPTIONS = "kioku_startup_options"
+"""Key of a pooled connection's ``info``: whether it was opened with the startup options."""
+_OPTIONS_REFUSED = "unsupported startup parameter"
+"""How PgBouncer (in its default configuration) refuses the ``options`` startup parameter."""
 
 
 DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
@@ -67,7 +86,10 @@ def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> 
     The statement timeout (``0`` disables it), UTC as the session's time zone (times come
     back as UTC datetimes whatever the server's zone; ``PGTZ`` overrides startup options,
     so pair the engine with :func:`in_utc_sessions` too), and kioku's HNSW search
-    settings (pair the engine with :func:`mark_search_settings`).
+    settings (pair the engine with :func:`mark_search_settings`), all sent as startup
+    options (pair the engine with :func:`options_when_accepted` for poolers that refuse
+    them); and no prepared statements, which a pooler in transaction mode cannot carry
+    from one transaction to the next.
     """
     settings = {
         "statement_timeout": str(int(statement_timeout_ms)),
@@ -76,18 +98,57 @@ def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> 
     }
     return {
         **ENGINE_OPTIONS,
-        "connect_args": {"options": " ".join(f"-c {k}={v}" for k, v in settings.items())},
+        "connect_args": {
+            "options": " ".join(f"-c {k}={v}" for k, v in settings.items()),
+            "prepare_threshold": None,
+        },
     }
 
 
-def mark_search_settings(engine: Engine) -> Engine:
-    """Mark each new connection of ``engine`` as carrying the HNSW search settings.
+def options_when_accepted(engine: Engine) -> Engine:
+    """Connect without the startup options once the server has refused them.
 
-    For engines made with :func:`engine_options`: searches then skip setting them.
+    PgBouncer refuses unknown startup parameters (unless told to ignore them): the first
+    refusal is remembered for the engine, and it connects without them from then on. Its
+    connections then have the role's settings (see README's Deployment section):
+    :func:`mark_search_settings` and :func:`in_utc_sessions` check what they have.
+    """
+    refused = threading.Event()
+
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        if not refused.is_set():
+            try:
+                connection = dialect.connect(*cargs, **cparams)
+            except psycopg.OperationalError as exc:
+                if _OPTIONS_REFUSED not in str(exc):
+                    raise
+                refused.set()
+                logger.info("kioku: the server refused startup options; connecting without them")
+            else:
+                record.info[_WITH_OPTIONS] = True
+                return connection
+        record.info[_WITH_OPTIONS] = False
+        return dialect.connect(*cargs, **{k: v for k, v in cparams.items() if k != "options"})
+
+    event.listen(engine, "do_connect", connect)
+    return engine
+
+
+def _with_options(record: Any) -> bool:
+    return bool(record.info.get(_WITH_OPTIONS, True))
+
+
+def mark_search_settings(engine: Engine) -> Engine:
+    """Mark each new connection of ``engine`` that carries the HNSW search settings.
+
+    For engines made with :func:`engine_options`: searches then skip setting them. A
+    connection opened without the startup options carries them when its role does.
     """
 
     def mark(dbapi_connection: Any, record: Any) -> None:
-        record.info[HNSW_SETTINGS_APPLIED] = True
+        record.info[HNSW_SETTINGS_APPLIED] = _with_options(record) or _role_has_search_settings(
+            dbapi_connection
+        )
 
     event.listen(engine, "connect", mark)
     return engine
@@ -98,11 +159,15 @@ def in_utc_sessions(engine: Engine) -> Engine:
 
     :func:`engine_options` asks for it at connect; ``PGTZ`` in the environment still wins
     there (libpq sends it after the options), so a connection that reports another zone
-    sets UTC once, before first use.
+    sets UTC once, before first use. A connection opened without the options may be one
+    of a pooler's clients, whose session settings would reach other clients: it keeps
+    the role's zone (times still come back as the same instants).
     """
 
     def to_utc(dbapi_connection: Any, record: Any) -> None:
-        if dbapi_connection.info.parameter_status("TimeZone") == "UTC":
+        if dbapi_connection.info.parameter_status("TimeZone") == "UTC" or not _with_options(
+            record
+        ):
             return
         with dbapi_connection.cursor() as cursor:
             cursor.execute("SET TimeZone TO 'UTC'")
@@ -156,7 +221,89 @@ def make_engine(
         "max_overflow": pool_size,
     }
     engine = create_engine(normalise_url(url), **options)
-    return mark_search_settings(in_utc_sessions(ping_when_idle(engine)))
+    return mark_search_settings(in_utc_sessions(ping_when_idle(options_when_accepted(engine))))
+
+
+_ROLE_SEARCH_SETTINGS = "SELECT " + " AND ".join(
+    f"current_setting('{name}', true) IS NOT DISTINCT FROM '{value}'"
+    for name, value in HNSW_SEARCH_SETTINGS.items()
+)
+
+
+def _role_has_search_settings(dbapi_connection: Any) -> bool:
+    """Whether the connection's role (or database) sets kioku's HNSW search settings."""
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(_ROLE_SEARCH_SETTINGS)
+        row = cursor.fetchone()
+    dbapi_connection.commit()
+    return bool(row and row[0])
+
+
+class IdleCheck:
+    """Checkout check for a psycopg pool: ping only connections idle for a while.
+
+    ``ConnectionPool.check_connection`` on every checkout costs a round trip each time
+    (about 22 an agent turn). As :func:`ping_when_idle` does for the engine, only a
+    connection unused for ``idle_seconds`` (where a restarted server or a network timeout
+    leaves dead ones) is pinged, and a dead one is replaced before use.
+
+    Pass :meth:`check` as the pool's ``check`` and :meth:`stamp` as its ``configure`` and
+    ``reset`` callbacks.
+    """
+
+    def __init__(
+        self,
+        idle_seconds: float = PING_AFTER_IDLE_SECONDS,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Ping connections idle for ``idle_seconds`` or more, as measured by ``clock``."""
+        self.idle_seconds = idle_seconds
+        self.pings = 0
+        """Pings sent so far."""
+        self._clock = clock
+        self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def stamp(self, connection: psycopg.Connection[Any]) -> None:
+        """Record that ``connection`` was just made or returned to the pool."""
+        self._last_used[connection] = self._clock()
+
+    def check(self, connection: psycopg.Connection[Any]) -> None:
+        """Ping ``connection`` when it has been idle long enough; raise if it is dead."""
+        if self._clock() - self._last_used.get(connection, float("-inf")) < self.idle_seconds:
+            return
+        self.pings += 1
+        ConnectionPool.check_connection(connection)
+
+
+def checkpoint_pool(
+    url: str, *, idle_check: IdleCheck | None = None, max_size: int = 10
+) -> ConnectionPool[psycopg.Connection[Any]]:
+    """An open pool of the autocommit connections LangGraph's ``PostgresSaver`` expects.
+
+    Nothing is prepared (a pooler in transaction mode cannot carry prepared statements),
+    no startup options are sent, and connections are pinged on checkout only when idle
+    (:class:`IdleCheck`).
+
+    Args:
+        url: the server's libpq URL (:func:`libpq_url`).
+        idle_check: default: a new :class:`IdleCheck`.
+        max_size: connections at most.
+    """
+    idle = idle_check or IdleCheck()
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
+        configure=idle.stamp,
+        reset=idle.stamp,
+        check=idle.check,
+        timeout=5,
+        open=True,
+    )
 
 
 def check_pgvector(engine: Engine) -> None:

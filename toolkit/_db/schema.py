@@ -11,7 +11,7 @@ from typing import Literal
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, TextClause, text
 
 from kioku._errors import DatabaseUnavailableError
 
@@ -35,31 +35,71 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
+def _try_lock(key: int) -> TextClause:
+    """Take a transaction's advisory lock if free; the transaction may then idle while held.
+
+    The key is written into the statement: a statement with parameters leaves its portal,
+    and with it a snapshot, open until the next one, and ``CREATE INDEX CONCURRENTLY``
+    (LangGraph's, while setup holds the lock) waits for every snapshot.
+    """
+    return text(
+        "SELECT set_config('idle_in_transaction_session_timeout', '0', true), "
+        f"pg_try_advisory_xact_lock({int(key)})"
+    )
+
+_POLL_SECONDS = 0.05
+
+
+@contextmanager
+def advisory_lock(engine: Engine, key: int, *, wait_seconds: float = 0.0) -> Iterator[bool]:
+    """Hold advisory lock ``key`` while the body runs, in a transaction of its own.
+
+    A transaction-level lock held by an open transaction, not a session-level one: behind
+    a pooler in transaction mode every transaction may run in another server session, so
+    a session's lock could be left held by a session nobody uses any more. The transaction
+    takes no snapshot while it waits for the body (``CREATE INDEX CONCURRENTLY`` elsewhere
+    does not wait for it), and the lock is polled rather than waited for: a statement
+    blocked on the lock would hold one.
+
+    Args:
+        engine: where to take the lock (one pooled connection is held meanwhile).
+        key: the lock's key.
+        wait_seconds: how long to keep trying while another holds it.
+
+    Yields:
+        Whether the lock is held (False once ``wait_seconds`` passed without it).
+    """
+    with engine.connect() as connection:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            transaction = connection.begin()
+            if connection.execute(_try_lock(key)).one()[1]:
+                break
+            transaction.rollback()
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(_POLL_SECONDS)
+        try:
+            yield True
+        finally:
+            transaction.rollback()
+
+
 @contextmanager
 def serialised_setup(engine: Engine, *, timeout: float = 120.0) -> Iterator[None]:
-    """Hold the setup lock (session-level) while other libraries create their tables.
-
-    The lock is polled with ``pg_try_advisory_lock`` rather than waited for: a statement
-    blocked on the lock would hold a snapshot, and LangGraph's ``CREATE INDEX
-    CONCURRENTLY`` in the other process would wait for it forever.
+    """Hold the setup lock (:func:`advisory_lock`) while other libraries create their tables.
 
     Raises:
         DatabaseUnavailableError: when the lock is not free within ``timeout`` seconds.
     """
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        deadline = time.monotonic() + timeout
-        try_lock = text("SELECT pg_try_advisory_lock(:key)")
-        while not connection.execute(try_lock, {"key": _SETUP_LOCK_KEY}).scalar_one():
-            if time.monotonic() > deadline:
-                raise DatabaseUnavailableError(
-                    f"Another process has held kioku's setup lock for {timeout:.0f} s; "
-                    "is a setup() stuck? Retry once it has finished."
-                )
-            time.sleep(0.05)
-        try:
-            yield
-        finally:
-            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _SETUP_LOCK_KEY})
+    with advisory_lock(engine, _SETUP_LOCK_KEY, wait_seconds=timeout) as held:
+        if not held:
+            raise DatabaseUnavailableError(
+                f"Another process has held kioku's setup lock for {timeout:.0f} s; "
+                "is a setup() stuck? Retry once it has finished."
+            )
+        yield
 
 
 def upgrade_schema(engine: Engine) -> SchemaChange:

@@ -457,8 +457,14 @@ def mem0_payload(text: str, scope: dict[str, str], at: datetime) -> dict[str, An
     }
 
 
-def open_mem0(resources: ExitStack, conninfo: str, embeddings: Embeddings, dim: int) -> Any:
-    """A mem0 ``Memory`` on pgvector: telemetry off, a fake LLM it never calls."""
+def open_mem0(
+    resources: ExitStack,
+    conninfo: str,
+    embeddings: Embeddings,
+    dim: int,
+    collection: str = MEM0_COLLECTION,
+) -> Any:
+    """A mem0 ``Memory`` on pgvector (table ``collection``): telemetry off, an unused LLM."""
     os.environ["MEM0_TELEMETRY"] = "False"
     home = resources.enter_context(tempfile.TemporaryDirectory(prefix="kioku-peers-mem0-"))
     os.environ.setdefault("MEM0_DIR", home)
@@ -471,7 +477,7 @@ def open_mem0(resources: ExitStack, conninfo: str, embeddings: Embeddings, dim: 
             "provider": "pgvector",
             "config": {
                 "connection_string": conninfo,
-                "collection_name": MEM0_COLLECTION,
+                "collection_name": collection,
                 "embedding_model_dims": dim,
             },
         },

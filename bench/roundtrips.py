@@ -17,26 +17,49 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+Upstream = tuple[str, int] | str
+"""A PostgreSQL server's address: (host, port), or the path of its Unix socket."""
+
+
+def upstream_of(database_url: str) -> Upstream:
+    """The server address behind SQLAlchemy ``database_url`` (a socket dir in ``?host=``)."""
+    url = make_url(database_url)
+    socket_dir = url.query.get("host")
+    if socket_dir:
+        return str(Path(str(socket_dir)) / f".s.PGSQL.{url.port or 5432}")
+    return (url.host or "127.0.0.1", url.port or 5432)
+
+
+def listen_loopback() -> socket.socket:
+    """A listening socket on a free 127.0.0.1 port."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    return listener
+
+
+def proxied_url(database_url: str, port: int) -> str:
+    """``database_url`` pointed at 127.0.0.1:``port`` (TCP, no socket directory)."""
+    url = make_url(database_url).set(host="127.0.0.1", port=port, query={})
+    return url.render_as_string(hide_password=False)
+
+
+def connect_upstream(upstream: Upstream) -> socket.socket:
+    """A connected socket to ``upstream``."""
+    family = socket.AF_UNIX if isinstance(upstream, str) else socket.AF_INET
+    server = socket.socket(family, socket.SOCK_STREAM)
+    server.connect(upstream)
+    return server
+
 
 class RoundTripProxy:
     """Forwards 127.0.0.1:``port`` to the database behind ``database_url``, counting."""
 
     def __init__(self, database_url: str) -> None:
         """Listen on a free loopback port."""
-        url = make_url(database_url)
-        socket_dir = url.query.get("host")
-        self._upstream: tuple[str, int] | str = (
-            str(Path(str(socket_dir)) / f".s.PGSQL.{url.port or 5432}")
-            if socket_dir
-            else (url.host or "127.0.0.1", url.port or 5432)
-        )
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen()
-        port = self._listener.getsockname()[1]
-        self.url = url.set(host="127.0.0.1", port=port, query={}).render_as_string(
-            hide_password=False
-        )
+        self._upstream = upstream_of(database_url)
+        self._listener = listen_loopback()
+        self.url = proxied_url(database_url, self._listener.getsockname()[1])
         self._lock = threading.Lock()
         self.count = 0
         self.log: list[bytes] | None = None
@@ -59,9 +82,7 @@ class RoundTripProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            family = socket.AF_UNIX if isinstance(self._upstream, str) else socket.AF_INET
-            server = socket.socket(family, socket.SOCK_STREAM)
-            server.connect(self._upstream)
+            server = connect_upstream(self._upstream)
             threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
 
     def _pump(self, client: socket.socket, server: socket.socket) -> None:

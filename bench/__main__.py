@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from bench import search
+from bench import agent_report, search
 from bench.steps import FULL, QUICK, STEPS, Plan, run_step
 from bench.turn import CURVE_PEERS
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
@@ -128,20 +128,62 @@ def run(plan: Plan, console: Console) -> dict[str, Any]:
 FLOORS = ("raw_sql_floor", "raw_sql_vector_floor")
 """The hand-written SQL contenders (:mod:`bench.peers`), not library peers."""
 
+GRAPH_PEERS = ("langmem", "mem0")
+"""Peers whose per-turn work (:mod:`bench.peers`) runs a checkpointed graph: never compared
+with kioku's functions called directly (:mod:`bench.agent` compares whole agents)."""
+
+FUNCTIONS = "kioku functions only (no agent, no checkpointer): "
+"""The label of every figure timing kioku's functions called directly."""
+
 
 def fastest_peer(result: dict[str, Any], q: str) -> tuple[str, float]:
-    """The library peer (not the raw-SQL floor) with the lowest ``q`` latency."""
+    """The library peer doing the same work without a graph with the lowest ``q`` latency."""
     peers = {
         name: r[f"{q}_ms"]
         for name, r in result["contenders"].items()
-        if name not in ("kioku", *FLOORS)
+        if name not in ("kioku", *FLOORS, *GRAPH_PEERS)
     }
     name = min(peers, key=peers.__getitem__)
     return name, peers[name]
 
 
+def agent_rows(r: dict[str, Any]) -> list[Row]:
+    """The headline lines: whole ``create_agent`` turns (:mod:`bench.agent`) and targets."""
+    out = []
+    for key, label in agent_report.RUNS.items():
+        run = r[key]
+        name, _ = agent_report.fastest_peer(run, "p50")
+        out.append(
+            Row(
+                f"agent turn p50 over the bare agent's, {label} (load {run['load_after']})",
+                agent_report.overhead(run, "kioku")[0],
+                agent_report.overhead(run, name)[0],
+                "ms",
+                peer_name=f"{name}'s",
+            )
+        )
+    for t in agent_report.targets(r):
+        out.append(
+            Row(
+                f"{t.figure} (load {t.load})",
+                t.kioku,
+                t.peer,
+                t.unit,
+                t.against.replace(f" ({t.peer_name})", ""),
+                t.peer_name,
+                t.met,
+            )
+        )
+    return out
+
+
 def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
-    """The table's lines."""
+    """The table's lines: the agent's first, then kioku's functions called directly."""
+    return agent_rows(r["agent"]) + function_rows(plan, r)
+
+
+def function_rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
+    """The lines of kioku's functions called directly, and of the other steps."""
     s = r["search"]
     ms, recall, writes = s["search_ms"], s["recall_at_10"], s["writes_per_second"]
     small, stm = r["turn_small"], r["stm_lookup"]
@@ -152,7 +194,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
         name, peer = fastest_peer(small, q)
         out.append(
             Row(
-                f"per-turn memory overhead {q}, 100 per scope (fastest peer)",
+                f"{FUNCTIONS}per-turn memory work {q}, 100 per scope (fastest peer)",
                 ours[f"{q}_ms"],
                 peer,
                 "ms",
@@ -164,7 +206,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     if floor is not None:
         out.append(
             Row(
-                "per-turn memory overhead p50 vs raw-SQL floor (the same SQL work)",
+                f"{FUNCTIONS}per-turn p50 vs raw-SQL floor (the same SQL work)",
                 ours["p50_ms"],
                 floor["p50_ms"],
                 "ms",
@@ -177,8 +219,8 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     if vector_floor is not None:
         out.append(
             Row(
-                "per-turn p50 vs the vector-only floor (reference: no text search, no "
-                "personal ranking, no settings)",
+                f"{FUNCTIONS}per-turn p50 vs the vector-only floor (reference: no text "
+                "search, no personal ranking, no settings)",
                 ours["p50_ms"],
                 vector_floor["p50_ms"],
                 "ms",
@@ -188,7 +230,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     alone = r["turn_alone"]
     out.append(
         Row(
-            f"per-turn memory overhead p95, {alone['server_memories']} per scope, kioku alone "
+            f"{FUNCTIONS}per-turn p95, {alone['server_memories']} per scope, kioku alone "
             f"(load {alone['load_before']:.2f} before, {alone['load_after']:.2f} after, "
             f"{_waited(alone)})",
             alone["p95_ms"],
@@ -200,7 +242,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     )
     out.append(
         Row(
-            "database round trips per turn",
+            f"{FUNCTIONS}database round trips per turn",
             ours["round_trips"],
             floor["round_trips"] if floor else None,
             "",
@@ -214,7 +256,7 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     small_size, large_size = min(curve["sizes"]), max(curve["sizes"])
     out.append(
         Row(
-            f"turn p50, {large_size:,} vs {small_size} memories per scope, alternating turns",
+            f"{FUNCTIONS}turn p50, {large_size:,} vs {small_size} memories per scope",
             ratios["kioku"],
             ratios.get(CURVE_PEERS[0]),
             "x",
@@ -228,7 +270,8 @@ def rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
     short, long = (str(n) for n in plan.conversation_lengths)
     out.append(
         Row(
-            f"turn p50, {int(long):,}- vs {int(short)}-message conversation",
+            f"per-turn graph (build_graph): turn p50, {int(long):,}- vs {int(short)}-message "
+            "conversation",
             conv["ratio_p50"],
             None,
             "x",
@@ -372,14 +415,16 @@ def table(lines: list[Row]) -> Table:
 def turn_lines(result: dict[str, Any]) -> list[str]:
     """A markdown table of every contender of one per-turn run."""
     lines = [
-        f"Per-turn work at {result['server_memories']:,} server memories and 5 x 100 "
-        "personal (`python -m bench.turn` does the same; `bench/peers.py` says what each "
-        "peer does):",
+        f"{FUNCTIONS}per-turn work at {result['server_memories']:,} server memories and "
+        "5 x 100 personal (`python -m bench.turn` does the same; `bench/peers.py` says what "
+        "each peer does; peers running a checkpointed graph are not compared here):",
         "",
         "| contender | p50 ms | p95 ms | round trips | memories rendered |",
         "|---|---:|---:|---:|---:|",
     ]
     for name, c in result["contenders"].items():
+        if name in GRAPH_PEERS:
+            continue
         found = "" if c.get("found") is None else c["found"]
         lines.append(
             f"| {name} | {c['p50_ms']:.2f} | {c['p95_ms']:.2f} | {c['round_trips']} | {found} |"
@@ -409,6 +454,19 @@ def markdown(plan: Plan, quick: bool, info: dict[str, str], r: dict[str, Any]) -
         "Timings alternate between kioku and its peers in rounds, so a noisy neighbour slows "
         "all alike; read the ratios. Query and document embeddings are precomputed for every "
         "contender.",
+        "",
+        "### Headline: whole `create_agent` turns (`python -m bench.agent`)",
+        "",
+        "The README Quickstart's agent beside LangMem's and Mem0's agents and a bare agent, "
+        "the same scripted model (one memory tool call, then an answer), the model's own "
+        "time nil; `bench/agent_kioku.py` and `bench/agent_peers.py` say what each does.",
+        "",
+        *agent_report.markdown(r["agent"]),
+        "",
+        "### Every figure",
+        "",
+        "The agent's first; rows marked *kioku functions only* time kioku's functions "
+        "called directly, beside peers doing the same work without a checkpointed graph.",
         "",
         "| figure | kioku | peer | peer's figure | kioku/peer | target | |",
         "|---|---:|---|---:|---:|---|---|",

@@ -20,6 +20,10 @@ class Target:
     """What the limit is (e.g. ``mem0's p50``, ``bare + 5``)."""
     load: str
     unit: str = ""
+    peer_name: str = ""
+    """Whose figure the limit derives from (a peer, the bare agent), if anyone's."""
+    peer: float | None = None
+    """That figure."""
 
     @property
     def met(self) -> bool:
@@ -60,6 +64,8 @@ def targets(result: dict[str, Any]) -> list[Target]:
                     f"<= fastest memory peer ({name})",
                     run["load_after"],
                     "ms",
+                    name,
+                    peer,
                 )
             )
     counts = result["counts"]["per_turn"]
@@ -74,6 +80,8 @@ def targets(result: dict[str, Any]) -> list[Target]:
                 counts["bare"][key] + slack,
                 f"<= bare agent's {counts['bare'][key]:g} + {slack}",
                 result["direct"]["load_after"],
+                peer_name="bare agent",
+                peer=counts["bare"][key],
             )
         )
     flat = result["flatness"]

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench import curves, isolation, search, soak, startup, turn
+from bench import agent, curves, isolation, search, soak, startup, turn
+from bench.peers import PEERS
 from kioku._embeddings import HashingEmbeddings
 
 
@@ -29,13 +30,20 @@ class Plan:
     conversation_turns: int = 100
     quiet_wait_s: float = turn.QUIET_WAIT_S
     """How long the idle-machine step waits at most for the machine to go quiet."""
+    agent_plan: agent.AgentPlan = agent.FULL
+    """Sizes of the headline step: whole ``create_agent`` turns (:mod:`bench.agent`)."""
 
 
 FULL = Plan(100_000, 100, 100, 100, 10_000, 200, 1000, 10_000, 10_000)
-QUICK = Plan(2_000, 20, 10, 100, 2_000, 25, 300, 200, 100, (10, 200), 25, 60.0)
+QUICK = Plan(2_000, 20, 10, 100, 2_000, 25, 300, 200, 100, (10, 200), 25, 60.0, agent.QUICK)
+
+FUNCTION_PEERS = tuple(name for name in PEERS if name not in ("langmem", "mem0"))
+"""The peers of the kioku-functions-only turn: the same work without a checkpointed graph
+(LangMem's and Mem0's turns there run one; :mod:`bench.agent` compares whole agents)."""
 
 
 STEPS = (
+    "agent",
     "soak",
     "startup",
     "turn_alone",
@@ -53,13 +61,18 @@ STEPS = (
 def run_step(name: str, plan: Plan) -> dict[str, Any]:
     """One step's raw results, and the peak RSS of the process that ran it."""
     steps: dict[str, Callable[[], dict[str, Any]]] = {
+        "agent": lambda: agent.measure(plan.agent_plan),
         "soak": lambda: soak.soak(plan.soak_turns),
         "startup": lambda: dict(startup.measure_startup()),
         "turn_alone": lambda: turn.measure_alone(
             plan.small_server, 3 * plan.turns, plan.quiet_wait_s
         ),
-        "turn_small": lambda: turn.measure_turns(plan.small_server, plan.turns),
-        "turn_large": lambda: turn.measure_turns(plan.large_server, plan.turns),
+        "turn_small": lambda: turn.measure_turns(
+            plan.small_server, plan.turns, which=FUNCTION_PEERS
+        ),
+        "turn_large": lambda: turn.measure_turns(
+            plan.large_server, plan.turns, which=FUNCTION_PEERS
+        ),
         "memory_curve": lambda: turn.measure_memory_count(
             (plan.small_server, plan.large_server), plan.turns
         ),

@@ -157,7 +157,7 @@ class Soaker:
     def maintain(self) -> None:
         """What a deployment runs now and then: the sweeper, and pruning conversations."""
         sweep_start = utc_now()
-        self.stm.sweep(retention=timedelta(days=7), pruned_since=self.last_sweep)
+        self.stm.sweep(retention=timedelta(days=7))
         self.store.checkpointer().prune(
             [f"conversation-channel-{c}" for c in range(CHANNELS)], strategy="keep_latest"
         )

@@ -11,28 +11,41 @@ agent = create_agent(
 agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "t1"}}, context=context)
 ```
 
-Each hook runs one of the :class:`~kioku.graphs._steps.TurnSteps` the per-turn graph runs:
-before the agent, the intent gate, interrupted-call repair and the context build; around
-each model call, the memory blocks placed before the dialogue and only the memory tools
-this turn allows; after each model call, the tool-round limit; after the agent, passive
-capture into short-term memory and trimming of the thread.
+The middleware runs the :class:`~kioku.graphs._steps.TurnSteps` the per-turn graph runs,
+all inside the agent's own model and tool steps, so it adds no graph step (and no
+checkpoint) to a turn. Around each model call: on the turn's first call the intent gate,
+interrupted-call repair and the context build; on every call the memory blocks placed
+before the dialogue and only the memory tools this turn allows; after the reply, the
+tool-round limit; and when the reply ends the turn, passive capture into short-term memory
+and trimming of the thread. Around each tool call: memory tools past the round limit are
+answered instead of run.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Annotated, Any, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
     AgentState,
+    ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
-    hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
+from langgraph.channels import UntrackedValue
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -61,8 +74,28 @@ from kioku.graphs._steps import (
 logger = logging.getLogger(__name__)
 
 
+TURN_KEY = "kioku_turn"
+CONTEXT_TURN_KEY = "kioku_context_turn"
+
+
 class KiokuAgentState(AgentState[Any], TurnFlagKeys, BuiltContextKeys):
     """The agent's state plus kioku's per-turn flags and this turn's memory context."""
+
+    kioku_turn: str
+    """The id of the user message whose turn was opened (flags reset, thread repaired)."""
+    kioku_context_turn: Annotated[str | None, UntrackedValue(object)]
+    """The turn whose memory context the state holds (never checkpointed, like it)."""
+
+
+@dataclass(frozen=True)
+class _TurnView:
+    """One model call's view of its turn."""
+
+    state: Mapping[str, Any]
+    """The agent's state as the turn's opening leaves it."""
+    update: dict[str, Any]
+    """What this call changes in the agent's state besides the model's reply."""
+    context: TurnContext
 
 
 def _context_of(runtime: Runtime[Any]) -> TurnContext:
@@ -125,47 +158,37 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         self._tools_seen = False
         """Whether the agent's tools were checked for kioku's (once, on the first call)."""
 
-    # before the agent: intent gate, repair, context build -------------------------------
+    # around each model call: the turn's start, its prompt, its tools and its end -------
 
-    def before_agent(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """Start the turn and build its memory context."""
-        context = _context_of(runtime)
-        update, messages = self.steps.open_turn(state["messages"], context)
-        return {**update, **self.steps.build_context(messages, context, TurnFlags.of(update))}
+    def _opened(self, request: ModelRequest[TurnContext]) -> _TurnView:
+        """The turn as this model call sees it, and what it changes in the agent's state.
 
-    async def abefore_agent(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """:meth:`before_agent` off the event loop."""
-        return await off_loop(self.before_agent, state, runtime)
-
-    # before each model call: the summary dedup flag --------------------------------------
-
-    def before_model(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """Set the STM flag once this turn's summary write succeeded."""
-        if state.get("kioku_stm_updated", False):
-            return None
-        if summary_written(since_latest_human(state["messages"])):
-            return {"kioku_stm_updated": True}
-        return None
-
-    async def abefore_model(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """:meth:`before_model` (no I/O)."""
-        return self.before_model(state, runtime)
-
-    # around each model call: memory blocks and this turn's tools -------------------------
+        The first call of a turn opens it (intent gate, repair, authorship) and builds the
+        memory context; a later call reuses them, except after a resume from a checkpoint,
+        which keeps no context (it is rebuilt). Whether the summary was written is read
+        off this turn's tool results.
+        """
+        state = request.state
+        context = _context_of(request.runtime)
+        messages: list[AnyMessage] = list(state["messages"])
+        turn = _turn_id(messages)
+        update: dict[str, Any] = {}
+        if state.get(TURN_KEY) != turn:
+            opening = self.steps.open_turn(messages, context)
+            update = {**opening.update, TURN_KEY: turn}
+            messages = cast("list[AnyMessage]", opening.messages)
+        if update or state.get(CONTEXT_TURN_KEY) != turn:
+            flags = TurnFlags.of({**state, **update})
+            update |= self.steps.build_context(messages, context, flags)
+            update[CONTEXT_TURN_KEY] = turn
+        written = summary_written(since_latest_human(messages))
+        if written and not state.get("kioku_stm_updated", False):
+            update["kioku_stm_updated"] = True
+        return _TurnView({**state, **update, "messages": messages}, update, context)
 
     def _request(
-        self, request: ModelRequest[TurnContext], state: Mapping[str, Any]
+        self, request: ModelRequest[TurnContext], view: _TurnView
     ) -> ModelRequest[TurnContext]:
-        context = _context_of(request.runtime)
-        messages = request.messages
         if not self._tools_seen:
             self._tools_seen = True
             if not any(_tool_name(tool) in TOOL_NAMES for tool in request.tools):
@@ -174,85 +197,98 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
                     "never save or change a memory; pass tools=[*memory_tools(store), ...] "
                     "to create_agent"
                 )
-        offered = self.steps.offered_tools(context, TurnFlags.of(state), tool_rounds(messages))
+        messages = view.state["messages"]
+        offered = self.steps.offered_tools(
+            view.context, TurnFlags.of(view.state), tool_rounds(messages)
+        )
         tools = [
             tool
             for tool in request.tools
             if _tool_name(tool) not in TOOL_NAMES or _tool_name(tool) in offered
         ]
-        prompt = cast("list[AnyMessage]", TurnSteps.prompt(state, messages))
+        prompt = cast("list[AnyMessage]", TurnSteps.prompt(view.state, messages))
         return request.override(messages=prompt, tools=tools)
 
-    def _rebuilt(self, request: ModelRequest[TurnContext]) -> dict[str, Any]:
-        """The turn's memory context, built again (it is never checkpointed)."""
-        state = request.state
-        return self.steps.build_context(
-            state["messages"], _context_of(request.runtime), TurnFlags.of(state)
+    def _closed(self, response: ModelResponse[Any], view: _TurnView) -> ExtendedModelResponse[Any]:
+        """The model's reply, stamped, with the turn's state changes.
+
+        Past the tool-round limit, a reply calling only memory tools is answered at once
+        and ends the turn. When the reply ends the turn, the dialogue is captured into
+        short-term memory and the thread trimmed, in this same step.
+        """
+        result = [
+            _with_id(cast("AIMessage", stamp_reply(m, view.context)))
+            if isinstance(m, AIMessage)
+            else m
+            for m in response.result
+        ]
+        reply = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
+        update = dict(view.update)
+        limited = self._limited(view.state["messages"], reply)
+        if limited:
+            result += limited
+            update["jump_to"] = "end"
+        if _rewrites_thread(update):  # the reply goes after the repaired thread
+            update["messages"] = [*update["messages"], *result]
+        if limited or _ends_turn(reply, response):
+            update = self._finished(view, [*view.state["messages"], *result], update)
+        return ExtendedModelResponse(
+            model_response=ModelResponse(
+                result=result, structured_response=response.structured_response
+            ),
+            command=Command(update=update) if update else None,
         )
 
-    @staticmethod
-    def _lost(request: ModelRequest[TurnContext]) -> bool:
-        """Whether the memory context is missing.
+    def _limited(
+        self, messages: Sequence[AnyMessage], reply: AIMessage | None
+    ) -> list[ToolMessage]:
+        """Answers to ``reply``'s calls when it calls only memory tools past the limit.
 
-        A run resumed after an interrupt starts from the checkpoint, which does not keep
-        the context, and ``before_agent`` does not run again.
+        (Mixed with the agent's own tools, the memory calls are answered one by one in
+        :meth:`wrap_tool_call` and the agent goes on.)
         """
-        return not request.state.get("kioku_memory_context")
+        if reply is None or not reply.tool_calls:
+            return []
+        if not all(call["name"] in TOOL_NAMES for call in reply.tool_calls):
+            return []
+        if tool_rounds([*messages, reply]) <= self.steps.max_tool_rounds:
+            return []
+        return [round_limit_answer(call) for call in reply.tool_calls]
+
+    def _finished(
+        self, view: _TurnView, thread: list[BaseMessage], update: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``update`` plus the turn's capture and trimming of ``thread``."""
+        closing = self.steps.capture(thread, view.context).get("messages")
+        if not closing:
+            return update
+        opened = update.get("messages")
+        if opened is None:
+            return {**update, "messages": closing}
+        if _rewrites_thread(update):
+            # A thread replaced whole is taken as given (no merging by id): apply here.
+            return {**update, "messages": [opened[0], *_applied(opened[1:], closing)]}
+        return {**update, "messages": [*opened, *closing]}
 
     def wrap_model_call(
         self,
         request: ModelRequest[TurnContext],
         handler: Callable[[ModelRequest[TurnContext]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
+    ) -> ExtendedModelResponse[Any]:
         """Call the model with the memory context and this turn's memory tools."""
-        state: Mapping[str, Any] = request.state
-        if self._lost(request):
-            state = {**state, **self._rebuilt(request)}
-        response = handler(self._request(request, state))
-        return _stamped(response, _context_of(request.runtime))
+        view = self._opened(request)
+        response = handler(self._request(request, view))
+        return self._closed(response, view)
 
     async def awrap_model_call(
         self,
         request: ModelRequest[TurnContext],
         handler: Callable[[ModelRequest[TurnContext]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        state: Mapping[str, Any] = request.state
-        if self._lost(request):
-            state = {**state, **await off_loop(self._rebuilt, request)}
-        response = await handler(self._request(request, state))
-        return _stamped(response, _context_of(request.runtime))
-
-    # after each model call: the tool-round limit -----------------------------------------
-
-    @hook_config(can_jump_to=["end"])
-    def after_model(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """Past the round limit, answer a call of memory tools only and end the turn.
-
-        (Mixed with the agent's own tools, the memory calls are answered one by one in
-        :meth:`wrap_tool_call` and the agent goes on.)
-        """
-        messages = state["messages"]
-        last = messages[-1] if messages else None
-        if not isinstance(last, AIMessage) or not last.tool_calls:
-            return None
-        if not all(call["name"] in TOOL_NAMES for call in last.tool_calls):
-            return None
-        if tool_rounds(messages) <= self.steps.max_tool_rounds:
-            return None
-        return {
-            "messages": [round_limit_answer(call) for call in last.tool_calls],
-            "jump_to": "end",
-        }
-
-    @hook_config(can_jump_to=["end"])
-    async def aafter_model(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """:meth:`after_model` (no I/O)."""
-        return self.after_model(state, runtime)
+    ) -> ExtendedModelResponse[Any]:
+        """Async :meth:`wrap_model_call` (the database work off the event loop)."""
+        view = await off_loop(self._opened, request)
+        response = await handler(self._request(request, view))
+        return await off_loop(self._closed, response, view)
 
     # each tool call: memory tools past the round limit -----------------------------------
 
@@ -280,26 +316,37 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         """Async :meth:`wrap_tool_call`."""
         return self._past_limit(request) or await handler(request)
 
-    # after the agent: passive capture and trimming ---------------------------------------
-
-    def after_agent(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """Capture the dialogue into short-term memory; trim the thread."""
-        return self.steps.capture(state["messages"], _context_of(runtime)) or None
-
-    async def aafter_agent(
-        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
-    ) -> dict[str, Any] | None:
-        """:meth:`after_agent` off the event loop."""
-        return await off_loop(self.after_agent, state, runtime)
-
 
 def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
 
 
-def _stamped(response: ModelResponse[Any], context: TurnContext) -> ModelResponse[Any]:
-    """The model's replies stamped as answering the turn's user (see ``authorship``)."""
-    result = [stamp_reply(m, context) if isinstance(m, AIMessage) else m for m in response.result]
-    return ModelResponse(result=result, structured_response=response.structured_response)
+def _turn_id(messages: Sequence[BaseMessage]) -> str:
+    """The id of the turn's user message (LangGraph gives every message of a thread one)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message.id or ""
+    return ""
+
+
+def _with_id(message: AIMessage) -> AIMessage:
+    """``message`` with an id, so this step's state update can name it."""
+    return message if message.id else message.model_copy(update={"id": str(uuid.uuid4())})
+
+
+def _ends_turn(reply: AIMessage | None, response: ModelResponse[Any]) -> bool:
+    """Whether the agent ends after this reply: no tool to run, or a structured answer."""
+    return reply is None or not reply.tool_calls or response.structured_response is not None
+
+
+def _applied(thread: Sequence[BaseMessage], changes: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``thread`` with ``changes`` applied as ``add_messages`` would: by id."""
+    changed = {m.id: m for m in changes}
+    kept = [m for m in thread if not isinstance(changed.get(m.id), RemoveMessage)]
+    return [changed.get(m.id, m) for m in kept]
+
+
+def _rewrites_thread(update: Mapping[str, Any]) -> bool:
+    """Whether ``update`` replaces the whole thread (a repaired one)."""
+    messages = update.get("messages") or []
+    return bool(messages) and isinstance(messages[0], RemoveMessage)

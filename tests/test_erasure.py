@@ -40,6 +40,7 @@ def everything_text(store: KiokuStore) -> str:
             "SELECT checkpoint::text || metadata::text FROM checkpoints",
             "SELECT encode(blob, 'escape') FROM checkpoint_blobs WHERE blob IS NOT NULL",
             "SELECT encode(blob, 'escape') FROM checkpoint_writes",
+            "SELECT entry::text FROM stm_threads",
         ):
             parts += [str(v) for v in connection.execute(text(sql)).scalars()]
     return "\n".join(parts)
@@ -210,7 +211,7 @@ def test_history_retention_by_the_sweeper(store: KiokuStore) -> None:
     make_world(store)
     old_history_row(store, 400)
     old_history_row(store, 10)
-    result = sweep(store, pruned_since=None)
+    result = sweep(store)
     assert result.ran and result.history_rows_deleted == 1
     with store.sessions() as session:
         assert session.scalar(select(func.count()).select_from(MemoryHistory)) == 1

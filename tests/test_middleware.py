@@ -344,3 +344,100 @@ def test_a_run_resumed_after_an_interrupt_still_sees_its_memories(store: KiokuSt
     )
     assert state["messages"][-1].text == "Sunny."
     assert any("jasmine tea" in m.text for m in script.prompts[-1])  # after the resume
+
+
+def _quickstart_agent(store: KiokuStore, script: Script, **kwargs: Any) -> Any:
+    return create_agent(
+        ScriptedChatModel(script=script),
+        tools=memory_tools(store),
+        middleware=[KiokuMemoryMiddleware(store, **kwargs)],
+        context_schema=TurnContext,
+        checkpointer=store.checkpointer(),
+    )
+
+
+def _checkpoints(store: KiokuStore) -> int:
+    with store.transaction() as session:
+        return int(session.execute(text("SELECT count(*) FROM checkpoints")).scalar_one())
+
+
+def test_the_middleware_adds_no_graph_step(store: KiokuStore) -> None:
+    """Every hook runs inside the agent's own model and tool steps: the agent's graph has
+    the nodes of a bare agent, and a turn writes as many checkpoints as a bare agent's."""
+    agent = _quickstart_agent(store, Script())
+    assert set(agent.get_graph().nodes) == {"__start__", "model", "tools", "__end__"}
+
+    def noop(text_: str) -> str:
+        """Do nothing."""
+        return "ok"
+
+    bare = create_agent(
+        ScriptedChatModel(script=Script([call_tool("noop", text_="x"), say("done")])),
+        tools=[noop],
+        checkpointer=store.checkpointer(),
+    )
+    before = _checkpoints(store)
+    bare.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "bare"}})
+    bare_count = _checkpoints(store) - before
+    script = Script(
+        [
+            call_tool(
+                "create_long_term_memory",
+                memory_content="{user} likes tea",
+                memory_scope="target_user",
+                target_user="u1",
+            ),
+            say("Noted."),
+        ]
+    )
+    agent = _quickstart_agent(store, script)
+    before = _checkpoints(store)
+    context = TurnContext.for_user("u1", thread_id="kioku")
+    state = agent.invoke(
+        {"messages": [HumanMessage("remember that I like tea")]},
+        {"configurable": {"thread_id": "kioku"}},
+        context=context,
+    )
+    assert _checkpoints(store) - before == bare_count
+    assert state["kioku_context_tokens"]["personal_memories"] >= 0
+    entries = [store.short_term_memory().load(key) for key in entry_keys(context)]
+    assert all(e is not None and [m.text for m in e.messages][-1] == "Noted." for e in entries)
+
+
+def test_a_turn_answers_calls_an_interrupted_turn_left_open(store: KiokuStore) -> None:
+    """A thread whose last turn stopped between a tool call and its result: the next turn
+    answers the call (in place, right after it) before the model sees the thread."""
+    script = Script([say("Hello again.")])
+    agent = _quickstart_agent(store, script)
+    config = {"configurable": {"thread_id": "crashed"}}
+    dangling = AIMessage(
+        content="",
+        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "tea"}, "id": "c1"}],
+    )
+    agent.update_state(config, {"messages": [HumanMessage("find tea", id="h0"), dangling]})
+    state = agent.invoke(
+        {"messages": [HumanMessage("hello?")]},
+        config,
+        context=TurnContext.for_user("u1", thread_id="crashed"),
+    )
+    kinds = [type(m).__name__ for m in state["messages"]]
+    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage", "AIMessage"]
+    assert json.loads(str(state["messages"][2].content))["status"] == "tool_call_interrupted"
+    assert [m.type for m in script.prompts[0]][-3:] == ["ai", "tool", "human"]
+    assert state["messages"][-1].text == "Hello again."
+
+
+def test_memory_calls_past_the_round_limit_end_the_turn(store: KiokuStore) -> None:
+    world = make_world(store)
+    call = call_tool("update_long_term_memory", memory_id=999, memory_content="x")
+    script = Script([call, call, call, say("never reached")])
+    agent = _quickstart_agent(store, script, max_tool_rounds=2)
+    state = agent.invoke(
+        {"messages": [HumanMessage("fix it", name="Alice")]},
+        {"configurable": {"thread_id": "limit"}},
+        context=world.context(),
+    )
+    assert len(script.prompts) == 3
+    last = state["messages"][-1]
+    assert isinstance(last, ToolMessage)
+    assert json.loads(str(last.content))["status"] == "tool_round_limit_reached"

@@ -41,8 +41,12 @@ def stm_texts(store: KiokuStore, world: World) -> str:
 
 
 def checkpoint_holds(store: KiokuStore, needle: str) -> bool:
-    """Whether any stored version of any short-term memory thread holds ``needle``."""
+    """Whether any stored short-term memory entry (or a checkpoint of one) holds ``needle``."""
     with store.engine.connect() as connection:
+        entries = connection.execute(
+            text("SELECT count(*) FROM stm_threads WHERE entry::text LIKE :p"),
+            {"p": f"%{needle}%"},
+        ).scalar_one()
         blobs = connection.execute(
             text(
                 "SELECT count(*) FROM checkpoint_blobs WHERE thread_id LIKE 'kioku-stm:%' "
@@ -64,7 +68,7 @@ def checkpoint_holds(store: KiokuStore, needle: str) -> bool:
             ),
             {"n": needle},
         ).scalar_one()
-    return bool(blobs or checkpoints or writes)
+    return bool(entries or blobs or checkpoints or writes)
 
 
 def turn(graph: Any, world: World, who: Participant, said: str, **context: Any) -> Any:

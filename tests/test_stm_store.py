@@ -157,7 +157,7 @@ def test_in_memory_checkpointer_works_too(store: KiokuStore, world: World, clock
     stm = ShortTermMemory(store, InMemorySaver(), clock=clock)
     stm.capture(world.context(), msgs("hello"))
     assert stm.get(server_key(world)) is not None
-    assert stm.sweep(retention=timedelta(days=1), pruned_since=T0).deleted_threads == 0
+    assert stm.sweep(retention=timedelta(days=1)).deleted_threads == 0
 
 
 def test_candidates_come_from_the_index(stm: ShortTermMemory, world: World, clock: Clock) -> None:
@@ -222,7 +222,7 @@ def test_lookup_uses_the_index(
     assert any("ix_stm_threads_owner_recent" in line for line in plan), plan
 
 
-def test_sweeper_prunes_history_and_drops_idle_threads(
+def test_entries_are_rows_and_the_sweeper_drops_idle_ones(
     stm: ShortTermMemory, world: World, store: KiokuStore, clock: Clock
 ) -> None:
     for i in range(5):
@@ -234,10 +234,9 @@ def test_sweeper_prunes_history_and_drops_idle_threads(
         with store.sessions() as session:
             return int(session.execute(text("SELECT count(*) FROM checkpoints")).scalar_one())
 
-    before = checkpoints()
-    report = stm.sweep(retention=timedelta(days=7), pruned_since=T0)
-    assert report.pruned_threads == 4 and report.deleted_threads == 0
-    assert checkpoints() == 4 < before  # one checkpoint left per thread
+    assert checkpoints() == 0  # one row per entry, no checkpoint threads
+    report = stm.sweep(retention=timedelta(days=7))
+    assert report.deleted_threads == 0
     entry = stm.get(server_key(world))
     assert entry is not None and entry.messages[-1].text == "m4"
 
@@ -251,4 +250,4 @@ def test_sweeper_prunes_history_and_drops_idle_threads(
 
 
 def test_kioku_sweep_command(kioku_cli: Callable[..., str]) -> None:
-    assert "Pruned the history of" in kioku_cli("sweep")
+    assert "idle short-term memory entries" in kioku_cli("sweep")

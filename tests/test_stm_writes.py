@@ -13,11 +13,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from langgraph.checkpoint.postgres import PostgresSaver
 from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
 
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.models import StmThread
+from kioku._stm import registry as registry_module
 from kioku._stm import store as store_module
 from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
@@ -49,18 +50,17 @@ def world(roomy_store: KiokuStore) -> World:
 def test_a_failed_second_entry_leaves_the_first_unwritten(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stm = ShortTermMemory(world.store, world.store.checkpointer())
-    real_writes = store_module.postgres_writes
-    calls: list[str] = []
+    stm = ShortTermMemory(world.store)
+    real_params = store_module.record_params
 
-    def writes_failing_second(saver: PostgresSaver, entry: Any) -> Any:
-        calls.append(entry.key.thread_id)
-        if len(calls) == 2:  # the database refuses the second entry's checkpoint
-            return [("SELECT 1 / 0", None, False)]
-        return real_writes(saver, entry)
+    def second_refused(entries: Any) -> Any:
+        params = real_params(entries)
+        params["kind"][1] = "neither"  # the database refuses the second entry's row
+        return params
 
-    monkeypatch.setattr(store_module, "postgres_writes", writes_failing_second)
-    with pytest.raises(psycopg.errors.DivisionByZero):
+    for module in (store_module, registry_module):  # the optimistic and the locked write
+        monkeypatch.setattr(module, "record_params", second_refused)
+    with pytest.raises(IntegrityError):
         stm.write_summary(world.context(), "half of this must not stay")
     monkeypatch.undo()
 
@@ -171,11 +171,10 @@ def test_captured_messages_are_capped_with_a_marker(world: World) -> None:
     with world.store.engine.connect() as connection:
         stored = connection.execute(
             text(
-                "SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_blobs"
-                " WHERE thread_id LIKE 'kioku-stm:%'"
+                "SELECT coalesce(sum(pg_column_size(entry)), 0) FROM stm_threads"
             )
         ).scalar_one()
-    assert stored < 2_000_000, "ten 1 MB messages must not become megabytes of checkpoints"
+    assert stored < 2_000_000, "ten 1 MB messages must not become megabytes of entries"
 
 
 def test_short_messages_are_kept_whole() -> None:
@@ -209,21 +208,22 @@ def test_a_write_from_a_stale_cache_is_redone_over_the_newer_entry(world: World)
 def test_a_failed_one_round_trip_write_leaves_the_next_writes_working(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The one-round-trip write is prepared once repeated. When one of its statements
-    fails just as the rest become prepared, the server skips their preparation, yet psycopg
-    takes them as prepared: the connection must not serve the next write."""
-    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    """When the one-round-trip write's row is refused after its version check passed, the
+    pipeline's implicit transaction is undone and the connection serves the next writes."""
+    stm = ShortTermMemory(world.store)
     context = world.context()
     written = [f"m{i}" for i in range(6)]
     for text_ in written:  # the first is written under lock, the rest in one round trip
         stm.capture(context, msgs(text_))
-    real_writes = store_module.postgres_writes
+    real_params = store_module.record_params
 
-    def failing_first(saver: PostgresSaver, entry: Any) -> Any:
-        return [("SELECT 1 / 0", None, False), *real_writes(saver, entry)]
+    def refused(entries: Any) -> Any:
+        params = real_params(entries)
+        params["kind"][0] = "neither"
+        return params
 
-    monkeypatch.setattr(store_module, "postgres_writes", failing_first)
-    with pytest.raises(psycopg.errors.DivisionByZero):
+    monkeypatch.setattr(store_module, "record_params", refused)
+    with pytest.raises(psycopg.errors.CheckViolation):
         stm.capture(context, msgs("refused"))
     monkeypatch.undo()
     for i in range(3):
@@ -232,24 +232,19 @@ def test_a_failed_one_round_trip_write_leaves_the_next_writes_working(
     _assert_both_entries_hold(world, written)
 
 
-def test_an_error_building_the_second_entry_sends_nothing(
+def test_an_error_building_the_write_sends_nothing(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The one-round-trip write commits what it queued when its pipeline ends, so every
     statement is built before the first is sent."""
-    stm = ShortTermMemory(world.store, world.store.checkpointer())
+    stm = ShortTermMemory(world.store)
     context = world.context()
     stm.capture(context, msgs("kept"))  # under lock; the next write is the one-round-trip one
-    real_writes = store_module.postgres_writes
-    calls: list[str] = []
 
-    def second_raises(saver: PostgresSaver, entry: Any) -> Any:
-        calls.append(entry.key.thread_id)
-        if len(calls) == 2:
-            raise RuntimeError("the second entry cannot be serialised")
-        return real_writes(saver, entry)
+    def cannot_build(entries: Any) -> Any:
+        raise RuntimeError("the entries cannot be serialised")
 
-    monkeypatch.setattr(store_module, "postgres_writes", second_raises)
+    monkeypatch.setattr(store_module, "record_params", cannot_build)
     with pytest.raises(RuntimeError):
         stm.capture(context, msgs("lost whole"))
     monkeypatch.undo()

@@ -269,7 +269,7 @@ def _show_stm(console: Console, store: KiokuStore, context: TurnContext) -> None
 
     assert context.server_id is not None
     key = StmKey("server", context.server_id, context.channel_id, context.persona.lineage_id)
-    entry = ShortTermMemory(store, store.checkpointer()).get(key)
+    entry = ShortTermMemory(store).get(key)
     if entry is None:
         return
     console.print(

@@ -108,7 +108,7 @@ def _scrub_chats(
     receipt's counts for the chats.
     """
     checkpointer = store.checkpointer()
-    stm = ShortTermMemory(store, checkpointer)
+    stm = ShortTermMemory(store)
     dropped = stm.forget_server(server_id) if server_id is not None else ForgetReport()
     report = stm.forget(user_id, names, fragments)
     threads = conversation_threads(store.engine)

@@ -190,7 +190,7 @@ class KiokuMcp:
         """Serve ``store`` for ``scope``; reads nothing from and writes nothing to the database."""
         self.store = store
         self.scope = scope
-        self.stm = ShortTermMemory(store, store.checkpointer())
+        self.stm = ShortTermMemory(store)
         self._user = Participant(scope.user_id, scope.user_name)
         listed = {tool.name: mcp_tool(tool) for tool in memory_tools(store, self.stm)}
         listed[GET_MEMORY] = types.Tool(

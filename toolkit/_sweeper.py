@@ -1,4 +1,4 @@
-"""The sweeper: keeps short-term memory checkpoints bounded and applies history retention.
+"""The sweeper: deletes idle short-term memory and applies history retention.
 
 ``kioku sweep`` runs it once; long-lived processes (the per-turn graph, the MCP server)
 run it on a timer every ``KIOKU_SWEEP_INTERVAL_MINUTES``. Several processes may run
@@ -10,17 +10,18 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import text
 
-from kioku._stm.model import utc_now
+from kioku._stm.registry import StmRegistry
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 
 logger = logging.getLogger(__name__)
 
 _SWEEP_LOCK_KEY = 0x6B696F6B7573  # "kiokus"
+_TRY_LOCK = text("SELECT pg_try_advisory_xact_lock(:k)")
 _EXPIRE_HISTORY = text(
     "DELETE FROM memory_history WHERE created_at < now() - make_interval(secs => :seconds)"
 )
@@ -31,36 +32,28 @@ class SweepResult:
     """What one sweep did (``ran`` is ``False`` when another process was sweeping)."""
 
     ran: bool
-    pruned_threads: int = 0
     deleted_threads: int = 0
     history_rows_deleted: int = 0
 
 
-def sweep(store: KiokuStore, *, pruned_since: datetime | None) -> SweepResult:
+def sweep(store: KiokuStore) -> SweepResult:
     """Run one sweep unless another process is running one.
 
-    Deletes history rows older than ``KIOKU_HISTORY_RETENTION_DAYS``, short-term memory
-    threads idle longer than ``SHORT_TERM_MEMORY_RETENTION_DAYS``, and older checkpoints
-    of threads updated since ``pruned_since``.
+    Deletes history rows older than ``KIOKU_HISTORY_RETENTION_DAYS`` and short-term memory
+    entries idle longer than ``SHORT_TERM_MEMORY_RETENTION_DAYS``, in one transaction
+    under a transaction-scoped advisory lock (so it holds behind a pooler in transaction
+    mode, where a session lock could be taken and released on different connections).
     """
     settings = store.settings
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock:
-        if not lock.execute(
-            text("SELECT pg_try_advisory_lock(:k)"), {"k": _SWEEP_LOCK_KEY}
-        ).scalar():
+    with store.transaction() as session:
+        if not session.execute(_TRY_LOCK, {"k": _SWEEP_LOCK_KEY}).scalar():
             return SweepResult(ran=False)
-        try:
-            with store.transaction() as session:
-                seconds = timedelta(days=settings.history_retention_days).total_seconds()
-                expired = session.execute(_EXPIRE_HISTORY, {"seconds": seconds})
-                history = int(getattr(expired, "rowcount", 0))
-            stm = ShortTermMemory(store, store.checkpointer())
-            report = stm.sweep(
-                retention=timedelta(days=settings.stm_retention_days), pruned_since=pruned_since
-            )
-        finally:
-            lock.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _SWEEP_LOCK_KEY})
-    return SweepResult(True, report.pruned_threads, report.deleted_threads, history)
+        seconds = timedelta(days=settings.history_retention_days).total_seconds()
+        expired = session.execute(_EXPIRE_HISTORY, {"seconds": seconds})
+        history = int(getattr(expired, "rowcount", 0))
+        cutoff = ShortTermMemory(store).clock() - timedelta(days=settings.stm_retention_days)
+        deleted = StmRegistry(session).delete_idle(cutoff)
+    return SweepResult(True, deleted, history)
 
 
 class SweepTimer:
@@ -84,14 +77,11 @@ class SweepTimer:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        since = utc_now() - self.interval
         while not self._stop.wait(self.interval.total_seconds()):
-            started = utc_now()
             try:
-                result = sweep(self.store, pruned_since=since)
+                result = sweep(self.store)
             except Exception as exc:  # the next round tries again
                 logger.warning("kioku: sweep failed (%s); retrying in %s", exc, self.interval)
                 continue
             if result.ran:
-                since = started
                 logger.info("kioku: swept %s", result)

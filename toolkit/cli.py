@@ -10,7 +10,6 @@ import argparse
 import json
 import logging
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,16 +101,14 @@ def _bench(console: Console, *, quick: bool) -> int:
     return 0
 
 
-def _sweep(store: KiokuStore, *, since_hours: float) -> str:
-    from kioku._stm.model import utc_now
+def _sweep(store: KiokuStore) -> str:
     from kioku._sweeper import sweep
 
-    report = sweep(store, pruned_since=utc_now() - timedelta(hours=since_hours))
+    report = sweep(store)
     if not report.ran:
         return "Another process is sweeping right now; nothing done."
     return (
-        f"Pruned the history of {report.pruned_threads} threads; "
-        f"deleted {report.deleted_threads} idle threads and "
+        f"Deleted {report.deleted_threads} idle short-term memory entries and "
         f"{report.history_rows_deleted} memory history rows past retention."
     )
 
@@ -284,15 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     erase_server.add_argument("server_id", help="the server's id")
     sweep = sub.add_parser(
-        "sweep",
-        help="prune short-term memory checkpoints, drop idle threads, apply history retention",
+        "sweep", help="delete idle short-term memory, apply history retention"
     )
-    sweep.add_argument(
-        "--since-hours",
-        type=float,
-        default=24.0,
-        help="prune the history of threads updated in this many hours (default 24)",
-    )
+    # Scripts of releases that pruned checkpoint versions may still pass it.
+    sweep.add_argument("--since-hours", type=float, help=argparse.SUPPRESS)
     return parser
 
 
@@ -364,7 +356,7 @@ def _run_command(
     if args.command == "setup":
         console.print(_SETUP_REPORTS[change])
     elif args.command == "sweep":
-        console.print(_sweep(store, since_hours=args.since_hours))
+        console.print(_sweep(store))
     elif args.command == "erase-user":
         _erase(store, console, "user", args.user_id)
     elif args.command == "erase-server":

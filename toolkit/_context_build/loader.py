@@ -171,7 +171,7 @@ def load_other_channel_entries(
     chosen = select_other_channels(
         candidates, context, settings_by_server, limit=store.settings.stm_max_other_channels
     )
-    loaded = [stm.load_version(c.key, c.last_updated) for c in chosen]
+    loaded = stm.load_versions([(c.key, c.last_updated) for c in chosen], session)
     entries = [e for e in loaded if e is not None]
     owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
     owners.update(speaker for e in entries for speaker in e.speakers)
@@ -214,7 +214,7 @@ def load_same_channel_entry(
     )
     if version is None:
         return None
-    entry = stm.load_version(key, version)
+    entry = stm.load_version(key, version, session)
     if entry is None or stm.policy.is_expired(entry, stm.clock()):
         return None
     return entry

@@ -277,9 +277,10 @@ class MemoryHistory(Base):
 
 
 class StmThread(Base):
-    """Index of short-term-memory threads kept in the LangGraph checkpointer.
+    """Short-term-memory entries: one row each, its state in ``entry`` (migration 0018).
 
-    Other-channel look-ups query this table instead of scanning checkpoints.
+    Other-channel look-ups read the index columns; an entry's state is loaded only when
+    this process has not seen its version (``last_updated``) yet.
     """
 
     __tablename__ = "stm_threads"
@@ -295,6 +296,8 @@ class StmThread(Base):
     last_updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     """Written in a channel its turn called private (migration 0015)."""
+    entry: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    """The entry's state (:meth:`kioku.StmEntry.to_state`)."""
 
     __table_args__ = (
         CheckConstraint("kind IN ('server', 'user')", name="kind"),

@@ -1,4 +1,4 @@
-"""The ``stm_threads`` index: which short-term-memory threads exist and how fresh they are."""
+"""The ``stm_threads`` table: short-term-memory entries, how fresh they are, and their state."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
@@ -15,18 +16,22 @@ from kioku._stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
 
 RECORD_SQL = """
 INSERT INTO stm_threads AS t (thread_id, kind, owner_id, channel_id, lineage_id, server_id,
-                              parent_channel_id, has_summary, last_updated, private)
+                              parent_channel_id, has_summary, last_updated, private, entry)
 SELECT * FROM unnest(%(thread_id)s::text[], %(kind)s::text[], %(owner_id)s::text[],
                      %(channel_id)s::text[], %(lineage_id)s::bigint[], %(server_id)s::text[],
                      %(parent_channel_id)s::text[], %(has_summary)s::boolean[],
-                     %(last_updated)s::timestamptz[], %(private)s::boolean[])
+                     %(last_updated)s::timestamptz[], %(private)s::boolean[],
+                     %(entry)s::jsonb[])
 ON CONFLICT (thread_id) DO UPDATE SET
     kind = excluded.kind, owner_id = excluded.owner_id, channel_id = excluded.channel_id,
     lineage_id = excluded.lineage_id, server_id = excluded.server_id,
     parent_channel_id = excluded.parent_channel_id, has_summary = excluded.has_summary,
-    last_updated = excluded.last_updated, private = excluded.private
+    last_updated = excluded.last_updated, private = excluded.private, entry = excluded.entry
 """
-"""Registry rows of written entries, one statement for any number (psycopg parameters)."""
+"""Rows of written entries, one statement for any number (psycopg parameters)."""
+
+STORED_SQL = "SELECT thread_id, entry FROM stm_threads WHERE thread_id = ANY(%(threads)s)"
+"""The stored state of the entries among ``threads`` (psycopg parameters)."""
 
 
 def record_params(entries: Sequence[StmEntry]) -> dict[str, list[Any]]:
@@ -42,6 +47,7 @@ def record_params(entries: Sequence[StmEntry]) -> dict[str, list[Any]]:
         "has_summary": [bool(e.summary) for e in entries],
         "last_updated": [e.last_updated for e in entries],
         "private": [e.private for e in entries],
+        "entry": [Jsonb(e.to_state()) for e in entries],
     }
 
 
@@ -147,8 +153,22 @@ class StmRegistry:
         self.session = session
 
     def record(self, entries: Sequence[StmEntry]) -> None:
-        """Insert or refresh the rows of ``entries``' threads."""
+        """Insert or replace the rows of ``entries``."""
         self.session.connection().exec_driver_sql(RECORD_SQL, record_params(entries))
+
+    def stored(self, keys: Sequence[StmKey]) -> dict[str, StmEntry]:
+        """The stored entries among ``keys``, by thread id (missing ones left out)."""
+        by_thread = {key.thread_id: key for key in keys}
+        rows = self.session.connection().exec_driver_sql(
+            STORED_SQL, {"threads": list(by_thread)}
+        )
+        found = (StmEntry.from_state(by_thread[thread], state) for thread, state in rows)
+        return {entry.key.thread_id: entry for entry in found if entry is not None}
+
+    def delete_idle(self, cutoff: datetime) -> int:
+        """Delete the entries not updated since ``cutoff``; how many there were."""
+        deleted = self.session.execute(delete(StmThread).where(StmThread.last_updated < cutoff))
+        return int(getattr(deleted, "rowcount", 0))
 
     def recent(self, query: RecentThreads) -> list[StmCandidate]:
         """The registry rows ``query`` selects, newest first."""
@@ -169,18 +189,6 @@ class StmRegistry:
             )
         )
         return {thread_id: last_updated for thread_id, last_updated in rows}
-
-    def idle_since(self, cutoff: datetime) -> list[str]:
-        """Threads not updated since ``cutoff``."""
-        return list(
-            self.session.scalars(select(StmThread.thread_id).where(StmThread.last_updated < cutoff))
-        )
-
-    def updated_since(self, since: datetime) -> list[str]:
-        """Threads updated at or after ``since``."""
-        return list(
-            self.session.scalars(select(StmThread.thread_id).where(StmThread.last_updated >= since))
-        )
 
     def forget(self, thread_ids: Sequence[str]) -> None:
         """Remove registry rows."""

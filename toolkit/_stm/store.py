@@ -1,9 +1,11 @@
-"""Short-term memory kept in LangGraph persistence, indexed by ``stm_threads``.
+"""Short-term memory: one ``stm_threads`` row per entry, shared by every process.
 
-Each entry (SPEC §7: scope kind, owner, channel, persona lineage) is one LangGraph thread
-in the per-turn graph's checkpointer, one checkpoint per version
-(:mod:`kioku._stm.checkpoints`); so entries survive restarts and are shared by every
-process that uses the same database (``PostgresSaver``).
+Each entry (SPEC §7: scope kind, owner, channel, persona lineage) is a row holding its
+state as JSON beside the columns other-channel look-ups filter on; a write replaces the
+row (one statement for a turn's entries), so entries survive restarts and every process
+using the database sees them. Until migration 0018 entries were LangGraph checkpoint
+threads: rows cost a turn one upsert instead of a checkpoint with its blobs, and agents'
+checkpoint tables keep only their own conversations.
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from typing import Any, cast
 
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres import PostgresSaver
 from sqlalchemy.orm import Session
 
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._reach import invisible_people, may_remember_message
-from kioku._stm.checkpoints import postgres_writes, put_entry, read_entry
 from kioku._stm.model import (
     Clock,
     StmCandidate,
@@ -56,6 +56,8 @@ WRITE_LOCK_SPACE = 0x6B696F
 """First key of the advisory locks taken by short-term memory writes."""
 
 EntryChange = Callable[[StmKey, "StmEntry | None", datetime], "StmEntry | None"]
+Statement = tuple[str, Any]
+"""A statement for psycopg and its parameters."""
 """Turns a stored entry (or ``None``) into the one to store (``None``: leave it)."""
 
 
@@ -63,6 +65,13 @@ STM_CHANGED = "KIO01"
 """SQLSTATE of ``kioku_stm_lock`` when an entry changed since this process read it."""
 
 _LOCK_SQL = "SELECT thread_id, last_updated FROM kioku_stm_lock(%(threads)s, %(expected)s)"
+
+
+def _send(driver: psycopg.Connection[Any], statements: Sequence[Statement]) -> None:
+    """Send ``statements`` together, in one pipeline (one round trip, never prepared)."""
+    with driver.pipeline(), driver.cursor(binary=True) as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params, prepare=False)
 
 
 def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetime]:
@@ -75,11 +84,6 @@ def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetim
         _LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": None}
     )
     return {thread_id: version for thread_id, version in rows if version is not None}
-
-
-def _replacing_with(entry: StmEntry) -> EntryChange:
-    """A change that stores ``entry`` whatever is stored."""
-    return lambda key, stored, now: entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +99,8 @@ class ForgetReport:
 class SweepReport:
     """What :meth:`ShortTermMemory.sweep` did."""
 
-    pruned_threads: int
     deleted_threads: int
+    """Entries idle past the retention, deleted."""
 
 
 def policy_from(store: KiokuStore) -> StmPolicy:
@@ -124,18 +128,21 @@ class ShortTermMemory:
     """Reads and writes short-term memory entries.
 
     Args:
-        store: the kioku store (its database holds the ``stm_threads`` index).
-        checkpointer: the per-turn graph's checkpointer (``PostgresSaver`` in production,
-            ``InMemorySaver`` for throwaway use).
+        store: the kioku store (its database holds the entries, in ``stm_threads``).
+        checkpointer: not used: entries are rows of kioku's own table since migration
+            0018 (accepted so that code passing the graph's checkpointer keeps working).
         clock: returns "now"; tests inject one to move time.
     """
 
     def __init__(
-        self, store: KiokuStore, checkpointer: BaseCheckpointSaver[Any], *, clock: Clock = utc_now
+        self,
+        store: KiokuStore,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        *,
+        clock: Clock = utc_now,
     ) -> None:
         """See the class docstring."""
         self.store = store
-        self.checkpointer = checkpointer
         self.clock = clock
         self.policy = policy_from(store)
         self._entries: dict[str, StmEntry] = {}
@@ -143,24 +150,49 @@ class ShortTermMemory:
         self._summarised_turns: OrderedDict[str, None] = OrderedDict()
         self._turn_lock = threading.Lock()
 
-    def load(self, key: StmKey, saver: BaseCheckpointSaver[Any] | None = None) -> StmEntry | None:
-        """The stored entry, expired or not (``None`` if there is none)."""
-        entry = read_entry(saver or self.checkpointer, key)
-        if entry is not None:
-            self._remember(entry)
-        return entry
+    def load(self, key: StmKey, session: Session | None = None) -> StmEntry | None:
+        """The stored entry, expired or not (``None`` if there is none).
+
+        Read in ``session`` when given (the caller's unit of work), else on its own.
+        """
+        return self._read([key], session).get(key.thread_id)
+
+    def load_versions(
+        self, versions: Sequence[tuple[StmKey, datetime]], session: Session | None = None
+    ) -> list[StmEntry | None]:
+        """Each entry as of its registry version, in order (``None``: gone meanwhile).
+
+        Only entries whose version this process has not seen yet are read, in one query.
+        """
+        cached = [self._entries.get(key.thread_id) for key, _ in versions]
+        missing = [
+            key
+            for (key, version), entry in zip(versions, cached, strict=True)
+            if entry is None or entry.last_updated != version
+        ]
+        read = self._read(missing, session) if missing else {}
+        return [
+            read.get(key.thread_id, entry) if key in missing else entry
+            for (key, _), entry in zip(versions, cached, strict=True)
+        ]
 
     def load_version(
-        self, key: StmKey, last_updated: datetime, saver: BaseCheckpointSaver[Any] | None = None
+        self, key: StmKey, last_updated: datetime, session: Session | None = None
     ) -> StmEntry | None:
         """The entry as of ``last_updated`` (the registry's version of it).
 
-        Read from the checkpointer only when this process has not seen that version yet.
+        Read only when this process has not seen that version yet.
         """
-        cached = self._entries.get(key.thread_id)
-        if cached is not None and cached.last_updated == last_updated:
-            return cached
-        return self.load(key, saver)
+        return self.load_versions([(key, last_updated)], session)[0]
+
+    def _read(self, keys: Sequence[StmKey], session: Session | None) -> dict[str, StmEntry]:
+        with ExitStack() as stack:
+            if session is None:
+                session = stack.enter_context(self.store.reads())
+            found = StmRegistry(session).stored(keys)
+        for entry in found.values():
+            self._remember(entry)
+        return found
 
     def _remember(self, entry: StmEntry) -> None:
         if len(self._entries) >= ENTRY_CACHE_SIZE:
@@ -180,16 +212,13 @@ class ShortTermMemory:
         Writers of the same entries, in any process, are serialised by a transaction
         advisory lock per thread (``kioku_stm_lock``), and an entry is only written over
         the version it was computed from, so a capture and a summary written at once both
-        survive. With ``PostgresSaver`` the checkpoints are written on the transaction's
-        own connection, so the user and server entries and their registry rows commit
-        together. ``change`` gets the stored entry (or ``None``) and "now"; it returns the
+        survive. ``change`` gets the stored entry (or ``None``) and "now"; it returns the
         entry to store, or ``None`` to leave it.
 
         When this process holds every entry's latest version (the usual case: it wrote or
-        read them last), the change is computed from them and sent with its lock, version
-        check, checkpoints and registry rows in one pipelined round trip; if another
-        writer came first, the database undoes it and the change is made again under the
-        lock from the stored entries.
+        read them last), the change is computed from them and sent with its version
+        check in one pipelined round trip; if another writer came first, the database
+        undoes it and the change is made again under the lock from the stored entries.
         """
         written = self._write_from_cache(keys, change)
         if written is None:
@@ -223,8 +252,6 @@ class ShortTermMemory:
         self, keys: Sequence[StmKey], change: EntryChange
     ) -> list[StmEntry] | None:
         """The optimistic write; ``None`` when it could not be made (nothing written)."""
-        if not isinstance(self.checkpointer, PostgresSaver):
-            return None
         cached = {key.thread_id: self._entries.get(key.thread_id) for key in keys}
         stored = {t: e for t, e in cached.items() if e is not None}
         if len(stored) < len(cached):
@@ -233,19 +260,13 @@ class ShortTermMemory:
         entries = self._changed(keys, stored, versions, change)
         if not entries:
             return []
-        statements = self._write_statements(
-            keys, [versions[key.thread_id] for key in keys], entries
-        )
+        expected = [versions[key.thread_id] for key in keys]
+        check = (_LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": expected})
         try:
             with self.store.autocommit_engine.connect() as connection:
                 driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
-                # One implicit transaction: an error undoes the statements before it.
-                try:
-                    self._send(driver, statements)
-                except psycopg.Error as exc:
-                    if exc.sqlstate != STM_CHANGED:
-                        connection.invalidate()  # see _send
-                    raise
+                # One implicit transaction: the version check failing undoes the write.
+                _send(driver, [check, (RECORD_SQL, record_params(entries))])
         except psycopg.Error as exc:
             if exc.sqlstate != STM_CHANGED:
                 raise
@@ -257,77 +278,14 @@ class ShortTermMemory:
     def _write_locked(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
         """Lock, read what this process lacks, change and write, in one transaction."""
         with self.store.transaction() as session:
-            saver = self._write_saver(session)
             versions = _lock_threads(session, keys)
-            stored: dict[str, StmEntry] = {}
-            for key in keys:
-                version = versions.get(key.thread_id)
-                entry = self.load_version(key, version, saver) if version is not None else None
-                if entry is not None:
-                    stored[key.thread_id] = entry
+            known = [(key, versions[key.thread_id]) for key in keys if key.thread_id in versions]
+            loaded = self.load_versions(known, session)
+            stored = {e.key.thread_id: e for e in loaded if e is not None}
             entries = self._changed(keys, stored, versions, change)
-            if not entries:
-                return []
-            if isinstance(saver, PostgresSaver):
-                driver = cast(
-                    "psycopg.Connection[Any]", session.connection().connection.driver_connection
-                )
-                self._send(driver, self._write_statements([], None, entries))
-            else:
-                for entry in entries:
-                    put_entry(saver, entry)
+            if entries:
                 StmRegistry(session).record(entries)
         return entries
-
-    def _write_statements(
-        self,
-        keys: Sequence[StmKey],
-        expected: list[datetime] | None,
-        entries: Sequence[StmEntry],
-    ) -> list[tuple[str, Any, bool]]:
-        """The version check (when ``keys``), checkpoints and registry rows to send.
-
-        Each is ``(sql, params, many)``; all are built before any is sent, so nothing
-        raised while building can leave a pipeline half queued (its Sync would commit it).
-        """
-        assert isinstance(self.checkpointer, PostgresSaver)
-        statements: list[tuple[str, Any, bool]] = []
-        if keys:
-            threads = [key.thread_id for key in keys]
-            statements.append((_LOCK_SQL, {"threads": threads, "expected": expected}, False))
-        for entry in entries:
-            statements += postgres_writes(self.checkpointer, entry)
-        statements.append((RECORD_SQL, record_params(entries), False))
-        return statements
-
-    @staticmethod
-    def _send(driver: psycopg.Connection[Any], statements: Sequence[tuple[str, Any, bool]]) -> None:
-        """Send ``statements`` together, in one pipeline, each prepared.
-
-        When a statement of a pipeline fails, the server skips the rest, preparations
-        included. psycopg checks the result of a statement it prepares when asked to
-        (``prepare=True``), but not of one it prepares on reaching its
-        ``prepare_threshold``, which it would then take as prepared. A failure inside a
-        transaction ends in its ROLLBACK, after which psycopg forgets every prepared
-        statement; the one-round-trip write has no transaction, so it discards its
-        connection instead, unless the failure is a version conflict (``STM_CHANGED``):
-        that fails the pipeline's first statement, so nothing before it was skipped.
-        """
-        with driver.pipeline(), driver.cursor(binary=True) as cursor:
-            for sql, params, many in statements:
-                if not many:
-                    cursor.execute(sql, params, prepare=True)
-                elif params:
-                    cursor.executemany(sql, params)  # prepares as above by itself
-
-    def _write_saver(self, session: Session) -> BaseCheckpointSaver[Any]:
-        """The checkpointer of a write: ``PostgresSaver`` on the session's own connection."""
-        if not isinstance(self.checkpointer, PostgresSaver):
-            return self.checkpointer
-        connection = cast(
-            "psycopg.Connection[Any]", session.connection().connection.driver_connection
-        )
-        return PostgresSaver(connection, serde=self.checkpointer.serde)
 
     def _fresh_or_new(
         self, key: StmKey, stored: StmEntry | None, context: TurnContext, now: datetime
@@ -466,10 +424,9 @@ class ShortTermMemory:
 
         Their own user entries (``user_id``) are deleted; other entries are rewritten
         without their messages, without the bot's messages repeating an erased memory's
-        ``fragments``, and without a summary that may retell either. Then every entry
-        keeps only its latest checkpoint version (older ones may hold messages that have
-        since rotated out). Entries written meanwhile by another process are checked again
-        once.
+        ``fragments``, and without a summary that may retell either (each entry is one
+        row: no older version keeps them). Entries written meanwhile by another process
+        are checked again once.
         """
         started = self.clock()
         deleted = scrubbed = removed = 0
@@ -484,7 +441,6 @@ class ShortTermMemory:
                 if count is not None:
                     scrubbed += 1
                     removed += count
-            self._prune(others)
         return ForgetReport(deleted, scrubbed, removed)
 
     def _scrub(
@@ -518,56 +474,18 @@ class ShortTermMemory:
         return ForgetReport(entries_deleted=self._delete(doomed))
 
     def _delete(self, keys: Sequence[StmKey]) -> int:
-        """Delete entries and their registry rows in one transaction, after their writers."""
+        """Delete entries in one transaction, after their writers."""
         if not keys:
             return 0
         with self.store.transaction() as session:
-            saver = self._write_saver(session)
             _lock_threads(session, keys)
-            for key in keys:
-                saver.delete_thread(key.thread_id)
             StmRegistry(session).forget([key.thread_id for key in keys])
         for key in keys:
             self._entries.pop(key.thread_id, None)
         return len(keys)
 
-    def _prune(self, keys: Sequence[StmKey]) -> None:
-        """Keep only the latest checkpoint of each entry's thread."""
-        if not keys:
-            return
-        try:
-            self.checkpointer.prune([key.thread_id for key in keys], strategy="keep_latest")
-        except NotImplementedError:
-            # A saver without pruning (InMemorySaver): store each entry as its only version.
-            for key in keys:
-                entry = self.load(key)
-                self.checkpointer.delete_thread(key.thread_id)
-                if entry is not None:
-                    self._change([key], _replacing_with(entry))
-
-    def sweep(self, *, retention: timedelta, pruned_since: datetime | None = None) -> SweepReport:
-        """Keep checkpoint tables bounded.
-
-        Threads idle longer than ``retention`` are deleted with their registry rows;
-        threads updated since ``pruned_since`` keep only their latest checkpoint.
-        """
-        now = self.clock()
-        with self.store.sessions() as session:
-            registry = StmRegistry(session)
-            idle = registry.idle_since(now - retention)
-            active = registry.updated_since(pruned_since) if pruned_since else []
-        if idle:
-            for thread_id in idle:
-                self.checkpointer.delete_thread(thread_id)
-            with self.store.transaction() as session:
-                StmRegistry(session).forget(idle)
-        pruned = 0
-        if active:
-            try:
-                self.checkpointer.prune(active, strategy="keep_latest")
-                pruned = len(active)
-            except NotImplementedError:
-                logger.info(
-                    "kioku: %s cannot prune history; skipped", type(self.checkpointer).__name__
-                )
-        return SweepReport(pruned_threads=pruned, deleted_threads=len(idle))
+    def sweep(self, *, retention: timedelta) -> SweepReport:
+        """Delete the entries idle longer than ``retention``."""
+        with self.store.transaction() as session:
+            deleted = StmRegistry(session).delete_idle(self.clock() - retention)
+        return SweepReport(deleted_threads=deleted)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import pwd
 import shutil
 import socket
 import tempfile
@@ -18,7 +20,9 @@ from sqlalchemy import Engine, text
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
+from kioku._db.os_account import OsAccount
 from tests.helpers import SETTING_VARIABLES, TABLES
+from tests.pgbouncer import Pooler, pgbouncer, pgbouncer_binary
 
 # Property tests draw the same examples on every run (fixed seeds, no flaky CI).
 hypothesis_settings.register_profile("kioku", derandomize=True)
@@ -154,3 +158,49 @@ def fresh_database(database_url: str, engine: Engine) -> Iterator[str]:
     with admin.connect() as connection:
         connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
     admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pooler(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
+    """PgBouncer in transaction mode, two server connections per database, before the server.
+
+    Under root it runs as the embedded server's account (or ``nobody`` in front of the
+    caller's server). Skipped where ``pgbouncer`` is not installed (``.ci/run`` installs it).
+    """
+    if pgbouncer_binary() is None:
+        pytest.skip("pgbouncer is not installed (.ci/run installs it: apt-get install pgbouncer)")
+    account = embedded_pg.account if embedded_pg else OsAccount.of(pwd.getpwnam("nobody"))
+    with pgbouncer(database_url, account=account, pool_size=2) as running:
+        yield running
+
+
+_POOLED_DATABASES = itertools.count()
+
+
+@pytest.fixture
+def pooled_empty_database(database_url: str, pooler: Pooler) -> Iterator[str]:
+    """The URL, through :func:`pooler`, of a new, empty database of this test's own.
+
+    Dropped afterwards (from a direct connection).
+    """
+    # A name of its own: PgBouncer keeps what a database's first server session reported.
+    name = f"kioku_pooled_{os.getpid()}_{next(_POOLED_DATABASES)}"
+    admin = make_engine(database_url, statement_timeout_ms=0).execution_options(
+        isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    yield pooler.url(name)
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+@pytest.fixture
+def pooled_database(pooled_empty_database: str) -> str:
+    """:func:`pooled_empty_database`, set up through the pooler."""
+    settings = KiokuSettings(database_url=pooled_empty_database, sweep_interval_minutes=0)
+    with KiokuStore.open(settings) as store:
+        store.setup()
+    return pooled_empty_database

@@ -165,9 +165,7 @@ def in_utc_sessions(engine: Engine) -> Engine:
     """
 
     def to_utc(dbapi_connection: Any, record: Any) -> None:
-        if dbapi_connection.info.parameter_status("TimeZone") == "UTC" or not _with_options(
-            record
-        ):
+        if dbapi_connection.info.parameter_status("TimeZone") == "UTC" or not _with_options(record):
             return
         with dbapi_connection.cursor() as cursor:
             cursor.execute("SET TimeZone TO 'UTC'")

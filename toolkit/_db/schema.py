@@ -47,6 +47,7 @@ def _try_lock(key: int) -> TextClause:
         f"pg_try_advisory_xact_lock({int(key)})"
     )
 
+
 _POLL_SECONDS = 0.05
 
 

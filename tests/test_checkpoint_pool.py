@@ -1,0 +1,99 @@
+"""The checkpointer's pool pings only idle connections, and survives dead ones."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from sqlalchemy import text
+
+from kioku import KiokuSettings, KiokuStore
+from kioku._db.embedded import EmbeddedPostgres
+from kioku._db.engine import PING_AFTER_IDLE_SECONDS, IdleCheck, checkpoint_pool, make_engine
+
+
+class Clock:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _libpq(database_url: str) -> str:
+    url = make_engine(database_url).url.set(drivername="postgresql")
+    return url.render_as_string(hide_password=False)
+
+
+def test_connections_in_use_are_not_pinged(database_url: str) -> None:
+    idle = IdleCheck(1.0, clock=Clock())  # no time passes
+    with checkpoint_pool(_libpq(database_url), idle_check=idle) as pool:
+        for _ in range(20):
+            with pool.connection() as connection:
+                connection.execute("SELECT 1")
+    assert idle.pings == 0
+
+
+def test_an_idle_connection_is_pinged_and_a_dead_one_refused(database_url: str) -> None:
+    clock = Clock()
+    idle = IdleCheck(1.0, clock=clock)
+    with psycopg.connect(_libpq(database_url), autocommit=True) as connection:
+        idle.stamp(connection)
+        clock.now += 0.9
+        idle.check(connection)
+        assert idle.pings == 0
+        clock.now += 0.1
+        idle.check(connection)
+        assert idle.pings == 1
+        connection.close()
+        with pytest.raises(psycopg.OperationalError):
+            idle.check(connection)
+
+
+@pytest.fixture
+def private_server(server_data_dir: Path) -> Iterator[EmbeddedPostgres]:
+    """A server of this test's own, so stopping it disturbs no other test."""
+    server = EmbeddedPostgres(server_data_dir)
+    yield server
+    server.stop()
+
+
+def _round_trip(store: KiokuStore, thread_id: str) -> None:
+    saver = store.checkpointer()
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    saved = saver.put(config, empty_checkpoint(), {}, {})
+    assert saver.get_tuple(saved) is not None
+
+
+def _wait_until_idle() -> None:
+    """Let every pooled connection become idle long enough to be pinged on checkout."""
+    time.sleep(PING_AFTER_IDLE_SECONDS * 1.5)
+
+
+def test_the_checkpointer_survives_killed_backends_and_a_restart(
+    private_server: EmbeddedPostgres,
+) -> None:
+    url = private_server.url
+    store = KiokuStore(make_engine(url), settings=KiokuSettings(database_url=url))
+    store.setup()
+    _round_trip(store, "before")
+    with store.engine.connect() as connection:
+        connection.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            )
+        )
+    _wait_until_idle()
+    _round_trip(store, "after a killed backend")
+    private_server.kill()
+    private_server.start_again()
+    _wait_until_idle()
+    _round_trip(store, "after a restart")
+    store.close()

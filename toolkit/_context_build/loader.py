@@ -32,7 +32,7 @@ from kioku._memory.repository import (
     version_params,
     versions_of,
 )
-from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
+from kioku._reach import Reach, invisible_people, may_remember_message, privacy_to_look_up, reach_of
 from kioku._search.aids import SearchAids
 from kioku._search.engine import CandidateRow, rank_candidates, rank_ids
 from kioku._search.query import Visibility
@@ -175,7 +175,8 @@ def load_other_channel_entries(
     entries = [e for e in loaded if e is not None]
     owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
     owners.update(speaker for e in entries for speaker in e.speakers)
-    hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
+    stored = AccountRepository(session).invisible_among(privacy_to_look_up(context, owners))
+    hidden = invisible_people(context) | stored
     recalled = [_without_hidden(e, hidden) for e in entries]
     return [e for e in recalled if e.messages or e.summary]
 

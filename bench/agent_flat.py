@@ -60,14 +60,14 @@ def measure_flatness(
             stores[size] = kioku_store(setup, setup.url)
             stack.callback(stores[size].close)
         agents = {
-            f"{size} per scope": kioku_agent(stores[size], "flat", updatable_ids(stores[size]))
+            f"{size:,} per scope": kioku_agent(stores[size], "flat", updatable_ids(stores[size]))
             for size in sizes
         }
         held = {}
         for length in history:
             agent = kioku_agent(stores[small], f"history-{length}", updatable_ids(stores[small]))
             held[length] = converse(agent, stores[small], length)
-            agents[f"history {length}"] = agent
+            agents[f"history {length:,}"] = agent
         load_before = loadavg()
         samples = alternate({name: stepper(a, {}) for name, a in agents.items()}, turns)
         load_after = loadavg()
@@ -80,6 +80,8 @@ def measure_flatness(
         "contenders": figures,
         "load_before": load_before,
         "load_after": load_after,
-        "memories_ratio_p50": round(p50[f"{large} per scope"] / p50[f"{small} per scope"], 3),
-        "history_ratio_p50": round(p50[f"history {history[1]}"] / p50[f"history {history[0]}"], 3),
+        "memories_ratio_p50": round(p50[f"{large:,} per scope"] / p50[f"{small:,} per scope"], 3),
+        "history_ratio_p50": round(
+            p50[f"history {history[1]:,}"] / p50[f"history {history[0]:,}"], 3
+        ),
     }

@@ -10,6 +10,7 @@ space's server-wide memories) hold ``per_scope`` memories each.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,8 +90,7 @@ def preload(setup: KiokuSetup) -> None:
     try:
         contender = kioku_agent(store, "preload", [])
         for n, scope in enumerate(SCOPES):
-            first = setup.texts[scope][0]
-            contender.policy.call = lambda _, s=scope, t=first: create_call(s, t)
+            contender.policy.call = functools.partial(create_call, scope, setup.texts[scope][0])
             contender.turn(n)
         rows = [
             memory_row(scope, content, setup.embeddings)
@@ -108,8 +108,8 @@ def preload(setup: KiokuSetup) -> None:
     kioku_store(setup, setup.url).close()  # setup() with vector_index="auto": HNSW if due
 
 
-def create_call(scope: str, content: str) -> AIMessage:
-    """The tool call creating ``content`` in ``scope``."""
+def create_call(scope: str, content: str, _turn: int = 0) -> AIMessage:
+    """The tool call creating ``content`` in ``scope`` (whatever the turn)."""
     target = {"target_user": USER} if scope == "target_user" else {}
     return call_tool(
         "create_long_term_memory", memory_content=content, memory_scope=scope, **target

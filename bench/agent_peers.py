@@ -157,7 +157,7 @@ def langmem_index(embeddings: Embeddings) -> PostgresIndexConfig:
         "dims": DIM,
         "embed": embeddings,
         "fields": ["content"],
-        "ann_index_config": {"kind": "flat", "vector_type": "halfvec"},  # type: ignore[typeddict-item]
+        "ann_index_config": {"kind": "flat", "vector_type": "halfvec"},
         "distance_type": "cosine",
     }
 

@@ -441,3 +441,31 @@ def test_memory_calls_past_the_round_limit_end_the_turn(store: KiokuStore) -> No
     last = state["messages"][-1]
     assert isinstance(last, ToolMessage)
     assert json.loads(str(last.content))["status"] == "tool_round_limit_reached"
+
+
+def test_tool_callbacks_are_given_the_arguments_not_the_graph_state(store: KiokuStore) -> None:
+    """LangChain prints a tool's input for its callbacks; the injected runtime (the whole
+    state: every message and memory block) is left out, as for the tools it recognises."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    printed: list[str] = []
+
+    class Printed(BaseCallbackHandler):
+        def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+            printed.append(input_str)
+
+    call = call_tool(
+        "create_long_term_memory",
+        memory_content="{user} likes tea",
+        memory_scope="target_user",
+        target_user="u1",
+    )
+    agent = _quickstart_agent(store, Script([call, say("Noted.")]))
+    agent.invoke(
+        {"messages": [HumanMessage("remember that I like tea, says a long message")]},
+        {"configurable": {"thread_id": "printed"}, "callbacks": [Printed()]},
+        context=TurnContext.for_user("u1", thread_id="printed"),
+    )
+    assert len(printed) == 1
+    assert "likes tea" in printed[0] and "runtime" not in printed[0]
+    assert "says a long message" not in printed[0]

@@ -26,6 +26,9 @@ its callbacks would exhaust the interpreter's recursion limit inside the graph."
 TOO_DEEP = f"arguments_nested_more_than_{MAX_ARGUMENT_DEPTH}_levels"
 """The one argument a call nested too deep is replaced by; each tool refuses it by name."""
 
+INJECTED_RUNTIME = "runtime"
+"""The argument LangGraph's ``ToolNode`` fills with the ``ToolRuntime`` (kioku's tools' own)."""
+
 RESERVED = frozenset({"self", "config", "run_manager", "args", "kwargs"})
 _PACKED = "kioku_reserved_arguments"
 _CARRIED = RESERVED | {_PACKED}
@@ -82,6 +85,16 @@ class ArgumentSafeTool(StructuredTool):
         """:meth:`run`'s check, for a caller awaiting ``arun`` itself."""
         return await super().arun(self._shallow(tool_input), *args, **kwargs)
 
+    def _filter_injected_args(self, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """The arguments LangChain prints for its callbacks: never the injected runtime.
+
+        LangChain recognises an injected runtime by the function's annotation, which it
+        cannot resolve here; printed, the runtime is the whole graph state (every message
+        and memory block), built as text on every call.
+        """
+        filtered = super()._filter_injected_args(tool_input)
+        return {k: v for k, v in filtered.items() if k != INJECTED_RUNTIME}
+
     def _shallow(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
         """``tool_input``, or :data:`TOO_DEEP` when the model's arguments nest too deep.
 
@@ -89,7 +102,7 @@ class ArgumentSafeTool(StructuredTool):
         """
         if not isinstance(tool_input, dict):
             return tool_input
-        injected = getattr(self, "_injected_args_keys", None) or frozenset({"runtime"})
+        injected = getattr(self, "_injected_args_keys", None) or frozenset({INJECTED_RUNTIME})
         model_args = {k: v for k, v in tool_input.items() if k not in injected}
         if not _nested_deeper(model_args, MAX_ARGUMENT_DEPTH):
             return tool_input

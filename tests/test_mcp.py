@@ -392,7 +392,7 @@ def test_read_only_refuses_every_write_and_writes_nothing(
     summary = writer.call("update_short_term_memory", {"summary": "Talking about tea."})
     assert summary["status"] == "short_term_memory_updated_successfully"
     before = _snapshot(store)
-    assert before["counts"]["memories"] == 1 and before["counts"]["checkpoints"] > 0
+    assert before["counts"]["memories"] == 1 and before["counts"]["stm_threads"] > 0
 
     with _http_server(database_url, tmp_path, "--read-only", token=TOKEN) as server:
 

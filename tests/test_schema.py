@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from alembic import command
@@ -30,7 +32,7 @@ def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
         extension = connection.execute(
             text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         ).scalar_one()
-    assert version == "0017"
+    assert version == "0018"
     assert tuple(int(p) for p in extension.split(".")[:2]) >= (0, 8)
 
 
@@ -250,3 +252,66 @@ def test_a_process_of_the_previous_release_still_updates(store: KiokuStore) -> N
     row = memory_row(store, memory_id)
     assert row is not None and row.content == "Tea club meets on Fridays"
     assert [h.actor_user_id for h in store.memory_history(memory_id)][-1] == "old-process"
+
+
+def test_upgrading_to_0018_moves_short_term_memory_out_of_checkpoints(
+    fresh_database: str,
+) -> None:
+    """Entries the previous release kept as checkpoint threads (one version per write)
+    become rows holding their latest version; their threads go, other threads stay, and a
+    registry row whose thread is gone is dropped."""
+    import psycopg
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from kioku._db.engine import libpq_url
+    from kioku._stm.model import StmEntry, StmKey, StmMessage
+    from kioku._stm.registry import StmRegistry
+
+    engine = make_engine(fresh_database)
+    key = StmKey("server", "s1", "general", 10000)
+    gone = StmKey("server", "s1", "gone", 10000)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    versions = [
+        StmEntry(key, (StmMessage("user", "Ann", f"message {n}", at, "u1"),), last_updated=at)
+        for n in range(2)
+    ]
+
+    def put(saver: PostgresSaver, thread: str, values: dict[str, Any]) -> None:
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = values
+        checkpoint["channel_versions"] = {channel: checkpoint["id"] for channel in values}
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        metadata: Any = {"source": "update", "step": -1, "parents": {}}
+        saver.put(config, checkpoint, metadata, dict(checkpoint["channel_versions"]))
+
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        command.upgrade(alembic_config(engine), "0017")
+        with psycopg.connect(libpq_url(engine), autocommit=True, row_factory=dict_row) as conn:
+            saver = PostgresSaver(conn)
+            saver.setup()
+            for version in versions:  # the old release wrote a checkpoint per version
+                put(saver, key.thread_id, version.to_state())
+            put(saver, "a-conversation", {"messages": "kept"})
+        with engine.begin() as connection:
+            for entry in (versions[-1], StmEntry(gone, last_updated=at)):
+                connection.execute(
+                    text(
+                        "INSERT INTO stm_threads (thread_id, kind, owner_id, channel_id, "
+                        "lineage_id, server_id, last_updated) VALUES "
+                        "(:t, 'server', 's1', :c, 10000, 's1', :at)"
+                    ),
+                    {"t": entry.key.thread_id, "c": entry.key.channel_id, "at": at},
+                )
+        command.upgrade(alembic_config(engine), "head")
+        with Session(engine) as session:
+            stored = StmRegistry(session).stored([key, gone])
+            threads = session.execute(text("SELECT DISTINCT thread_id FROM checkpoints")).all()
+        assert list(stored) == [key.thread_id]
+        assert [m.text for m in stored[key.thread_id].messages] == ["message 1"]
+        assert [tuple(row) for row in threads] == [("a-conversation",)]
+    finally:
+        engine.dispose()

@@ -139,7 +139,8 @@ def test_hnsw_settings_hold_for_searches_outside_a_transaction(
     store: KiokuStore, database_url: str
 ) -> None:
     """An index search run without a transaction (the context build's reads) still walks
-    the graph iteratively: kioku's connections carry the settings, others get them once."""
+    the graph iteratively: kioku's connections carry the settings, others get them for a
+    transaction the search opens, and keep nothing once back in their pool."""
     with store.reads() as session:  # kioku's engine: set when the connection was made
         assert _hnsw_settings(session) == ("relaxed_order", "100")
     foreign = create_engine(normalise_url(database_url)).execution_options(
@@ -149,6 +150,9 @@ def test_hnsw_settings_hold_for_searches_outside_a_transaction(
         with Session(foreign) as session:
             _apply_hnsw_settings(session)
             assert _hnsw_settings(session) == ("relaxed_order", "100")  # a later statement
+        with foreign.connect() as connection:  # the same pooled connection, returned
+            iterative = connection.exec_driver_sql("SHOW hnsw.iterative_scan").scalar()
+            assert iterative != "relaxed_order"
     finally:
         foreign.dispose()
 

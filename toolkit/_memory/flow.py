@@ -135,30 +135,13 @@ def tool_flow(
     return flow
 
 
-_WROTE_NOTHING = "SELECT pg_current_xact_id_if_assigned() IS NULL"
-"""Whether the open transaction has written (or locked) nothing: it holds no transaction id."""
-
-
 def undo_refused(session: Session) -> None:
-    """End a refused call's unit of work undone, keeping the connection's prepared statements.
+    """End a refused call's unit of work undone.
 
-    psycopg deallocates every statement a connection prepared whenever it sees a rollback,
-    so each refusal cost the pooled connection the prepared statements of later turns. A
-    unit of work that wrote and locked nothing is committed instead (there is nothing to
-    keep); the session then forgets what it held, sending nothing more. One that wrote,
-    or whose transaction failed, is rolled back.
+    A rollback that fails is left to the session's end, which tries again.
     """
     if not session.in_transaction():
         return
-    try:
-        connection = session.connection()
-        if connection.exec_driver_sql(_WROTE_NOTHING).scalar():
-            try:
-                connection.connection.commit()  # the DB-API's own: psycopg keeps its statements
-            except Exception:  # the driver's error, unwrapped: the connection is in doubt
-                connection.invalidate()
-    except SQLAlchemyError:
-        pass  # the rollback below ends it
     try:
         session.rollback()
     except SQLAlchemyError:

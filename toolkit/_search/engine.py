@@ -64,26 +64,24 @@ _HNSW_LOCAL = text(
     "SELECT "
     + ", ".join(f"set_config('{k}', '{v}', true)" for k, v in HNSW_SEARCH_SETTINGS.items())
 )
-_HNSW_SESSION = text(
-    "SELECT "
-    + ", ".join(f"set_config('{k}', '{v}', false)" for k, v in HNSW_SEARCH_SETTINGS.items())
-)
+_BEGIN = text("BEGIN")
 
 
 def _apply_hnsw_settings(session: Session) -> None:
-    """Make sure the search's connection has :data:`HNSW_SEARCH_SETTINGS`.
+    """Make sure the search's statements run with :data:`HNSW_SEARCH_SETTINGS`.
 
-    Connections of kioku's engines carry them from the start. On others they are set for
-    the transaction, or, outside one (autocommit), for the connection, once.
+    Connections of kioku's engines carry them from the start (or from the role, behind a
+    pooler that refuses startup options). On others they are set for the transaction;
+    outside one (autocommit), the search opens a transaction of its own, which the
+    connection's return to its pool ends: a session setting would outlive the search and,
+    behind a pooler in transaction mode, reach other clients' statements instead.
     """
     connection = session.connection()
     if connection.info.get(HNSW_SETTINGS_APPLIED):
         return
     if getattr(connection.connection.driver_connection, "autocommit", False):
-        connection.execute(_HNSW_SESSION)
-        connection.info[HNSW_SETTINGS_APPLIED] = True
-    else:
-        connection.execute(_HNSW_LOCAL)
+        connection.execute(_BEGIN)
+    connection.execute(_HNSW_LOCAL)
 
 
 SIZE_COUNT_CAP = 100_000

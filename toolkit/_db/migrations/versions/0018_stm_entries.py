@@ -37,12 +37,13 @@ def _copy_from_checkpoints(bind: sa.Connection) -> None:
     threads = bind.execute(sa.text("SELECT thread_id FROM stm_threads")).scalars().all()
     for thread_id in threads:
         stored = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-        if stored is None:
+        values = dict(stored.checkpoint["channel_values"]) if stored is not None else {}
+        if not values.get("meta"):  # no entry in it: the row is dropped below
             continue
         with driver.cursor() as cursor:
             cursor.execute(
                 "UPDATE stm_threads SET entry = %s WHERE thread_id = %s",
-                (Jsonb(dict(stored.checkpoint["channel_values"])), thread_id),
+                (Jsonb(values), thread_id),
             )
     for table in _CHECKPOINT_TABLES:
         delete = sa.text(f"DELETE FROM {table} WHERE thread_id LIKE :stm")

@@ -469,19 +469,20 @@ def test_a_window_holding_the_whole_scope_is_ranked_by_ids_alone(
     _add_filler(scenario)
     budgets = ContextBudgets(server_memories=120, personal_memories=60)
     question = [HumanMessage("Alice: which day does Kioku serve tea?")]
-    full_rows = loader.rank_by_relevance
+    full_rows = loader.rank_candidates_steps
 
-    def refused(*args: Any) -> list[Any]:
+    def refused(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the whole scope is loaded: ids are enough")
 
     with monkeypatch.context() as patched:
-        patched.setattr(loader, "rank_by_relevance", refused)
+        patched.setattr(loader, "rank_candidates_steps", refused)
         light = scenario.builder(budgets=budgets).build(scenario.context(), question)
 
-    def from_full_rows(*args: Any) -> list[int]:
-        return [row.id for row in full_rows(*args)]
+    def from_full_rows(*args: Any, **kwargs: Any) -> Any:
+        ranking = yield from full_rows(*args, **kwargs)
+        return [row.id for row in ranking.best(kwargs["limit"])]
 
-    monkeypatch.setattr(loader, "rank_ids_by_relevance", from_full_rows)
+    monkeypatch.setattr(loader, "rank_ids_steps", from_full_rows)
     heavy = scenario.builder(budgets=budgets).build(scenario.context(), question)
     assert light.retrieval == ("server_memories", "personal_memories")
     assert [(i.tag, i.text) for i in light.items] == [(i.tag, i.text) for i in heavy.items]
@@ -687,3 +688,34 @@ def test_a_one_user_app_recalling_its_own_conversations_looks_nobody_up(
         event.remove(store.engine, "before_cursor_execute", seen)
     assert any("tomatoes" in item.text for item in built.items)
     assert not [s for s in statements if "privacy_level" in s]
+
+
+def test_both_blocks_rankings_are_sent_in_one_round_trip(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Server-wide and personal memories both overflowing: their two rankings go to the
+    database together (one pipeline), and render what ranking them one by one renders."""
+    from kioku._db import driver
+
+    _add_filler(scenario)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
+    real_fetch_many = driver.fetch_many
+    sent: list[int] = []
+
+    def counted(session: Any, statements: Any) -> Any:
+        sent.append(len(statements))
+        return real_fetch_many(session, statements)
+
+    monkeypatch.setattr(driver, "fetch_many", counted)
+    together = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    assert together.retrieval == ("server_memories", "personal_memories")
+    assert sent == [2]
+    monkeypatch.setattr(build_module, "run_together", _refused)
+    alone = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    assert not alone.failed_stages
+    assert [(i.tag, i.text) for i in alone.items] == [(i.tag, i.text) for i in together.items]
+
+
+def _refused(*args: Any) -> Any:
+    raise RuntimeError("sent together, refused")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from sqlalchemy.orm import Session
@@ -38,6 +38,7 @@ from kioku._context_build.render import (
     visible_participants,
 )
 from kioku._context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
+from kioku._db.driver import Steps, run_steps, run_together
 from kioku._memory.repository import MemoryRecord
 from kioku._reach import reach_of
 from kioku._search.engine import CandidateRow
@@ -46,7 +47,7 @@ from kioku._search.query import Visibility
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
-from kioku._store import MEMORY_WINDOW, KiokuStore, MemoryWindow
+from kioku._store import MEMORY_WINDOW, KiokuStore
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,91 @@ def missing_from(
         for hit in found
         if hit.id not in have
     ]
+
+
+MemoryStage = Generator[loader.RankingNeed, loader.Ranked, Rendered]
+"""A memory block's stage: it yields the ranking it needs when its memories overflow the
+block, is sent the ranking, and returns the block."""
+Guard = Callable[[str, Callable[[], Rendered]], Rendered]
+"""Runs a stage; a failure is logged and the stage contributes nothing."""
+
+
+def run_memory_stages(
+    stages: Mapping[str, Callable[[], MemoryStage]],
+    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
+    guarded: Guard,
+    session: Session,
+) -> dict[str, Rendered]:
+    """Each stage's block; the rankings they need sent together, in one round trip.
+
+    Each stage stays guarded on its own: when the rankings sent together fail, every
+    stage that needed one ranks alone, so only the failing one contributes nothing.
+    """
+    rendered: dict[str, Rendered] = {}
+    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
+
+    for name, make in stages.items():
+        rendered[name] = guarded(name, partial(_started, name, make, waiting))
+    together = _ranked_together(
+        {name: ranking(need) for name, (_, need) in waiting.items()}, session
+    )
+
+    for name, (stage, need) in waiting.items():
+        ranked = partial(_ranked_alone, together, name, session, ranking, need)
+        rendered[name] = guarded(name, partial(_finished, name, stage, ranked))
+    return rendered
+
+
+def _started(
+    name: str,
+    make: Callable[[], MemoryStage],
+    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]],
+) -> Rendered:
+    """Run a stage up to its ranking (noted in ``waiting``), or to its block."""
+    stage = make()
+    try:
+        waiting[name] = (stage, next(stage))
+    except StopIteration as done:
+        return cast(Rendered, done.value)
+    return Rendered()  # for now: the block comes once the ranking is in
+
+
+def _ranked_alone(
+    together: Mapping[str, loader.Ranked],
+    name: str,
+    session: Session,
+    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
+    need: loader.RankingNeed,
+) -> loader.Ranked:
+    """The stage's ranking: as sent with the others, or alone when that failed."""
+    return together[name] if name in together else run_steps(session, ranking(need))
+
+
+def _finished(name: str, stage: MemoryStage, ranked: Callable[[], loader.Ranked]) -> Rendered:
+    """The stage's block, once it has its ranking."""
+    try:
+        stage.send(ranked())
+    except StopIteration as done:
+        return cast(Rendered, done.value)
+    raise RuntimeError(f"the {name} stage asked for a second ranking")
+
+
+def _given(block: Rendered) -> Rendered:
+    return block
+
+
+def _ranked_together(
+    work: Mapping[str, Steps[loader.Ranked]], session: Session
+) -> dict[str, loader.Ranked]:
+    """The rankings of ``work``, sent together; none when that failed (each then alone)."""
+    if len(work) < 2:
+        return {}
+    try:
+        return dict(zip(work, run_together(session, list(work.values())), strict=True))
+    except Exception:
+        logger.warning("kioku: the rankings sent together failed; ranking one by one")
+        session.rollback()
+        return {}
 
 
 @dataclass
@@ -249,28 +335,10 @@ class ContextBuilder:
                 embedded.append(loader.query_vector(self.store, query))
             return embedded[0]
 
-        def ranked(
-            visibility: Visibility, count: int, held: Sequence[MemoryWindow]
-        ) -> tuple[list[int], list[CandidateRow]]:
-            """Ids most relevant first, and the rows of those ``held`` lacks.
+        def ranking(need: loader.RankingNeed) -> Steps[loader.Ranked]:
+            return loader.ranking_steps(session, self.store, need, query, query_vector(), now)
 
-            When ``held`` covers every memory in reach, only ids and what ranks them are
-            read (a memory saved since it was loaded shows from the next turn).
-            """
-            if not query.strip():
-                return [], []
-            vector = query_vector()
-            if all(len(window.records) >= window.total for window in held):
-                found = loader.rank_ids_by_relevance(
-                    session, self.store, visibility, query, count, vector, now
-                )
-                return found, []
-            rows = loader.rank_by_relevance(
-                session, self.store, visibility, query, count, vector, now
-            )
-            return [row.id for row in rows], rows
-
-        def server_stage() -> Rendered:
+        def server_stage() -> MemoryStage:
             window, budget = memories().server, budgets.server_memories
             lines = names.lines_of(
                 ("server", reach.server_key, today),
@@ -286,7 +354,8 @@ class ContextBuilder:
                 )
             retrieval.append("server_memories")
             scope = Visibility(reach.server_key, reach.lineage_id)
-            priority, found = ranked(scope, wanted(window.total, omitted), [window])
+            need = loader.RankingNeed(scope, wanted(window.total, omitted), (window,))
+            priority, found = yield need
             extra = server_memory_lines(missing_from(window.records, found), names, counter, now)
             return server_memories_stage(
                 merge_lines(lines, extra),
@@ -298,7 +367,7 @@ class ContextBuilder:
                 total=window.total,
             )
 
-        def personal_stage() -> Rendered:
+        def personal_stage() -> MemoryStage:
             windows, budget = memories().personal, budgets.personal_memories
             records = {user: window.records for user, window in windows.items()}
             total = sum(window.total for window in windows.values())
@@ -319,7 +388,8 @@ class ContextBuilder:
             scope = Visibility(
                 reach.server_key, reach.lineage_id, tuple(windows), include_server=False
             )
-            priority, hits = ranked(scope, wanted(total, omitted), list(windows.values()))
+            need = loader.RankingNeed(scope, wanted(total, omitted), tuple(windows.values()))
+            priority, hits = yield need
             every = [m for user_records in records.values() for m in user_records]
             extra_by_user: dict[str, list[MemoryRecord]] = {}
             for m in missing_from(every, hits):
@@ -335,9 +405,14 @@ class ContextBuilder:
                 total=total,
             )
 
+        memory_blocks = run_memory_stages(
+            {"server_memories": server_stage, "personal_memories": personal_stage},
+            ranking,
+            guarded,
+            session,
+        )
         stages: list[tuple[str, Callable[[], Rendered]]] = [
-            ("server_memories", server_stage),
-            ("personal_memories", personal_stage),
+            (name, partial(_given, block)) for name, block in memory_blocks.items()
         ]
         stm = self.stm
 

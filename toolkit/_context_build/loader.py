@@ -22,7 +22,7 @@ from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import TurnContext
 from kioku._context_build.select import select_other_channels
-from kioku._db.driver import fetch_all
+from kioku._db.driver import Steps, fetch_all
 from kioku._embeddings import embedding_text
 from kioku._memory.repository import (
     VERSIONS_SQL,
@@ -34,7 +34,13 @@ from kioku._memory.repository import (
 )
 from kioku._reach import Reach, invisible_people, may_remember_message, privacy_to_look_up, reach_of
 from kioku._search.aids import SearchAids
-from kioku._search.engine import CandidateRow, rank_candidates, rank_ids
+from kioku._search.engine import (
+    CandidateRow,
+    rank_candidates,
+    rank_candidates_steps,
+    rank_ids,
+    rank_ids_steps,
+)
 from kioku._search.query import Visibility
 from kioku._stm.model import StmCandidate, StmEntry, StmKey
 from kioku._stm.registry import (
@@ -253,6 +259,48 @@ def rank_ids_by_relevance(
 ) -> list[int]:
     """The ids of :func:`rank_by_relevance`, for a caller holding every memory in reach."""
     return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count, now))
+
+
+@dataclass(frozen=True)
+class RankingNeed:
+    """A memory block that overflows: which memories to rank, how many, what it holds."""
+
+    visibility: Visibility
+    count: int
+    held: tuple[MemoryWindow, ...]
+    """The windows the block renders from: rows of the ranked memories they lack are read."""
+
+
+Ranked = tuple[list[int], list[CandidateRow]]
+"""Ids most relevant first, and the rows of those the block's windows lack."""
+
+
+def ranking_steps(
+    session: Session,
+    store: KiokuStore,
+    need: RankingNeed,
+    query: str,
+    vector: list[float] | None,
+    now: datetime,
+) -> Steps[Ranked]:
+    """:data:`Ranked` for ``need``, its statements yielded (run several together).
+
+    When the windows hold every memory in reach, only ids and what ranks them are read
+    (a memory saved since it was loaded shows from the next turn).
+    """
+    if not query.strip():
+        return [], []
+    options = _ranked(store, need.count, now)
+    if all(len(window.records) >= window.total for window in need.held):
+        ids = yield from rank_ids_steps(
+            session, need.visibility, query, vector, limit=need.count, **options
+        )
+        return ids, []
+    ranking = yield from rank_candidates_steps(
+        session, need.visibility, query, vector, limit=need.count, **options
+    )
+    rows = ranking.best(need.count)
+    return [row.id for row in rows], rows
 
 
 class _RankingOptions(TypedDict):

@@ -11,13 +11,18 @@ When something watches the connection's statements (cursor-execute listeners, su
 tracing or tests, or SQLAlchemy's statement log: ``echo``, or the ``sqlalchemy.engine``
 logger at INFO), the statement runs through ``Session.execute`` instead, so that they
 see it; the rows hold the same values.
+
+Work that needs the rows of one statement before it knows the next is written as
+:data:`Steps`: a generator that yields each statement and is sent its rows.
+:func:`run_steps` runs one such piece of work; :func:`run_together` runs several,
+sending the statements they are waiting on together, in one round trip.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg.rows import namedtuple_row
@@ -73,3 +78,72 @@ def fetch_all(
         raise
     finally:
         cursor.close()
+
+
+Statement = tuple[str, Mapping[str, Any]]
+"""A statement (``:name`` parameters, as for ``text()``) and its parameters."""
+T = TypeVar("T")
+Steps = Generator[Statement, list[Any], T]
+"""Work that yields each statement it needs, is sent the statement's rows, and returns
+its result."""
+
+
+def run_steps(session: Session, steps: Steps[T]) -> T:
+    """``steps``' result, each statement run in ``session`` (:func:`fetch_all`)."""
+    return run_together(session, [steps])[0]
+
+
+def run_together(session: Session, work: Sequence[Steps[T]]) -> list[T]:
+    """Each of ``work``'s results; the statements they wait on at once sent together."""
+    results: dict[int, T] = {}
+    waiting: dict[int, Statement] = {}
+    for index, steps in enumerate(work):
+        _advance(steps, index, None, waiting, results)
+    while waiting:
+        sent = list(waiting.items())
+        waiting = {}
+        for (index, _), rows in zip(sent, fetch_many(session, [s for _, s in sent]), strict=True):
+            _advance(work[index], index, rows, waiting, results)
+    return [results[index] for index in range(len(work))]
+
+
+def _advance(
+    steps: Steps[T],
+    index: int,
+    rows: list[Any] | None,
+    waiting: dict[int, Statement],
+    results: dict[int, T],
+) -> None:
+    """Give ``steps`` its rows (``None`` to start it); note its next statement or result."""
+    try:
+        waiting[index] = next(steps) if rows is None else steps.send(rows)
+    except StopIteration as finished:
+        results[index] = finished.value
+
+
+def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[Any]]:
+    """The rows of each of ``statements``, sent in one pipeline (one round trip).
+
+    One statement, or a connection something watches (:func:`watched`), runs them one by
+    one through :func:`fetch_all`.
+    """
+    connection = session.connection()
+    if len(statements) == 1 or watched(connection):
+        return [fetch_all(session, sql, params) for sql, params in statements]
+    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    compiled = [(driver_sql(sql, connection.dialect), params) for sql, params in statements]
+    cursors = [driver.cursor() for _ in compiled]
+    current: tuple[str, Mapping[str, Any]] = compiled[0]
+    try:
+        with driver.pipeline():
+            for cursor, (statement, params) in zip(cursors, compiled, strict=True):
+                current = (statement, params)
+                cursor.execute(statement, params)
+        return [cursor.fetchall() for cursor in cursors]
+    except BaseException as exc:  # as in fetch_all
+        statement, params = current
+        connection._handle_dbapi_exception(exc, statement, dict(params), cast(Any, None), None)
+        raise
+    finally:
+        for cursor in cursors:
+            cursor.close()

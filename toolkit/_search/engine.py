@@ -10,7 +10,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from kioku._db.driver import fetch_all
+from kioku._db.driver import Statement, Steps, run_steps
 from kioku._db.vectors import (
     EXACT_SEARCH_MAX_ROWS,
     HNSW_SEARCH_SETTINGS,
@@ -271,7 +271,44 @@ def _rows_of(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> dict[str, list[Row]]:
-    """:func:`_candidates`, rows built by ``make``.
+    """:func:`_row_steps`, its statements run one by one."""
+    return run_steps(
+        session,
+        _row_steps(
+            session,
+            visibility,
+            make,
+            details=details,
+            query_vector=query_vector,
+            terms=terms,
+            memory_type=memory_type,
+            pool=pool,
+            min_importance=min_importance,
+            exact_max_rows=exact_max_rows,
+            sizes=sizes,
+            since=since,
+            until=until,
+        ),
+    )
+
+
+def _row_steps(
+    session: Session,
+    visibility: Visibility,
+    make: Callable[[Iterable[Any]], Row],
+    *,
+    details: bool,
+    query_vector: Sequence[float] | None,
+    terms: str | None,
+    memory_type: str | None,
+    pool: int,
+    min_importance: float | None = None,
+    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
+    sizes: ScopeSizes | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Steps[dict[str, list[Row]]]:
+    """:func:`_candidates`, rows built by ``make``; the candidates statement is yielded.
 
     Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`. An
     index search that comes back with fewer than ``pool`` vector rows (its walk reached
@@ -301,7 +338,7 @@ def _rows_of(
         until=until,
     )
 
-    def candidates(plan: VectorPlans | None) -> dict[str, list[Row]]:
+    def statement(plan: VectorPlans | None) -> Statement:
         shape = SearchShape.of(
             visibility,
             memory_type=memory_type,
@@ -312,13 +349,16 @@ def _rows_of(
             details=details,
             pool=pool,
         )
+        return candidates_sql(shape), params
+
+    def candidates(rows: Iterable[Any]) -> dict[str, list[Row]]:
         found: dict[str, list[Row]] = {"vector": [], "text": []}
-        for row in fetch_all(session, candidates_sql(shape), params):
+        for row in rows:
             candidate = make(row)
             found[candidate.source].append(candidate)
         return found
 
-    found = candidates(plan)
+    found = candidates((yield statement(plan)))
     if (
         plan is not None
         and "hnsw" in plan
@@ -329,7 +369,7 @@ def _rows_of(
             pool,
         )
     ):
-        found = candidates(tuple("exact" for _ in plan))
+        found = candidates((yield statement(tuple("exact" for _ in plan))))
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
     found["text"].sort(key=lambda row: (-row.score, row.id))
@@ -452,6 +492,19 @@ def rank_candidates(
     visibility: Visibility,
     query: str,
     query_vector: Sequence[float] | None,
+    **options: Any,
+) -> Ranking:
+    """:func:`rank_candidates_steps` (the options are its), its statements run one by one."""
+    return run_steps(
+        session, rank_candidates_steps(session, visibility, query, query_vector, **options)
+    )
+
+
+def rank_candidates_steps(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
     *,
     now: datetime,
     memory_type: str | None = None,
@@ -464,7 +517,7 @@ def rank_candidates(
     min_matched: float = MIN_MATCHED_SHARE,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> Ranking:
+) -> Steps[Ranking]:
     """The ``limit`` best memories for ``query`` among those ``visibility`` allows.
 
     Vector and text candidates come back in one statement, fused with relevance by RRF;
@@ -482,8 +535,11 @@ def rank_candidates(
     ``since`` / ``until`` keep memories whose event happened in that range; a time phrase
     in the query ("last week", "in May", "3 days ago") ranks the candidates of its window
     higher (:mod:`kioku._search.when`), and its words are not searched as text.
+
+    Its statements are yielded (:func:`kioku._db.driver.run_together` sends several
+    rankings' at once).
     """
-    fused = _fused(
+    fused = yield from _fused_steps(
         session,
         visibility,
         query,
@@ -517,19 +573,30 @@ def rank_ids(
     visibility: Visibility,
     query: str,
     query_vector: Sequence[float] | None,
+    **options: Any,
+) -> list[int]:
+    """:func:`rank_ids_steps` (the options are its), its statements run one by one."""
+    return run_steps(session, rank_ids_steps(session, visibility, query, query_vector, **options))
+
+
+def rank_ids_steps(
+    session: Session,
+    visibility: Visibility,
+    query: str,
+    query_vector: Sequence[float] | None,
     *,
     now: datetime,
     limit: int,
     candidates: int | None = None,
     aids: SearchAids | None = None,
     min_similarity: float | None = None,
-) -> list[int]:
+) -> Steps[list[int]]:
     """The ids of :func:`rank_candidates`'s ``limit`` best, best first.
 
     For a caller that already holds the memories: the statement returns only what the
     ranking needs, so it neither joins back to ``memories`` nor sends their text.
     """
-    fused = _fused(
+    fused = yield from _fused_steps(
         session,
         visibility,
         query,
@@ -554,7 +621,7 @@ class _Fusion(Generic[Row]):
     by_text: list[int]
 
 
-def _fused(
+def _fused_steps(
     session: Session,
     visibility: Visibility,
     query: str,
@@ -573,8 +640,12 @@ def _fused(
     min_matched: float = MIN_MATCHED_SHARE,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> _Fusion[Row]:
-    """The one ranking behind :func:`rank_candidates` and :func:`rank_ids`."""
+) -> Steps[_Fusion[Row]]:
+    """The one ranking behind :func:`rank_candidates` and :func:`rank_ids`.
+
+    Its statements are yielded (:mod:`kioku._db.driver`'s steps), so that a caller may
+    send several rankings' statements together.
+    """
     weights = weights or FusionWeights()
     # Each ranking contributes its best 2×limit (at least 20): enough for fusion, and the
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
@@ -587,7 +658,7 @@ def _fused(
     narrowed = narrowing(phrase, since, until)
     if narrowed is not None:
         since, until = narrowed.since, narrowed.until
-    found = _rows_of(
+    found = yield from _row_steps(
         session,
         visibility,
         make,

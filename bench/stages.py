@@ -24,26 +24,26 @@ import psycopg
 
 from bench import turn as bench_turn
 from bench.common import bench_database
+from kioku._context_build import build as build_module
 from kioku._context_build import loader
 from kioku._context_build.build import ContextBuilder
 from kioku._db import driver
 from kioku._db.engine import libpq_url
 from kioku._memory import repository
-from kioku._search import engine
 from kioku._stm.store import ShortTermMemory
 
 STAGES: tuple[tuple[Any, str, str], ...] = (
     (ContextBuilder, "build", "context build"),
     (loader, "load_turn_state", "  turn state"),
-    (loader, "rank_ids_by_relevance", "  rankings"),
-    (loader, "rank_by_relevance", "  rankings"),
+    (build_module, "run_memory_stages", "  memory blocks (their rankings sent together)"),
     (bench_turn, "update_long_term_memory", "update tool"),
     (ShortTermMemory, "capture", "capture"),
 )
 """(owner, attribute, label): what is timed; stages with one label add up."""
 
-DRIVER_USERS = (loader, engine, repository)
-"""Modules that call :func:`kioku._db.driver.fetch_all` (by its imported name)."""
+DRIVER_USERS = (loader, driver, repository)
+"""Modules that call :func:`kioku._db.driver.fetch_all` (by its imported name; the
+rankings' statements sent together in one pipeline are not captured)."""
 
 
 @contextmanager

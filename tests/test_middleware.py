@@ -73,6 +73,16 @@ def conversation() -> list[tuple[str, list[AIMessage]]]:
 Transcript = dict[str, Any]
 
 
+def remember_tea(target_user: str = "u1") -> AIMessage:
+    """The model's call saving that the user likes tea."""
+    return call_tool(
+        "create_long_term_memory",
+        memory_content="{user} likes tea",
+        memory_scope="target_user",
+        target_user=target_user,
+    )
+
+
 def _shown(prompt: list[BaseMessage]) -> list[tuple[str, str]]:
     return [(m.type, m.text) for m in prompt]
 
@@ -229,18 +239,7 @@ def test_user_spaces_are_named_alike_in_python_and_sql() -> None:
 
 
 def test_a_one_user_app_needs_a_user_id_and_a_thread_id(store: KiokuStore) -> None:
-    script = Script(
-        [
-            call_tool(
-                "create_long_term_memory",
-                memory_content="{user} likes tea",
-                memory_scope="target_user",
-                target_user="u1",
-            ),
-            say("Noted."),
-            say("You like tea."),
-        ]
-    )
+    script = Script([remember_tea(), say("Noted."), say("You like tea.")])
     agent = create_agent(
         ScriptedChatModel(script=script),
         tools=memory_tools(store),
@@ -379,17 +378,7 @@ def test_the_middleware_adds_no_graph_step(store: KiokuStore) -> None:
     before = _checkpoints(store)
     bare.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "bare"}})
     bare_count = _checkpoints(store) - before
-    script = Script(
-        [
-            call_tool(
-                "create_long_term_memory",
-                memory_content="{user} likes tea",
-                memory_scope="target_user",
-                target_user="u1",
-            ),
-            say("Noted."),
-        ]
-    )
+    script = Script([remember_tea(), say("Noted.")])
     agent = _quickstart_agent(store, script)
     before = _checkpoints(store)
     context = TurnContext.for_user("u1", thread_id="kioku")
@@ -454,13 +443,7 @@ def test_tool_callbacks_are_given_the_arguments_not_the_graph_state(store: Kioku
         def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
             printed.append(input_str)
 
-    call = call_tool(
-        "create_long_term_memory",
-        memory_content="{user} likes tea",
-        memory_scope="target_user",
-        target_user="u1",
-    )
-    agent = _quickstart_agent(store, Script([call, say("Noted.")]))
+    agent = _quickstart_agent(store, Script([remember_tea(), say("Noted.")]))
     agent.invoke(
         {"messages": [HumanMessage("remember that I like tea, says a long message")]},
         {"configurable": {"thread_id": "printed"}, "callbacks": [Printed()]},

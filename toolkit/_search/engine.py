@@ -238,47 +238,13 @@ def _candidates(
     until: datetime | None = None,
 ) -> dict[str, list[CandidateRow]]:
     """Vector and text candidates in one statement: rows per source, best first."""
-    return _rows_of(
-        session,
-        visibility,
-        CandidateRow._make,
-        details=True,
-        query_vector=query_vector,
-        terms=terms,
-        memory_type=memory_type,
-        pool=pool,
-        min_importance=min_importance,
-        exact_max_rows=exact_max_rows,
-        sizes=sizes,
-        since=since,
-        until=until,
-    )
-
-
-def _rows_of(
-    session: Session,
-    visibility: Visibility,
-    make: Callable[[Iterable[Any]], Row],
-    *,
-    details: bool,
-    query_vector: Sequence[float] | None,
-    terms: str | None,
-    memory_type: str | None,
-    pool: int,
-    min_importance: float | None = None,
-    exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
-    sizes: ScopeSizes | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> dict[str, list[Row]]:
-    """:func:`_row_steps`, its statements run one by one."""
     return run_steps(
         session,
         _row_steps(
             session,
             visibility,
-            make,
-            details=details,
+            CandidateRow._make,
+            details=True,
             query_vector=query_vector,
             terms=terms,
             memory_type=memory_type,

@@ -12,13 +12,13 @@ agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "t1"}}, context
 ```
 
 The middleware runs the :class:`~kioku.graphs._steps.TurnSteps` the per-turn graph runs,
-all inside the agent's own model and tool steps, so it adds no graph step (and no
-checkpoint) to a turn. Around each model call: on the turn's first call the intent gate,
+inside the agent's own model and tool steps but for the capture, its one step (and one
+checkpoint) of its own. Around each model call: on the turn's first call the intent gate,
 interrupted-call repair and the context build; on every call the memory blocks placed
-before the dialogue and only the memory tools this turn allows; after the reply, the
-tool-round limit; and when the reply ends the turn, passive capture into short-term memory
-and trimming of the thread. Around each tool call: memory tools past the round limit are
-answered instead of run.
+before the messages the agent hands the model, and only the memory tools this turn allows;
+after the reply, the tool-round limit. Around each tool call: memory tools past the round
+limit are answered instead of run. After the agent (after every other middleware's hooks):
+passive capture into short-term memory and trimming of the thread.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from kioku._state import TurnFlagKeys
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import TOOL_NAMES
+from kioku.graphs._repair import with_answered_calls
 from kioku.graphs._state import BuiltContextKeys
 from kioku.graphs._steps import (
     TurnFlags,
@@ -197,7 +198,9 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
                     "never save or change a memory; pass tools=[*memory_tools(store), ...] "
                     "to create_agent"
                 )
-        messages = view.state["messages"]
+        # The model sees what the agent hands it (an outer middleware's edits, LangChain's
+        # answers to malformed calls), with calls an interrupted turn left open answered.
+        messages = with_answered_calls(request.messages) or request.messages
         offered = self.steps.offered_tools(
             view.context, TurnFlags.of(view.state), tool_rounds(messages)
         )
@@ -213,8 +216,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         """The model's reply, stamped, with the turn's state changes.
 
         Past the tool-round limit, a reply calling only memory tools is answered at once
-        and ends the turn. When the reply ends the turn, the dialogue is captured into
-        short-term memory and the thread trimmed, in this same step.
+        and ends the turn.
         """
         result = [
             _with_id(cast("AIMessage", stamp_reply(m, view.context)))
@@ -230,8 +232,6 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
             update["jump_to"] = "end"
         if _rewrites_thread(update):  # the reply goes after the repaired thread
             update["messages"] = [*update["messages"], *result]
-        if limited or _ends_turn(reply, response):
-            update = self._finished(view, [*view.state["messages"], *result], update)
         return ExtendedModelResponse(
             model_response=ModelResponse(
                 result=result, structured_response=response.structured_response
@@ -255,21 +255,6 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
             return []
         return [round_limit_answer(call) for call in reply.tool_calls]
 
-    def _finished(
-        self, view: _TurnView, thread: list[BaseMessage], update: dict[str, Any]
-    ) -> dict[str, Any]:
-        """``update`` plus the turn's capture and trimming of ``thread``."""
-        closing = self.steps.capture(thread, view.context).get("messages")
-        if not closing:
-            return update
-        opened = update.get("messages")
-        if opened is None:
-            return {**update, "messages": closing}
-        if _rewrites_thread(update):
-            # A thread replaced whole is taken as given (no merging by id): apply here.
-            return {**update, "messages": [opened[0], *_applied(opened[1:], closing)]}
-        return {**update, "messages": [*opened, *closing]}
-
     def wrap_model_call(
         self,
         request: ModelRequest[TurnContext],
@@ -288,7 +273,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         """Async :meth:`wrap_model_call` (the database work off the event loop)."""
         view = await off_loop(self._opened, request)
         response = await handler(self._request(request, view))
-        return await off_loop(self._closed, response, view)
+        return self._closed(response, view)
 
     # each tool call: memory tools past the round limit -----------------------------------
 
@@ -316,6 +301,24 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         """Async :meth:`wrap_tool_call`."""
         return self._past_limit(request) or await handler(request)
 
+    # after the agent: passive capture and trimming ---------------------------------------
+
+    def after_agent(
+        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
+    ) -> dict[str, Any] | None:
+        """Capture the dialogue into short-term memory; trim the thread.
+
+        A step of its own, after every other middleware's hooks, so the reply captured
+        is the one the thread keeps (an output guard's rewrite, not the model's draft).
+        """
+        return self.steps.capture(state["messages"], _context_of(runtime)) or None
+
+    async def aafter_agent(
+        self, state: KiokuAgentState, runtime: Runtime[TurnContext]
+    ) -> dict[str, Any] | None:
+        """:meth:`after_agent` off the event loop."""
+        return await off_loop(self.after_agent, state, runtime)
+
 
 def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
@@ -332,18 +335,6 @@ def _turn_id(messages: Sequence[BaseMessage]) -> str:
 def _with_id(message: AIMessage) -> AIMessage:
     """``message`` with an id, so this step's state update can name it."""
     return message if message.id else message.model_copy(update={"id": str(uuid.uuid4())})
-
-
-def _ends_turn(reply: AIMessage | None, response: ModelResponse[Any]) -> bool:
-    """Whether the agent ends after this reply: no tool to run, or a structured answer."""
-    return reply is None or not reply.tool_calls or response.structured_response is not None
-
-
-def _applied(thread: Sequence[BaseMessage], changes: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """``thread`` with ``changes`` applied as ``add_messages`` would: by id."""
-    changed = {m.id: m for m in changes}
-    kept = [m for m in thread if not isinstance(changed.get(m.id), RemoveMessage)]
-    return [changed.get(m.id, m) for m in kept]
 
 
 def _rewrites_thread(update: Mapping[str, Any]) -> bool:

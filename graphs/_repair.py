@@ -8,6 +8,7 @@ calls without answers, which chat APIs reject. The next turn answers them first.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -53,6 +54,8 @@ def with_answered_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage] | 
                     content=json.dumps({"status": INTERRUPTED, "reason": INTERRUPTED_REASON}),
                     tool_call_id=call_id,
                     name=names.get(call_id) or "",
+                    # An id of its own, so trimming can remove it with its call.
+                    id=str(uuid.uuid4()),
                 )
                 for call_id in gaps[index]
             )

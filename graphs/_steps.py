@@ -2,7 +2,8 @@
 
 Each step reads plain inputs (messages, flags, the ``TurnContext``) and returns a state
 update; :mod:`kioku.graphs._turn` runs them as graph nodes and
-:mod:`kioku.graphs._middleware` as ``create_agent`` hooks, so both behave alike.
+:mod:`kioku.graphs._middleware` inside ``create_agent``'s model step and its
+``after_agent`` hook, so both behave alike.
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ class TurnSteps:
         """
         if max_thread_messages is not None and max_thread_messages < 1:
             raise ConfigurationError("max_thread_messages must be at least 1")
-        store.start_sweeper()  # a process that runs turns is long-lived: keep checkpoints bounded
+        store.start_sweeper()  # a process that runs turns is long-lived: retention, idle entries
         return cls(
             stm=stm,
             builder=context_builder

@@ -665,31 +665,6 @@ def test_expired_same_channel_entry_is_not_rendered(scenario: Scenario) -> None:
     assert "stm_same_channel" not in tags and "stm_other_channels" not in tags
 
 
-def test_a_one_user_app_recalling_its_own_conversations_looks_nobody_up(
-    store: KiokuStore,
-) -> None:
-    """Recalled words are the user's own and the bot's replies to them: no privacy look-up
-    is sent (the user may always see their own words)."""
-    stm = store.short_term_memory()
-    earlier = TurnContext.for_user("solo", thread_id="earlier")
-    at = datetime(2026, 1, 1, tzinfo=UTC)
-    stm.capture(earlier, [StmMessage("user", "solo", "I grow tomatoes", at, "solo")])
-    statements: list[str] = []
-
-    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
-        built = ContextBuilder(store, stm).build(
-            TurnContext.for_user("solo", thread_id="now"), [HumanMessage("hello")]
-        )
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
-    assert any("tomatoes" in item.text for item in built.items)
-    assert not [s for s in statements if "privacy_level" in s]
-
-
 def test_both_blocks_rankings_are_sent_in_one_round_trip(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:

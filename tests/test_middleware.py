@@ -360,11 +360,18 @@ def _checkpoints(store: KiokuStore) -> int:
         return int(session.execute(text("SELECT count(*) FROM checkpoints")).scalar_one())
 
 
-def test_the_middleware_adds_no_graph_step(store: KiokuStore) -> None:
-    """Every hook runs inside the agent's own model and tool steps: the agent's graph has
-    the nodes of a bare agent, and a turn writes as many checkpoints as a bare agent's."""
+def test_the_middleware_adds_one_graph_step(store: KiokuStore) -> None:
+    """The turn's opening runs inside the agent's model step; only the capture is a step of
+    its own (after every other hook), so a turn writes one checkpoint more than a bare
+    agent's."""
     agent = _quickstart_agent(store, Script())
-    assert set(agent.get_graph().nodes) == {"__start__", "model", "tools", "__end__"}
+    assert set(agent.get_graph().nodes) == {
+        "__start__",
+        "model",
+        "tools",
+        "KiokuMemoryMiddleware.after_agent",
+        "__end__",
+    }
 
     def noop(text_: str) -> str:
         """Do nothing."""
@@ -387,7 +394,7 @@ def test_the_middleware_adds_no_graph_step(store: KiokuStore) -> None:
         {"configurable": {"thread_id": "kioku"}},
         context=context,
     )
-    assert _checkpoints(store) - before == bare_count
+    assert _checkpoints(store) - before == bare_count + 1
     assert state["kioku_context_tokens"]["personal_memories"] >= 0
     entries = [store.short_term_memory().load(key) for key in entry_keys(context)]
     assert all(e is not None and [m.text for m in e.messages][-1] == "Noted." for e in entries)
@@ -452,3 +459,82 @@ def test_tool_callbacks_are_given_the_arguments_not_the_graph_state(store: Kioku
     assert len(printed) == 1
     assert "likes tea" in printed[0] and "runtime" not in printed[0]
     assert "says a long message" not in printed[0]
+
+
+def test_the_model_sees_what_the_agent_hands_it(store: KiokuStore) -> None:
+    """An outer middleware's edits to the messages reach the model (kioku adds its blocks
+    to them, it does not rebuild the dialogue from the state)."""
+    from langchain.agents.middleware import wrap_model_call
+
+    @wrap_model_call
+    def redact(request: Any, handler: Any) -> Any:
+        edited = [
+            m.model_copy(update={"content": "[REDACTED]"}) if "password" in m.text else m
+            for m in request.messages
+        ]
+        return handler(request.override(messages=edited))
+
+    script = Script([say("ok")])
+    agent = create_agent(
+        ScriptedChatModel(script=script),
+        tools=memory_tools(store),
+        middleware=[redact, KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("my password is hunter2")]},
+        context=TurnContext.for_user("u1", thread_id="redacted"),
+    )
+    shown = [m.text for m in script.prompts[0]]
+    assert "[REDACTED]" in shown and not any("hunter2" in t for t in shown)
+
+
+def test_an_output_guard_s_rewrite_is_what_short_term_memory_keeps(store: KiokuStore) -> None:
+    """Capture runs after every other middleware's hooks: a reply an ``after_model`` guard
+    rewrote is captured as rewritten, never as the model drafted it."""
+    from langchain.agents.middleware import after_model
+
+    @after_model
+    def guard(state: Any, runtime: Any) -> dict[str, Any] | None:
+        last = state["messages"][-1]
+        if "SECRET" not in last.text:
+            return None
+        return {"messages": [last.model_copy(update={"content": "[blocked]"})]}
+
+    agent = create_agent(
+        ScriptedChatModel(script=Script([say("the code is SECRET-42")])),
+        tools=memory_tools(store),
+        middleware=[guard, KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+        checkpointer=store.checkpointer(),
+    )
+    context = TurnContext.for_user("u1", thread_id="guarded")
+    agent.invoke(
+        {"messages": [HumanMessage("what is the code?")]},
+        {"configurable": {"thread_id": "guarded"}},
+        context=context,
+    )
+    entry = store.short_term_memory().load(entry_keys(context)[0])
+    assert entry is not None
+    texts = [m.text for m in entry.messages]
+    assert "[blocked]" in texts and not any("SECRET" in t for t in texts)
+
+
+def test_a_repaired_turn_trimmed_at_once_keeps_no_result_without_its_call(
+    store: KiokuStore,
+) -> None:
+    """An interrupted call answered by the next turn, which trims the thread in the same
+    turn: the answer goes with its call."""
+    agent = _quickstart_agent(store, Script([say("Hello again.")]), max_thread_messages=2)
+    config = {"configurable": {"thread_id": "crashed-and-trimmed"}}
+    dangling = AIMessage(
+        content="",
+        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "tea"}, "id": "c1"}],
+    )
+    agent.update_state(config, {"messages": [HumanMessage("find tea"), dangling]})
+    state = agent.invoke(
+        {"messages": [HumanMessage("hello?")]},
+        config,
+        context=TurnContext.for_user("u1", thread_id="crashed-and-trimmed"),
+    )
+    assert [m.type for m in state["messages"]] == ["human", "ai"]

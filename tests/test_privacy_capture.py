@@ -227,3 +227,17 @@ def test_words_of_someone_now_full_are_not_recalled_even_when_they_are_away(
     )
     recalled = " ".join(i.text for i in built.items if i.tag == "stm_other_channels")
     assert "alice was here" in recalled and "BOB-OLD-WORDS" not in recalled
+
+
+def test_the_turns_own_user_stored_as_full_is_not_recalled(store: KiokuStore) -> None:
+    """A user who opted out (their ``users`` row says FULL) while the application's context
+    still says otherwise: their earlier words are not recalled into a channel others see."""
+    world = make_world(store)
+    stm = store.short_term_memory()
+    said = world.context(channel_id="chan-1", participants=(world.alice, world.bob))
+    stm.capture(said, [StmMessage("user", "Alice", "my door code is 4711", stm.clock(), "u-alice")])
+    with store.accounts() as accounts:
+        accounts.upsert_user("u-alice", "Alice", privacy=PrivacyLevel.FULL)
+    later = world.context(channel_id="chan-2", participants=(world.alice, world.bob))
+    built = ContextBuilder(store, stm).build(later, [HumanMessage("hi", name="Alice")])
+    assert not any("4711" in item.text for item in built.items)

@@ -20,7 +20,6 @@ Every path — the tools, the context build, search, MCP and the Python API — 
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from kioku._context import Participant, PrivacyLevel, TurnContext
@@ -64,16 +63,6 @@ def invisible_people(context: TurnContext) -> frozenset[str]:
     return frozenset(
         p.user_id for p in context.all_participants() if p.privacy == PrivacyLevel.FULL
     )
-
-
-def privacy_to_look_up(context: TurnContext, owners: Collection[str]) -> frozenset[str]:
-    """Whose stored privacy decides which of ``owners``' recalled words this turn may see.
-
-    Everyone's but the turn's own user's: a person may always be shown their own words
-    (and their privacy for this turn is the context's), so a one-user app's turn looks
-    nobody up.
-    """
-    return frozenset(owners) - {context.user.user_id}
 
 
 def may_remember_message(

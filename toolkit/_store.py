@@ -163,7 +163,7 @@ class KiokuStore:
     def setup(self) -> SchemaChange:
         """Create or upgrade the schema; safe to run repeatedly and from several processes.
 
-        Also creates LangGraph's checkpoint tables, where short-term memory lives.
+        Also creates LangGraph's checkpoint tables, for :meth:`checkpointer`.
 
         Returns:
             What happened to kioku's schema: ``"created"``, ``"upgraded"`` or ``"unchanged"``.
@@ -187,7 +187,8 @@ class KiokuStore:
         Its async methods work too (in a worker thread), so async graphs and agents
         (``ainvoke``/``astream``) can use it.
 
-        Pass it to the per-turn graph; short-term memory entries are its threads too.
+        Pass it to the per-turn graph or ``create_agent``: it keeps their conversation
+        threads (short-term memory entries are rows of kioku's own table).
         """
         with self._checkpointer_lock:  # the sweeper and erasures may ask from other threads
             return self._make_checkpointer()
@@ -200,7 +201,7 @@ class KiokuStore:
         return self._checkpointer
 
     def short_term_memory(self) -> ShortTermMemory:
-        """This store's short-term memory, kept in :meth:`checkpointer` (made on first use).
+        """This store's short-term memory (made on first use).
 
         The one instance the middleware and :func:`kioku.memory_tools` share by default, so
         the summary tool and passive capture see each other's writes without a reread.

@@ -32,13 +32,11 @@ from kioku._memory.repository import (
     version_params,
     versions_of,
 )
-from kioku._reach import Reach, invisible_people, may_remember_message, privacy_to_look_up, reach_of
+from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
 from kioku._search.aids import SearchAids
 from kioku._search.engine import (
     CandidateRow,
-    rank_candidates,
     rank_candidates_steps,
-    rank_ids,
     rank_ids_steps,
 )
 from kioku._search.query import Visibility
@@ -181,8 +179,7 @@ def load_other_channel_entries(
     entries = [e for e in loaded if e is not None]
     owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
     owners.update(speaker for e in entries for speaker in e.speakers)
-    stored = AccountRepository(session).invisible_among(privacy_to_look_up(context, owners))
-    hidden = invisible_people(context) | stored
+    hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
     recalled = [_without_hidden(e, hidden) for e in entries]
     return [e for e in recalled if e.messages or e.summary]
 
@@ -225,40 +222,6 @@ def load_same_channel_entry(
     if entry is None or stm.policy.is_expired(entry, stm.clock()):
         return None
     return entry
-
-
-def rank_by_relevance(
-    session: Session,
-    store: KiokuStore,
-    visibility: Visibility,
-    query: str,
-    count: int,
-    vector: list[float] | None,
-    now: datetime,
-) -> list[CandidateRow]:
-    """The memories ``visibility`` covers, most relevant to ``query`` first.
-
-    ``vector``: the query's embedding (:func:`query_vector`), ``None`` to rank by text and
-    relevance alone; ``now``: the turn's time, which ages and time phrases ("last week")
-    are relative to. ``query`` is not blank (the build ranks nothing then).
-    """
-    ranking = rank_candidates(
-        session, visibility, query, vector, limit=count, **_ranked(store, count, now)
-    )
-    return ranking.best(count)
-
-
-def rank_ids_by_relevance(
-    session: Session,
-    store: KiokuStore,
-    visibility: Visibility,
-    query: str,
-    count: int,
-    vector: list[float] | None,
-    now: datetime,
-) -> list[int]:
-    """The ids of :func:`rank_by_relevance`, for a caller holding every memory in reach."""
-    return rank_ids(session, visibility, query, vector, limit=count, **_ranked(store, count, now))
 
 
 @dataclass(frozen=True)

@@ -181,15 +181,6 @@ class StmRegistry:
         )
         return version
 
-    def versions(self, thread_ids: Sequence[str]) -> dict[str, datetime]:
-        """``last_updated`` of each known thread among ``thread_ids``, in one query."""
-        rows = self.session.execute(
-            select(StmThread.thread_id, StmThread.last_updated).where(
-                StmThread.thread_id.in_(list(thread_ids))
-            )
-        )
-        return {thread_id: last_updated for thread_id, last_updated in rows}
-
     def forget(self, thread_ids: Sequence[str]) -> None:
         """Remove registry rows."""
         if thread_ids:

@@ -56,9 +56,9 @@ WRITE_LOCK_SPACE = 0x6B696F
 """First key of the advisory locks taken by short-term memory writes."""
 
 EntryChange = Callable[[StmKey, "StmEntry | None", datetime], "StmEntry | None"]
-Statement = tuple[str, Any]
-"""A statement for psycopg and its parameters."""
 """Turns a stored entry (or ``None``) into the one to store (``None``: leave it)."""
+PsycopgStatement = tuple[str, Any]
+"""A statement with psycopg's own ``%(name)s`` parameters, and its parameters."""
 
 
 STM_CHANGED = "KIO01"
@@ -67,7 +67,7 @@ STM_CHANGED = "KIO01"
 _LOCK_SQL = "SELECT thread_id, last_updated FROM kioku_stm_lock(%(threads)s, %(expected)s)"
 
 
-def _send(driver: psycopg.Connection[Any], statements: Sequence[Statement]) -> None:
+def _send(driver: psycopg.Connection[Any], statements: Sequence[PsycopgStatement]) -> None:
     """Send ``statements`` together, in one pipeline (one round trip, never prepared)."""
     with driver.pipeline(), driver.cursor(binary=True) as cursor:
         for sql, params in statements:

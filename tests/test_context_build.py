@@ -616,7 +616,12 @@ def test_a_build_reads_other_channels_in_the_turn_state_round_trip(scenario: Sce
 
 def test_the_turn_state_statement_binds_each_name_for_one_part(scenario: Scenario) -> None:
     recent = scenario.stm.recent_threads(scenario.context()).params()
-    others = {**settings_params("srv-a", False), **version_params([]), "thread": "t"}
+    others = {
+        **settings_params("srv-a", False),
+        **version_params([]),
+        "thread": "t",
+        "turn_user": "u",
+    }
     assert not recent.keys() & others.keys()
     binds = set(text(loader._TURN_STATE_WITH_THREADS).compile().binds)
     assert binds == recent.keys() | others.keys()
@@ -694,3 +699,28 @@ def test_both_blocks_rankings_are_sent_in_one_round_trip(
 
 def _refused(*args: Any) -> Any:
     raise RuntimeError("sent together, refused")
+
+
+def test_a_one_user_app_recalling_its_own_conversations_sends_no_privacy_look_up(
+    store: KiokuStore,
+) -> None:
+    """The turn's own user's stored privacy is read with the turn state, so recalling
+    their own other conversations sends no look-up of its own (others' are still read)."""
+    stm = store.short_term_memory()
+    earlier = TurnContext.for_user("solo", thread_id="earlier")
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    stm.capture(earlier, [StmMessage("user", "solo", "I grow tomatoes", at, "solo")])
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        built = ContextBuilder(store, stm).build(
+            TurnContext.for_user("solo", thread_id="now"), [HumanMessage("hello")]
+        )
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert any("tomatoes" in item.text for item in built.items)
+    assert not [s for s in statements if "users.privacy_level" in s]

@@ -20,6 +20,7 @@ Every path — the tools, the context build, search, MCP and the Python API — 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from kioku._context import Participant, PrivacyLevel, TurnContext
@@ -63,6 +64,24 @@ def invisible_people(context: TurnContext) -> frozenset[str]:
     return frozenset(
         p.user_id for p in context.all_participants() if p.privacy == PrivacyLevel.FULL
     )
+
+
+def privacy_to_look_up(
+    context: TurnContext, owners: Collection[str], *, user_stored_full: bool | None
+) -> frozenset[str]:
+    """Whose stored privacy a recall of ``owners``' words must still read.
+
+    Everyone's, but the turn's own user's when the turn already read theirs
+    (``user_stored_full`` is not ``None``; :func:`stored_full_user` applies it).
+    """
+    if user_stored_full is None:
+        return frozenset(owners)
+    return frozenset(owners) - {context.user.user_id}
+
+
+def stored_full_user(context: TurnContext, user_stored_full: bool | None) -> frozenset[str]:
+    """The turn's own user, when kioku's directory marks them FULL now."""
+    return frozenset({context.user.user_id}) if user_stored_full else frozenset()
 
 
 def may_remember_message(

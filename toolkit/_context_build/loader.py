@@ -20,7 +20,7 @@ from kioku._accounts import (
 )
 from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
-from kioku._context import TurnContext
+from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._db.driver import Steps, fetch_all
 from kioku._embeddings import embedding_text
@@ -32,7 +32,14 @@ from kioku._memory.repository import (
     version_params,
     versions_of,
 )
-from kioku._reach import Reach, invisible_people, may_remember_message, reach_of
+from kioku._reach import (
+    Reach,
+    invisible_people,
+    may_remember_message,
+    privacy_to_look_up,
+    reach_of,
+    stored_full_user,
+)
 from kioku._search.aids import SearchAids
 from kioku._search.engine import (
     CandidateRow,
@@ -64,9 +71,19 @@ class TurnState:
     recent_threads: list[StmCandidate] | None = None
     """Other channels' registry rows the turn might recall, newest first, before any
     filtering (``None``: not read)."""
+    user_stored_full: bool | None = None
+    """Whether kioku's directory marks the turn's own user FULL now (``None``: not read)."""
 
 
-_TURN_STATE_COLUMNS = f"s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version"
+_USER_FULL_SQL = (
+    "EXISTS (SELECT 1 FROM users WHERE id = :turn_user "
+    f"AND privacy_level = {int(PrivacyLevel.FULL)})"
+)
+"""Whether the directory marks the turn's user FULL (recall reads it with the turn state)."""
+_TURN_STATE_COLUMNS = (
+    f"s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version, "
+    f"{_USER_FULL_SQL} AS user_full"
+)
 _TURN_STATE = f"SELECT {_TURN_STATE_COLUMNS} FROM {SETTINGS_SOURCE} AS s"
 _TURN_STATE_WITH_THREADS = (
     f"SELECT {_TURN_STATE_COLUMNS}, recent.* FROM {SETTINGS_SOURCE} AS s CROSS JOIN (SELECT "
@@ -95,6 +112,7 @@ def load_turn_state(
             **settings_params(context.memory_server_key, context.is_dm),
             **version_params(keys),
             "thread": same_channel_key(context).thread_id,
+            "turn_user": context.user.user_id,
             **(recent.params() if recent is not None else {}),
         },
         named=True,
@@ -110,7 +128,11 @@ def load_turn_state(
         else None
     )
     return TurnState(
-        settings_from_row(row), versions_of(keys, row.versions), row.channel_version, threads
+        settings_from_row(row),
+        versions_of(keys, row.versions),
+        row.channel_version,
+        threads,
+        row.user_full,
     )
 
 
@@ -179,7 +201,11 @@ def load_other_channel_entries(
     entries = [e for e in loaded if e is not None]
     owners = {m.user_id for e in entries for m in e.messages if m.user_id is not None}
     owners.update(speaker for e in entries for speaker in e.speakers)
-    hidden = invisible_people(context) | AccountRepository(session).invisible_among(owners)
+    known = state.user_stored_full if state is not None else None
+    stored = AccountRepository(session).invisible_among(
+        privacy_to_look_up(context, owners, user_stored_full=known)
+    )
+    hidden = invisible_people(context) | stored | stored_full_user(context, known)
     recalled = [_without_hidden(e, hidden) for e in entries]
     return [e for e in recalled if e.messages or e.summary]
 

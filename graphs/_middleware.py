@@ -17,7 +17,7 @@ checkpoint) of its own. Around each model call: on the turn's first call the int
 interrupted-call repair and the context build; on every call the memory blocks placed
 before the messages the agent hands the model, and only the memory tools this turn allows;
 after the reply, the tool-round limit. Around each tool call: memory tools past the round
-limit are answered instead of run. After the agent (after every other middleware's hooks):
+limit are answered instead of run. After the agent (after every ``after_model`` hook):
 passive capture into short-term memory and trimming of the thread.
 """
 
@@ -308,7 +308,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
     ) -> dict[str, Any] | None:
         """Capture the dialogue into short-term memory; trim the thread.
 
-        A step of its own, after every other middleware's hooks, so the reply captured
+        A step of its own, after every ``after_model`` hook, so the reply captured
         is the one the thread keeps (an output guard's rewrite, not the model's draft).
         """
         return self.steps.capture(state["messages"], _context_of(runtime)) or None

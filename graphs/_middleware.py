@@ -41,7 +41,6 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    RemoveMessage,
     ToolMessage,
 )
 from langchain_core.tools import BaseTool
@@ -61,7 +60,7 @@ from kioku._state import TurnFlagKeys
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import TOOL_NAMES
-from kioku.graphs._repair import with_answered_calls
+from kioku.graphs._repair import with_answered_calls, without_unanswered_calls
 from kioku.graphs._state import BuiltContextKeys
 from kioku.graphs._steps import (
     TurnFlags,
@@ -175,8 +174,17 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         turn = _turn_id(messages)
         update: dict[str, Any] = {}
         if state.get(TURN_KEY) != turn:
+            # Calls an interrupted turn left open are taken off their message in place (an
+            # answer cannot be inserted after it through the reducer); the model is shown
+            # them answered (see _request).
+            repaired = {m.id: m for m in without_unanswered_calls(messages)}
+            messages = [repaired.get(m.id, m) for m in messages]
             opening = self.steps.open_turn(messages, context)
             update = {**opening.update, TURN_KEY: turn}
+            if repaired:
+                logger.warning("kioku: answering tool calls an interrupted turn left open")
+                stamped = update.get("messages") or list(repaired.values())
+                update["messages"] = stamped
             messages = cast("list[AnyMessage]", opening.messages)
         if update or state.get(CONTEXT_TURN_KEY) != turn:
             flags = TurnFlags.of({**state, **update})
@@ -230,8 +238,6 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         if limited:
             result += limited
             update["jump_to"] = "end"
-        if _rewrites_thread(update):  # the reply goes after the repaired thread
-            update["messages"] = [*update["messages"], *result]
         return ExtendedModelResponse(
             model_response=ModelResponse(
                 result=result, structured_response=response.structured_response
@@ -337,7 +343,3 @@ def _with_id(message: AIMessage) -> AIMessage:
     return message if message.id else message.model_copy(update={"id": str(uuid.uuid4())})
 
 
-def _rewrites_thread(update: Mapping[str, Any]) -> bool:
-    """Whether ``update`` replaces the whole thread (a repaired one)."""
-    messages = update.get("messages") or []
-    return bool(messages) and isinstance(messages[0], RemoveMessage)

@@ -60,3 +60,34 @@ def with_answered_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage] | 
                 for call_id in gaps[index]
             )
     return repaired
+
+
+INTERRUPTED_CALLS = "kioku_interrupted_calls"
+"""``additional_kwargs`` key of an AI message whose unanswered calls were taken off it."""
+
+
+def without_unanswered_calls(messages: Sequence[BaseMessage]) -> list[AIMessage]:
+    """Copies (same ids) of the AI messages with unanswered calls, those calls taken off.
+
+    For a state that cannot take messages inserted in the middle (an agent's, updated
+    through its reducer): each copy replaces its original in place, keeping the calls it
+    lost under :data:`INTERRUPTED_CALLS`. ``[]`` when nothing is missing.
+    """
+    repaired: list[AIMessage] = []
+    for index, missing in unanswered_calls(messages):
+        message = messages[index]
+        assert isinstance(message, AIMessage)
+        lost = [call for call in message.tool_calls if (call["id"] or "") in missing]
+        kept = [call for call in message.tool_calls if (call["id"] or "") not in missing]
+        repaired.append(
+            message.model_copy(
+                update={
+                    "tool_calls": kept,
+                    "additional_kwargs": {
+                        **message.additional_kwargs,
+                        INTERRUPTED_CALLS: [dict(call) for call in lost],
+                    },
+                }
+            )
+        )
+    return repaired

@@ -402,7 +402,8 @@ def test_the_middleware_adds_one_graph_step(store: KiokuStore) -> None:
 
 def test_a_turn_answers_calls_an_interrupted_turn_left_open(store: KiokuStore) -> None:
     """A thread whose last turn stopped between a tool call and its result: the next turn
-    answers the call (in place, right after it) before the model sees the thread."""
+    shows the model the call answered (right after it), and the thread keeps the message
+    without the call, which it names under ``kioku_interrupted_calls``."""
     script = Script([say("Hello again.")])
     agent = _quickstart_agent(store, script)
     config = {"configurable": {"thread_id": "crashed"}}
@@ -416,11 +417,45 @@ def test_a_turn_answers_calls_an_interrupted_turn_left_open(store: KiokuStore) -
         config,
         context=TurnContext.for_user("u1", thread_id="crashed"),
     )
-    kinds = [type(m).__name__ for m in state["messages"]]
-    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage", "AIMessage"]
-    assert json.loads(str(state["messages"][2].content))["status"] == "tool_call_interrupted"
     assert [m.type for m in script.prompts[0]][-3:] == ["ai", "tool", "human"]
+    answer = script.prompts[0][-2]
+    assert json.loads(str(answer.content))["status"] == "tool_call_interrupted"
+    kinds = [type(m).__name__ for m in state["messages"]]
+    assert kinds == ["HumanMessage", "AIMessage", "HumanMessage", "AIMessage"]
+    interrupted = state["messages"][1]
+    assert not interrupted.tool_calls
+    assert [c["id"] for c in interrupted.additional_kwargs["kioku_interrupted_calls"]] == ["c1"]
     assert state["messages"][-1].text == "Hello again."
+
+
+def test_an_outer_guard_s_rewrite_holds_on_a_repairing_turn(store: KiokuStore) -> None:
+    """Repairing the thread does not rewrite it whole: an outer ``wrap_model_call`` guard's
+    rewrite of the reply is what the thread and short-term memory keep."""
+    from langchain.agents.middleware import wrap_model_call
+
+    @wrap_model_call
+    def guard(request: Any, handler: Any) -> Any:
+        response = handler(request)
+        return [m.model_copy(update={"content": "[blocked]"}) for m in response.result][-1]
+
+    agent = create_agent(
+        ScriptedChatModel(script=Script([say("the code is SECRET-42")])),
+        tools=memory_tools(store),
+        middleware=[guard, KiokuMemoryMiddleware(store)],
+        context_schema=TurnContext,
+        checkpointer=store.checkpointer(),
+    )
+    config = {"configurable": {"thread_id": "guarded-repair"}}
+    dangling = AIMessage(
+        content="",
+        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "x"}, "id": "c9"}],
+    )
+    agent.update_state(config, {"messages": [HumanMessage("find x"), dangling]})
+    context = TurnContext.for_user("u1", thread_id="guarded-repair")
+    state = agent.invoke({"messages": [HumanMessage("the code?")]}, config, context=context)
+    assert state["messages"][-1].text == "[blocked]"
+    entry = store.short_term_memory().load(entry_keys(context)[0])
+    assert entry is not None and not any("SECRET" in m.text for m in entry.messages)
 
 
 def test_memory_calls_past_the_round_limit_end_the_turn(store: KiokuStore) -> None:

@@ -24,7 +24,6 @@ passive capture into short-term memory and trimming of the thread.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, cast
@@ -227,7 +226,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         and ends the turn.
         """
         result = [
-            _with_id(cast("AIMessage", stamp_reply(m, view.context)))
+            stamp_reply(m, view.context)
             if isinstance(m, AIMessage)
             else m
             for m in response.result
@@ -336,10 +335,3 @@ def _turn_id(messages: Sequence[BaseMessage]) -> str:
         if isinstance(message, HumanMessage):
             return message.id or ""
     return ""
-
-
-def _with_id(message: AIMessage) -> AIMessage:
-    """``message`` with an id, so this step's state update can name it."""
-    return message if message.id else message.model_copy(update={"id": str(uuid.uuid4())})
-
-

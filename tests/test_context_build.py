@@ -17,6 +17,7 @@ from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
 from kioku._accounts import settings_params
 from kioku._context_build import build as build_module
 from kioku._context_build import loader
+from kioku._context_build import stages as stages_module
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter
@@ -691,7 +692,7 @@ def test_both_blocks_rankings_are_sent_in_one_round_trip(
     together = scenario.builder(budgets=budgets).build(scenario.context(), question)
     assert together.retrieval == ("server_memories", "personal_memories")
     assert sent == [2]
-    monkeypatch.setattr(build_module, "run_together", _refused)
+    monkeypatch.setattr(stages_module, "run_together", _refused)
     alone = scenario.builder(budgets=budgets).build(scenario.context(), question)
     assert not alone.failed_stages
     assert [(i.tag, i.text) for i in alone.items] == [(i.tag, i.text) for i in together.items]

@@ -355,6 +355,15 @@ def _quickstart_agent(store: KiokuStore, script: Script, **kwargs: Any) -> Any:
     )
 
 
+def _crash_mid_turn(agent: Any, config: dict[str, Any], *, call_id: str) -> None:
+    """Leave ``config``'s thread as a turn that died between a tool call and its result."""
+    dangling = AIMessage(
+        content="",
+        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "tea"}, "id": call_id}],
+    )
+    agent.update_state(config, {"messages": [HumanMessage("find tea"), dangling]})
+
+
 def _checkpoints(store: KiokuStore) -> int:
     with store.transaction() as session:
         return int(session.execute(text("SELECT count(*) FROM checkpoints")).scalar_one())
@@ -407,11 +416,7 @@ def test_a_turn_answers_calls_an_interrupted_turn_left_open(store: KiokuStore) -
     script = Script([say("Hello again.")])
     agent = _quickstart_agent(store, script)
     config = {"configurable": {"thread_id": "crashed"}}
-    dangling = AIMessage(
-        content="",
-        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "tea"}, "id": "c1"}],
-    )
-    agent.update_state(config, {"messages": [HumanMessage("find tea", id="h0"), dangling]})
+    _crash_mid_turn(agent, config, call_id="c1")
     state = agent.invoke(
         {"messages": [HumanMessage("hello?")]},
         config,
@@ -446,11 +451,7 @@ def test_an_outer_guard_s_rewrite_holds_on_a_repairing_turn(store: KiokuStore) -
         checkpointer=store.checkpointer(),
     )
     config = {"configurable": {"thread_id": "guarded-repair"}}
-    dangling = AIMessage(
-        content="",
-        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "x"}, "id": "c9"}],
-    )
-    agent.update_state(config, {"messages": [HumanMessage("find x"), dangling]})
+    _crash_mid_turn(agent, config, call_id="c9")
     context = TurnContext.for_user("u1", thread_id="guarded-repair")
     state = agent.invoke({"messages": [HumanMessage("the code?")]}, config, context=context)
     assert state["messages"][-1].text == "[blocked]"
@@ -562,11 +563,7 @@ def test_a_repaired_turn_trimmed_at_once_keeps_no_result_without_its_call(
     turn: the answer goes with its call."""
     agent = _quickstart_agent(store, Script([say("Hello again.")]), max_thread_messages=2)
     config = {"configurable": {"thread_id": "crashed-and-trimmed"}}
-    dangling = AIMessage(
-        content="",
-        tool_calls=[{"name": "search_long_term_memory", "args": {"query": "tea"}, "id": "c1"}],
-    )
-    agent.update_state(config, {"messages": [HumanMessage("find tea"), dangling]})
+    _crash_mid_turn(agent, config, call_id="c1")
     state = agent.invoke(
         {"messages": [HumanMessage("hello?")]},
         config,

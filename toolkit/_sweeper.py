@@ -14,7 +14,6 @@ from datetime import timedelta
 
 from sqlalchemy import text
 
-from kioku._stm.registry import StmRegistry
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 
@@ -51,9 +50,9 @@ def sweep(store: KiokuStore) -> SweepResult:
         seconds = timedelta(days=settings.history_retention_days).total_seconds()
         expired = session.execute(_EXPIRE_HISTORY, {"seconds": seconds})
         history = int(getattr(expired, "rowcount", 0))
-        cutoff = ShortTermMemory(store).clock() - timedelta(days=settings.stm_retention_days)
-        deleted = StmRegistry(session).delete_idle(cutoff)
-    return SweepResult(True, deleted, history)
+        retention = timedelta(days=settings.stm_retention_days)
+        deleted = ShortTermMemory(store).sweep(retention=retention, session=session)
+    return SweepResult(True, deleted.deleted_threads, history)
 
 
 class SweepTimer:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from sqlalchemy.orm import Session
@@ -37,8 +37,9 @@ from kioku._context_build.render import (
     server_memory_lines,
     visible_participants,
 )
+from kioku._context_build.stages import MemoryStage, run_memory_stages
 from kioku._context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
-from kioku._db.driver import Steps, run_steps, run_together
+from kioku._db.driver import Steps
 from kioku._memory.repository import MemoryRecord
 from kioku._reach import reach_of
 from kioku._search.engine import CandidateRow
@@ -114,91 +115,6 @@ def missing_from(
         for hit in found
         if hit.id not in have
     ]
-
-
-MemoryStage = Generator[loader.RankingNeed, loader.Ranked, Rendered]
-"""A memory block's stage: it yields the ranking it needs when its memories overflow the
-block, is sent the ranking, and returns the block."""
-Guard = Callable[[str, Callable[[], Rendered]], Rendered]
-"""Runs a stage; a failure is logged and the stage contributes nothing."""
-
-
-def run_memory_stages(
-    stages: Mapping[str, Callable[[], MemoryStage]],
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    guarded: Guard,
-    session: Session,
-) -> dict[str, Rendered]:
-    """Each stage's block; the rankings they need sent together, in one round trip.
-
-    Each stage stays guarded on its own: when the rankings sent together fail, every
-    stage that needed one ranks alone, so only the failing one contributes nothing.
-    """
-    rendered: dict[str, Rendered] = {}
-    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
-
-    for name, make in stages.items():
-        rendered[name] = guarded(name, partial(_started, name, make, waiting))
-    together = _ranked_together(
-        {name: ranking(need) for name, (_, need) in waiting.items()}, session
-    )
-
-    for name, (stage, need) in waiting.items():
-        ranked = partial(_ranked_alone, together, name, session, ranking, need)
-        rendered[name] = guarded(name, partial(_finished, name, stage, ranked))
-    return rendered
-
-
-def _started(
-    name: str,
-    make: Callable[[], MemoryStage],
-    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]],
-) -> Rendered:
-    """Run a stage up to its ranking (noted in ``waiting``), or to its block."""
-    stage = make()
-    try:
-        waiting[name] = (stage, next(stage))
-    except StopIteration as done:
-        return cast(Rendered, done.value)
-    return Rendered()  # for now: the block comes once the ranking is in
-
-
-def _ranked_alone(
-    together: Mapping[str, loader.Ranked],
-    name: str,
-    session: Session,
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    need: loader.RankingNeed,
-) -> loader.Ranked:
-    """The stage's ranking: as sent with the others, or alone when that failed."""
-    return together[name] if name in together else run_steps(session, ranking(need))
-
-
-def _finished(name: str, stage: MemoryStage, ranked: Callable[[], loader.Ranked]) -> Rendered:
-    """The stage's block, once it has its ranking."""
-    try:
-        stage.send(ranked())
-    except StopIteration as done:
-        return cast(Rendered, done.value)
-    raise RuntimeError(f"the {name} stage asked for a second ranking")
-
-
-def _given(block: Rendered) -> Rendered:
-    return block
-
-
-def _ranked_together(
-    work: Mapping[str, Steps[loader.Ranked]], session: Session
-) -> dict[str, loader.Ranked]:
-    """The rankings of ``work``, sent together; none when that failed (each then alone)."""
-    if len(work) < 2:
-        return {}
-    try:
-        return dict(zip(work, run_together(session, list(work.values())), strict=True))
-    except Exception:
-        logger.warning("kioku: the rankings sent together failed; ranking one by one")
-        session.rollback()
-        return {}
 
 
 @dataclass
@@ -411,9 +327,7 @@ class ContextBuilder:
             guarded,
             session,
         )
-        stages: list[tuple[str, Callable[[], Rendered]]] = [
-            (name, partial(_given, block)) for name, block in memory_blocks.items()
-        ]
+        stages: list[tuple[str, Callable[[], Rendered]]] = []
         stm = self.stm
 
         def other_channels(stm: ShortTermMemory) -> Rendered:
@@ -453,8 +367,8 @@ class ContextBuilder:
         omitted: dict[str, int] = {}
         tail: ContextItem | None = None
         shown_memories: list[int] = []
-        for name, run in stages:
-            rendered = guarded(name, run)
+        blocks = [*memory_blocks.items(), *((name, guarded(name, run)) for name, run in stages)]
+        for name, rendered in blocks:
             items.extend(rendered.items)
             shown_memories.extend(rendered.memory_ids)
             if rendered.omitted:

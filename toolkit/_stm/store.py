@@ -484,8 +484,13 @@ class ShortTermMemory:
             self._entries.pop(key.thread_id, None)
         return len(keys)
 
-    def sweep(self, *, retention: timedelta) -> SweepReport:
-        """Delete the entries idle longer than ``retention``."""
-        with self.store.transaction() as session:
+    def sweep(self, *, retention: timedelta, session: Session | None = None) -> SweepReport:
+        """Delete the entries idle longer than ``retention``.
+
+        In ``session`` when given (the caller's transaction), else in a transaction of its own.
+        """
+        with ExitStack() as stack:
+            if session is None:
+                session = stack.enter_context(self.store.transaction())
             deleted = StmRegistry(session).delete_idle(self.clock() - retention)
         return SweepReport(deleted_threads=deleted)

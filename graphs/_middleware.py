@@ -180,10 +180,9 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
             messages = [repaired.get(m.id, m) for m in messages]
             opening = self.steps.open_turn(messages, context)
             update = {**opening.update, TURN_KEY: turn}
-            if repaired:
+            if repaired:  # the opening's stamped thread holds the copies already, if any
                 logger.warning("kioku: answering tool calls an interrupted turn left open")
-                stamped = update.get("messages") or list(repaired.values())
-                update["messages"] = stamped
+                update.setdefault("messages", list(repaired.values()))
             messages = cast("list[AnyMessage]", opening.messages)
         if update or state.get(CONTEXT_TURN_KEY) != turn:
             flags = TurnFlags.of({**state, **update})

@@ -251,3 +251,17 @@ def test_entries_are_rows_and_the_sweeper_drops_idle_ones(
 
 def test_kioku_sweep_command(kioku_cli: Callable[..., str]) -> None:
     assert "idle short-term memory entries" in kioku_cli("sweep")
+
+
+def test_an_entry_deleted_since_it_was_read_loads_as_gone(
+    stm: ShortTermMemory, world: World, store: KiokuStore, clock: Clock
+) -> None:
+    """A version this process has not seen, of an entry deleted meanwhile: nothing, not the
+    older copy it holds."""
+    stm.capture(world.context(), msgs("hello"))
+    key = server_key(world)
+    held = stm.load(key)
+    assert held is not None
+    with store.transaction() as session:
+        session.execute(text("DELETE FROM stm_threads"))
+    assert stm.load_version(key, held.last_updated + timedelta(seconds=1)) is None

@@ -172,7 +172,7 @@ class ShortTermMemory:
         ]
         read = self._read(missing, session) if missing else {}
         return [
-            read.get(key.thread_id, entry) if key in missing else entry
+            read.get(key.thread_id) if key in missing else entry
             for (key, _), entry in zip(versions, cached, strict=True)
         ]
 

@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import func, select, text
 
@@ -173,14 +174,17 @@ def test_access_counts_are_written_later_by_a_timer(world: World) -> None:
         assert list(counts)
 
 
-def test_searches_prepare_nothing(world: World) -> None:
+def test_searches_are_prepared_only_where_the_connection_may_prepare(world: World) -> None:
     """Behind a pooler in transaction mode a prepared statement would reach another
-    client's session: nothing is prepared, however often a search runs."""
-    for _ in range(8):  # psycopg would prepare a statement from its sixth run
+    client's session (tests/test_pooler.py); on a direct connection a search repeated
+    runs prepared (tests/test_prepared_statements.py says which connections are)."""
+    for _ in range(8):  # psycopg prepares a statement from its sixth run
         assert search(world, {"query": "jasmine tea"})[0]["status"] == "memories_found"
     with world.store.reads() as session:  # the same pooled connection (one thread, LIFO)
         prepared = session.scalar(text("SELECT count(*) FROM pg_prepared_statements"))
-    assert prepared == 0
+        driver = session.connection().connection.driver_connection
+    assert isinstance(driver, psycopg.Connection)
+    assert (prepared > 0) == (driver.prepare_threshold is not None)
 
 
 def test_a_full_batch_is_written_by_the_timer_thread_not_the_searcher(

@@ -13,6 +13,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from kioku._errors import ConfigurationError
 
+PreparedStatements = Literal["auto", "on", "off"]
+"""When kioku prepares its statements (``KIOKU_PREPARED_STATEMENTS``; see
+:class:`KiokuSettings.prepared_statements`)."""
+
 
 def default_data_dir() -> Path:
     """Return the directory where the embedded database lives by default.
@@ -199,6 +203,15 @@ class KiokuSettings(BaseSettings):
     )
     """Database statements running longer are cancelled (the tool reports a database
     error); ``0`` disables the limit. Schema setup is never limited."""
+
+    prepared_statements: PreparedStatements = Field(
+        default="auto",
+        validation_alias=AliasChoices("KIOKU_PREPARED_STATEMENTS", "prepared_statements"),
+    )
+    """``auto`` prepares statements on connections that reach PostgreSQL directly (none
+    through a pooler, a proxy or a port mapping: README, Deployment); ``on`` always, for a
+    direct connection ``auto`` cannot recognise or a pooler that carries prepared
+    statements (PgBouncer >= 1.21 with ``max_prepared_statements``); ``off`` never."""
 
     vector_index: Literal["auto", "hnsw", "exact"] = Field(
         default="auto", validation_alias=AliasChoices("KIOKU_VECTOR_INDEX", "vector_index")

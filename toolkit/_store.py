@@ -145,7 +145,11 @@ class KiokuStore:
         if url is None:
             embedded = EmbeddedPostgres(settings.data_dir, os_user=settings.embedded_user)
             url = embedded.url
-        engine = make_engine(url, statement_timeout_ms=settings.statement_timeout_ms)
+        engine = make_engine(
+            url,
+            statement_timeout_ms=settings.statement_timeout_ms,
+            prepared_statements=settings.prepared_statements,
+        )
         check_pgvector(engine)
         store = cls(
             engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
@@ -196,7 +200,9 @@ class KiokuStore:
     def _make_checkpointer(self) -> PostgresSaver:
         # Its own pool: LangGraph's saver wants autocommit connections with dict rows.
         if self._checkpointer is None:
-            self._checkpoint_pool = checkpoint_pool(libpq_url(self.engine))
+            self._checkpoint_pool = checkpoint_pool(
+                libpq_url(self.engine), prepared_statements=self.settings.prepared_statements
+            )
             self._checkpointer = PostgresSaverForBoth(self._checkpoint_pool)
         return self._checkpointer
 

@@ -2,8 +2,9 @@
 
 Every connection kioku makes works behind a pooler in transaction mode (PgBouncer and
 the like), where consecutive transactions of one client may run on different server
-sessions: nothing is prepared (``prepare_threshold=None``), nothing is set for the
-session once connected, and the startup options a pooler refuses are dropped.
+sessions: statements are prepared only on connections that reach PostgreSQL directly
+(:mod:`kioku._db.direct`), nothing is set for the session once connected, and the
+startup options a pooler refuses are dropped.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
+from kioku._config import PreparedStatements
+from kioku._db.direct import CHECKPOINT_THRESHOLD, OWN_THRESHOLD, prepare_when_direct
 from kioku._db.errors import describe
 from kioku._db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
 from kioku._errors import DatabaseUnavailableError
@@ -89,7 +92,8 @@ def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> 
     settings (pair the engine with :func:`mark_search_settings`), all sent as startup
     options (pair the engine with :func:`options_when_accepted` for poolers that refuse
     them); and no prepared statements, which a pooler in transaction mode cannot carry
-    from one transaction to the next.
+    from one transaction to the next (:func:`prepared_when_direct` lets connections that
+    reach the server directly prepare them).
     """
     settings = {
         "statement_timeout": str(int(statement_timeout_ms)),
@@ -175,6 +179,23 @@ def in_utc_sessions(engine: Engine) -> Engine:
     return engine
 
 
+def prepared_when_direct(engine: Engine, mode: PreparedStatements = "auto") -> Engine:
+    """Let each new connection of ``engine`` prepare statements when ``mode`` allows it.
+
+    Under ``auto``, a connection the server refused the startup options to is a pooler's
+    (PgBouncer's way) and prepares nothing; any other asks the server how it sees the
+    connection (:func:`kioku._db.direct.reaches_server_directly`).
+    """
+
+    def decide(dbapi_connection: Any, record: Any) -> None:
+        if mode == "auto" and not _with_options(record):
+            return
+        prepare_when_direct(dbapi_connection, mode, OWN_THRESHOLD)
+
+    event.listen(engine, "connect", decide)
+    return engine
+
+
 def ping_when_idle(engine: Engine, idle_seconds: float = PING_AFTER_IDLE_SECONDS) -> Engine:
     """Check a pooled connection on checkout once it has been idle for ``idle_seconds``.
 
@@ -207,11 +228,13 @@ def make_engine(
     *,
     pool_size: int = 10,
     statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS,
+    prepared_statements: PreparedStatements = "auto",
 ) -> Engine:
     """Create a pooled engine that survives server restarts (:func:`ping_when_idle`).
 
     Every statement is cancelled after ``statement_timeout_ms`` (schema setup lifts
-    the limit for its own transaction).
+    the limit for its own transaction); statements are prepared as
+    ``prepared_statements`` says (:func:`prepared_when_direct`).
     """
     options = {
         **engine_options(statement_timeout_ms),
@@ -219,7 +242,8 @@ def make_engine(
         "max_overflow": pool_size,
     }
     engine = create_engine(normalise_url(url), **options)
-    return mark_search_settings(in_utc_sessions(ping_when_idle(options_when_accepted(engine))))
+    engine = ping_when_idle(options_when_accepted(engine))
+    return prepared_when_direct(mark_search_settings(in_utc_sessions(engine)), prepared_statements)
 
 
 _ROLE_SEARCH_SETTINGS = "SELECT " + " AND ".join(
@@ -277,26 +301,37 @@ class IdleCheck:
 
 
 def checkpoint_pool(
-    url: str, *, idle_check: IdleCheck | None = None, max_size: int = 10
+    url: str,
+    *,
+    idle_check: IdleCheck | None = None,
+    max_size: int = 10,
+    prepared_statements: PreparedStatements = "auto",
 ) -> ConnectionPool[psycopg.Connection[Any]]:
     """An open pool of the autocommit connections LangGraph's ``PostgresSaver`` expects.
 
-    Nothing is prepared (a pooler in transaction mode cannot carry prepared statements),
-    no startup options are sent, and connections are pinged on checkout only when idle
+    Statements are prepared only on connections that reach the server directly (a pooler
+    in transaction mode cannot carry them; see :mod:`kioku._db.direct`), no startup
+    options are sent, and connections are pinged on checkout only when idle
     (:class:`IdleCheck`).
 
     Args:
         url: the server's libpq URL (:func:`libpq_url`).
         idle_check: default: a new :class:`IdleCheck`.
         max_size: connections at most.
+        prepared_statements: ``KIOKU_PREPARED_STATEMENTS``.
     """
     idle = idle_check or IdleCheck()
+
+    def configure(connection: psycopg.Connection[Any]) -> None:
+        prepare_when_direct(connection, prepared_statements, CHECKPOINT_THRESHOLD)
+        idle.stamp(connection)
+
     return ConnectionPool(
         url,
         min_size=1,
         max_size=max_size,
         kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
-        configure=idle.stamp,
+        configure=configure,
         reset=idle.stamp,
         check=idle.check,
         timeout=5,

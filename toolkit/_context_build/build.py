@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -37,7 +38,7 @@ from kioku._context_build.render import (
     server_memory_lines,
     visible_participants,
 )
-from kioku._context_build.stages import MemoryStage, run_memory_stages
+from kioku._context_build.stages import MemoryStage, RankingThreads, run_memory_stages
 from kioku._context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
 from kioku._db.driver import Steps
 from kioku._memory.repository import MemoryRecord
@@ -136,8 +137,14 @@ class ContextBuilder:
     )
     """The names of recent builds, reused (with their rendered lines) while they match."""
 
+    _beside: RankingThreads = field(init=False, repr=False)
+    """Runs the rankings set aside (``stages.RANK_BESIDE_FROM``)."""
+
     MAX_NAMES: ClassVar[int] = 32
     """Participant sets whose names (and rendered lines) are kept; all are dropped beyond."""
+
+    def __post_init__(self) -> None:
+        self._beside = RankingThreads(self.store.reads)
 
     def cached_lines(self) -> int:
         """Rendered texts and memory lines kept for later builds (bounded)."""
@@ -321,11 +328,18 @@ class ContextBuilder:
                 total=total,
             )
 
+        def beside(need: loader.RankingNeed) -> Future[loader.Ranked]:
+            vector = query_vector()
+            return self._beside.start(
+                lambda own: loader.ranking_steps(own, self.store, need, query, vector, now)
+            )
+
         memory_blocks = run_memory_stages(
             {"server_memories": server_stage, "personal_memories": personal_stage},
             ranking,
             guarded,
             session,
+            beside,
         )
         stages: list[tuple[str, Callable[[], Rendered]]] = []
         stm = self.stm

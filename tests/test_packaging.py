@@ -1,25 +1,42 @@
-"""The folders ``toolkit/`` and ``graphs/`` install as ``kioku`` and ``kioku.graphs``."""
+"""Module paths are file paths: ``kioku.x.y`` is ``toolkit/kioku/x/y.py``."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import tomllib
 from pathlib import Path
 
+import kioku
+
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "toolkit" / "kioku"
 
 
-def _packages_under(folder: str, name: str) -> set[str]:
-    base = ROOT / folder
-    return {
-        ".".join([name, *init.parent.relative_to(base).parts]) for init in base.rglob("__init__.py")
-    }
-
-
-def test_every_folder_is_an_installed_package() -> None:
+def test_the_package_is_the_folder_of_its_name() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert config["package-dir"] == {"kioku": "toolkit", "kioku.graphs": "graphs"}
-    expected = _packages_under("toolkit", "kioku") | _packages_under("graphs", "kioku.graphs")
-    assert set(config["packages"]) == expected
+    assert config["package-dir"] == {"": "toolkit"}
+    assert [Path(p) for p in kioku.__path__] == [PACKAGE]
+
+
+def test_every_module_is_imported_from_the_file_its_name_names() -> None:
+    """A module added to a folder is importable at once (no install step maps names)."""
+    modules = [
+        info.name
+        for info in pkgutil.walk_packages([str(PACKAGE)], "kioku.")
+        if not info.name.startswith("kioku._db.migrations.")
+    ]
+    assert len(modules) > 50
+    for name in modules:
+        module = importlib.import_module(name)
+        parts = name.split(".")[1:]
+        expected = PACKAGE.joinpath(*parts)
+        origin = Path(str(module.__file__))
+        assert origin in (expected.with_suffix(".py"), expected / "__init__.py"), name
+
+
+def test_graphs_holds_only_what_langgraph_loads() -> None:
+    assert sorted(p.name for p in (ROOT / "graphs").glob("*.py")) == ["studio.py"]
 
 
 def test_the_distribution_is_not_called_like_the_import() -> None:

@@ -1,7 +1,7 @@
 """Search: full-text vector, embedding queue flag, and a meta table for the embedder.
 
 The embedding column's dimension and its HNSW index are set by ``setup()`` from the
-configured embedder (``toolkit/_db/vectors.py``), not here.
+configured embedder (``toolkit/kioku/_db/vectors.py``), not here.
 
 Revision ID: 0003
 Revises: 0002

@@ -313,17 +313,16 @@ def test_the_engine_connects_without_startup_options_and_prepares_nothing(
 
 
 def _deployment_sql() -> str:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme.split("## Deployment", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```sql\n(.*?)```", section, re.DOTALL)
-    assert len(blocks) == 1, "README's Deployment section shows one block of role settings"
+    deployment = (Path(__file__).parents[1] / "docs" / "deployment.md").read_text()
+    blocks = re.findall(r"```sql\n(.*?)```", deployment, re.DOTALL)
+    assert len(blocks) == 1, "docs/deployment.md shows one block of role settings"
     return str(blocks[0])
 
 
 def test_the_readme_role_settings_reach_connections_through_the_pooler(
     pooled_empty_database: str, database_url: str
 ) -> None:
-    """README's Deployment section, as written (for this test's database and role)."""
+    """docs/deployment.md's role settings, as written (for this test's database and role)."""
     pooled_database = pooled_empty_database  # no server session has started there yet
     database = make_url(pooled_database).database
     role = make_url(database_url).username or "postgres"

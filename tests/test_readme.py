@@ -1,4 +1,4 @@
-"""Every Python snippet of the README runs on its own, twice in a row on the same data."""
+"""Every Python snippet of the README and docs/ runs on its own, twice in a row on the same data."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ import pytest
 
 from kioku import KiokuStore
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SNIPPETS = [
+    snippet
+    for page in PAGES
+    for snippet in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+]
+"""The README's first (the Quickstart's comes first of all), then each page's of docs/."""
 
 
 def _run(snippet: str, database_url: str) -> str:
@@ -64,3 +70,15 @@ def test_the_pieces_update_what_they_saved(store: KiokuStore, database_url: str)
     [builder] = [s for s in SNIPPETS if "ContextBuilder" in s]
     out = _run(builder, database_url)
     assert "oolong or sencha?" in out and "'total':" in out
+
+
+def test_the_readme_fits_a_newcomer() -> None:
+    """At most 30 KB, contents first, the two commands on the first screen, links that work."""
+    readme = PAGES[0].read_text()
+    assert len(readme.encode()) <= 30_000
+    first_screen = "\n".join(readme.splitlines()[:60])
+    assert "## Contents" in first_screen and "kioku demo" in first_screen
+    assert "python -m pytest" in first_screen
+    for page in PAGES:
+        for target in re.findall(r"\]\(((?:\.\./)?[\w./-]+\.md)(?:#[\w-]*)?\)", page.read_text()):
+            assert (page.parent / target).is_file(), (page.name, target)

@@ -209,7 +209,7 @@ class KiokuSettings(BaseSettings):
         validation_alias=AliasChoices("KIOKU_PREPARED_STATEMENTS", "prepared_statements"),
     )
     """``auto`` prepares statements on connections that reach PostgreSQL directly (none
-    through a pooler, a proxy or a port mapping: README, Deployment); ``on`` always, for a
+    through a pooler, a proxy or a port mapping: docs/deployment.md); ``on`` always, for a
     direct connection ``auto`` cannot recognise or a pooler that carries prepared
     statements (PgBouncer >= 1.21 with ``max_prepared_statements``); ``off`` never."""
 

@@ -114,7 +114,7 @@ def options_when_accepted(engine: Engine) -> Engine:
 
     PgBouncer refuses unknown startup parameters (unless told to ignore them): the first
     refusal is remembered for the engine, and it connects without them from then on. Its
-    connections then have the role's settings (see README's Deployment section):
+    connections then have the role's settings (see docs/deployment.md):
     :func:`mark_search_settings` and :func:`in_utc_sessions` check what they have.
     """
     refused = threading.Event()

@@ -28,6 +28,7 @@ from kioku._context_build.tokens import TiktokenCounter
 from kioku._db.models import Memory
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, embedding_text
 from kioku._memory.when import when_label
+from kioku._search.query import scope_condition
 
 ASKER = Participant("locomo-asker", "Asker")
 
@@ -72,7 +73,7 @@ def main() -> None:
             with store.sessions() as session:
                 rows = {
                     row.id: row
-                    for row in session.scalars(select(Memory).where(loaded.scope.condition()))
+                    for row in session.scalars(select(Memory).where(scope_condition(loaded.scope)))
                 }
             for qa in sample["qa"]:
                 category = int(qa.get("category", 0))
@@ -90,7 +91,7 @@ def main() -> None:
                 with store.sessions() as session:
                     order = session.scalars(
                         select(Memory.id)
-                        .where(loaded.scope.condition())
+                        .where(scope_condition(loaded.scope))
                         .order_by(Memory.embedding.cosine_distance(vector) + 0)
                     ).all()
                 room, used, peer = block.tokens, 0, set()

@@ -29,10 +29,11 @@ from bench.common import bench_data, bench_database, open_store, read_samples
 from kioku import KiokuStore
 from kioku._calibration import calibration_for
 from kioku._db.models import Memory, Server
+from kioku._domain.visibility import Visibility
 from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings, embedding_text
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates
-from kioku._search.query import Visibility
+from kioku._search.query import scope_condition
 from kioku._search.scoring import FusionWeights
 
 LINEAGE = 10_000
@@ -298,7 +299,10 @@ def _rankings(
     """Plain cosine, hybrid, and hybrid with the relevance floor: top 10 ``dia_id``s each."""
     distance = Memory.embedding.cosine_distance(vector)
     cosine = session.scalars(
-        select(Memory.id).where(conversation.scope.condition()).order_by(distance + 0).limit(10)
+        select(Memory.id)
+        .where(scope_condition(conversation.scope))
+        .order_by(distance + 0)
+        .limit(10)
     )
     return {
         "cosine": [conversation.dia_ids[i] for i in cosine],

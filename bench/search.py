@@ -46,10 +46,11 @@ from bench.common import (
 from kioku import KiokuStore, Participant, Persona, TurnContext
 from kioku._db.models import Memory, Server
 from kioku._db.vectors import HNSW_INDEX
+from kioku._domain.visibility import Visibility
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.create import create_long_term_memory
 from kioku._search.engine import rank_candidates, vector_candidates
-from kioku._search.query import Visibility
+from kioku._search.query import scope_condition
 from kioku._stm.model import utc_now
 
 PERSONAS = "msc_personas_all.json"
@@ -312,7 +313,7 @@ def measure(
             truth = list(
                 session.scalars(
                     select(Memory.id)
-                    .where(scope.condition())
+                    .where(scope_condition(scope))
                     .order_by(Memory.embedding.cosine_distance(qv) + 0, Memory.id)
                     .limit(10)
                 )

@@ -9,7 +9,9 @@ import pytest
 from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import Names
-from kioku._memory.repository import MemoryRecord, MemoryRepository, PersonalScope, ServerScope
+from kioku._domain.records import MemoryRecord
+from kioku._domain.scopes import PersonalScope, ServerScope
+from kioku._memory.repository import MemoryRepository
 from tests.helpers import make_world, run_tool
 
 

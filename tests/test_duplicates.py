@@ -13,8 +13,9 @@ from sqlalchemy import text
 from bench.duplicates import DEFAULT_PAIRS as PAIRS
 from bench.duplicates import load_pairs, score
 from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._domain.scopes import ServerScope
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-from kioku._memory.repository import MemoryRepository, ServerScope
+from kioku._memory.repository import MemoryRepository
 from kioku._memory.sameness import conflict, same_meaning
 from kioku._tools.ltm import create_memory_tool
 from tests.helpers import World, insert_server_memory, make_world, table_counts

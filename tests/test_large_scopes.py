@@ -10,7 +10,7 @@ from sqlalchemy import insert
 from kioku import KiokuStore
 from kioku._context_build.build import ContextBuilder
 from kioku._db.models import Memory
-from kioku._memory.repository import ServerScope
+from kioku._domain.scopes import ServerScope
 from kioku._store import MEMORY_WINDOW
 from tests.helpers import T0, make_world
 

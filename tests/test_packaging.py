@@ -43,3 +43,22 @@ def test_the_distribution_is_not_called_like_the_import() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == "kioku-memory"
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_the_domain_layer_and_the_privacy_rule_need_no_database_library() -> None:
+    """``kioku._domain`` (plain data) and ``kioku._reach`` (who may see what) import
+    neither SQLAlchemy nor a database driver: pure code builds on them."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, pkgutil, importlib, kioku._domain as d\n"
+        "for m in pkgutil.iter_modules(d.__path__):\n"
+        "    importlib.import_module('kioku._domain.' + m.name)\n"
+        "import kioku._reach\n"
+        "print(sorted(n for n in ('sqlalchemy', 'psycopg', 'pgvector') if n in sys.modules))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == "[]"

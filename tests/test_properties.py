@@ -23,11 +23,12 @@ from kioku import (
     create_long_term_memory_tool,
     update_long_term_memory_tool,
 )
+from kioku._domain.statuses import SearchStatus, StmStatus
 from kioku._memory.typed import FIELDS, MEMORY_TYPES
 from kioku._stm.store import ShortTermMemory
 from kioku._tools.ltm import create_memory_tool
-from kioku._tools.search import SearchStatus, search_long_term_memory_tool
-from kioku._tools.stm import StmStatus, update_short_term_memory_tool
+from kioku._tools.search import search_long_term_memory_tool
+from kioku._tools.stm import update_short_term_memory_tool
 from tests.helpers import Clock, World, make_world, run_tool, table_counts
 
 HUGE = 1_000_000

@@ -18,9 +18,10 @@ from kioku._db.vectors import (
     set_vector_schema,
     stored_embedder,
 )
+from kioku._domain.visibility import Visibility
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._search.engine import vector_candidates
-from kioku._search.query import Visibility
+from kioku._search.query import scope_condition
 from kioku._search.sql import SearchShape, candidates_sql, search_params
 
 DIM = 32
@@ -74,7 +75,7 @@ def exact(store: KiokuStore, visibility: Visibility, query: list[float], k: int)
         return list(
             session.scalars(
                 select(Memory.id)
-                .where(visibility.condition())
+                .where(scope_condition(visibility))
                 .order_by(distance + 0, Memory.id)  # "+ 0" keeps the HNSW index out of it
                 .limit(k)
             )

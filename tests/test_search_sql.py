@@ -15,6 +15,7 @@ from kioku import KiokuStore
 from kioku._db.engine import normalise_url
 from kioku._db.models import Memory, Server, User
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
+from kioku._domain.visibility import Visibility
 from kioku._memory.repository import GLOBAL_LINEAGE
 from kioku._search.engine import (
     _apply_hnsw_settings,
@@ -23,7 +24,7 @@ from kioku._search.engine import (
     vector_candidates,
 )
 from kioku._search.planning import VectorPlan
-from kioku._search.query import Visibility, people_params, personal_owner_sql
+from kioku._search.query import people_params, personal_owner_sql, scope_condition
 from kioku._search.sql import SearchShape, candidates_sql, search_params
 
 SERVERS = ("s1", "s2")
@@ -77,7 +78,8 @@ def test_sql_text_and_expression_agree(
 ) -> None:
     query = [0.5] * corpus.embedder.dimension
     with corpus.sessions() as session:
-        expected = set(session.scalars(select(Memory.id).where(visibility.condition(memory_type))))
+        wanted = select(Memory.id).where(scope_condition(visibility, memory_type))
+        expected = set(session.scalars(wanted))
         for exact_max_rows in (EXACT_SEARCH_MAX_ROWS, 0):  # exact, then the HNSW statement
             found = vector_candidates(
                 session,

@@ -8,9 +8,9 @@ from sqlalchemy import insert, text
 
 from kioku import KiokuStore
 from kioku._db.models import Memory, Server
+from kioku._domain.visibility import Visibility
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates
-from kioku._search.query import Visibility
 from kioku._search.terms import (
     MIN_COMMON_DOCS,
     TermShares,

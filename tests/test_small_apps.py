@@ -13,8 +13,8 @@ from kioku import (
     create_long_term_memory_tool,
     user_space,
 )
+from kioku._domain.scopes import ServerScope
 from kioku._mcp_server import McpScope
-from kioku._memory.repository import ServerScope
 from kioku.testing import Script, ScriptedChatModel, say
 from tests.helpers import run_tool
 

@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from kioku import KiokuStore, create_long_term_memory_tool
 from kioku._context import SENT_AT, latest_sent_at, sent_at_of
-from kioku._memory.repository import MemoryRepository, ServerScope
+from kioku._domain.scopes import ServerScope
+from kioku._memory.repository import MemoryRepository
 from kioku._memory.when import when_label
 from kioku._search.when import Window, window_of
 from kioku._tools.invoke import _single_call_graph

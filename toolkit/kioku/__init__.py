@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from kioku._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from kioku._accounts import ServerSettings
     from kioku._config import KiokuSettings, load_settings
     from kioku._consolidation.plan import ConsolidationPlan
     from kioku._consolidation.prompt import CONSOLIDATION_PROMPT
@@ -35,16 +34,17 @@ if TYPE_CHECKING:
     from kioku._context_build.build import ContextBuilder
     from kioku._context_build.items import BuiltContext, ContextItem
     from kioku._context_build.render import ContextBudgets
+    from kioku._domain.scopes import PersonalScope, ServerScope
+    from kioku._domain.settings import ServerSettings
+    from kioku._domain.statuses import CreateStatus, UpdateStatus
     from kioku._embeddings import EmbedderSpec, HashingEmbeddings
     from kioku._errors import ConfigurationError, DatabaseUnavailableError, ModelCallError
     from kioku._intent import IntentGate
     from kioku._mcp_server import KiokuMcp, build_server
     from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
     from kioku._memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
-    from kioku._memory.repository import PersonalScope, ServerScope
     from kioku._memory.resolution import DirectoryMember
     from kioku._memory.results import ToolResult
-    from kioku._memory.statuses import CreateStatus, UpdateStatus
     from kioku._reach import Reach, reach_of
     from kioku._stm.model import StmEntry, StmKey, StmMessage
     from kioku._stm.store import ShortTermMemory
@@ -127,7 +127,7 @@ __all__ = [
 
 # Where each public name lives; kept in step with the TYPE_CHECKING imports above.
 _LAZY: dict[str, str] = {
-    "ServerSettings": "kioku._accounts",
+    "ServerSettings": "kioku._domain.settings",
     "KiokuSettings": "kioku._config",
     "load_settings": "kioku._config",
     "Participant": "kioku._context",
@@ -143,8 +143,8 @@ _LAZY: dict[str, str] = {
     "MemoryNotice": "kioku._memory.notices",
     "DirectoryMember": "kioku._memory.resolution",
     "ToolResult": "kioku._memory.results",
-    "CreateStatus": "kioku._memory.statuses",
-    "UpdateStatus": "kioku._memory.statuses",
+    "CreateStatus": "kioku._domain.statuses",
+    "UpdateStatus": "kioku._domain.statuses",
     "Reach": "kioku._reach",
     "reach_of": "kioku._reach",
     "KiokuStore": "kioku._store",
@@ -174,8 +174,8 @@ _LAZY: dict[str, str] = {
     "StmMessage": "kioku._stm.model",
     "AppContext": "kioku._context",
     "turn_context_of": "kioku._context",
-    "PersonalScope": "kioku._memory.repository",
-    "ServerScope": "kioku._memory.repository",
+    "PersonalScope": "kioku._domain.scopes",
+    "ServerScope": "kioku._domain.scopes",
     "StmKey": "kioku._stm.model",
     "StmEntry": "kioku._stm.model",
     "EmbedderSpec": "kioku._embeddings",

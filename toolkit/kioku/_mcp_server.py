@@ -23,7 +23,6 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import mcp.types as types
@@ -43,16 +42,17 @@ from kioku._config import KiokuSettings
 from kioku._context import Participant, Persona, TurnContext, check_user_space
 from kioku._db.errors import StorageError, storage_errors
 from kioku._db.models import Memory
+from kioku._domain.statuses import CreateStatus, GetStatus, SearchStatus, StmStatus, UpdateStatus
 from kioku._memory.arguments import ArgumentError, parse_memory_id
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
 from kioku._memory.flow import Flow
 from kioku._memory.results import ToolResult
-from kioku._memory.statuses import CreateStatus, UpdateStatus
 from kioku._memory.text import echo
 from kioku._memory.update import update_long_term_memory
 from kioku._search.access import not_counted
 from kioku._search.engine import SearchHit
+from kioku._search.query import scope_condition
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
@@ -65,13 +65,12 @@ from kioku._tools.catalog import (
     memory_tools,
 )
 from kioku._tools.search import (
-    SearchStatus,
     parse_search_args,
     render_hit,
     search_long_term_memory,
     visibility_for,
 )
-from kioku._tools.stm import StmStatus, update_short_term_memory
+from kioku._tools.stm import update_short_term_memory
 
 logger = logging.getLogger(__name__)
 
@@ -80,15 +79,6 @@ GET_SCHEMA: dict[str, Any] = {
     "properties": {"memory_id": {"type": "integer", "description": "The N of ID:N."}},
     "required": ["memory_id"],
 }
-
-
-class GetStatus(StrEnum):
-    """Outcomes of ``get_memory``."""
-
-    FOUND = "memory_found"
-    NOT_FOUND = "memory_not_found"
-    INVALID_ARGS = "get_failed_invalid_args"
-    DB_ERROR = "get_failed_db_error"
 
 
 UNKNOWN_TOOL = "unknown_tool"
@@ -290,7 +280,7 @@ class KiokuMcp:
         with self.store.reads() as session:
             row = session.scalar(
                 select(Memory).where(
-                    Memory.id == wanted, visibility_for(session, context).condition()
+                    Memory.id == wanted, scope_condition(visibility_for(session, context))
                 )
             )
             if row is None:

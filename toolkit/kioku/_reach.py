@@ -24,7 +24,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from kioku._context import Participant, PrivacyLevel, TurnContext
-from kioku._search.query import Visibility
+from kioku._domain.visibility import Visibility
 
 
 @dataclass(frozen=True, slots=True)

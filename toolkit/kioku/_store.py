@@ -28,17 +28,12 @@ from kioku._db.engine import (
 from kioku._db.saver import PostgresSaverForBoth
 from kioku._db.schema import SchemaChange, serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema, refuse_other_embedder
+from kioku._domain.records import MemoryRecord
+from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
 from kioku._embeddings import EmbedderSpec, embedder_from_settings
 from kioku._memory.cache import ScopeCache
 from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
-from kioku._memory.repository import (
-    ContentChange,
-    MemoryRecord,
-    MemoryRepository,
-    PersonalScope,
-    ServerScope,
-    VersionKey,
-)
+from kioku._memory.repository import ContentChange, MemoryRepository
 from kioku._search.access import AccessRecorder
 from kioku._search.aids import SearchAids
 

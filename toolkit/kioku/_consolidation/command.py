@@ -62,7 +62,7 @@ def run_consolidate(
     from kioku._consolidation.scope import consolidation_context
     from kioku._context import server_key
     from kioku._db.models import Server, User
-    from kioku._memory.repository import PersonalScope, ServerScope
+    from kioku._domain.scopes import PersonalScope, ServerScope
 
     with store.accounts() as accounts:
         if accounts.session.get(Server, server_key(server_id)) is None:

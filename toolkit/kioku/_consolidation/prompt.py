@@ -7,8 +7,8 @@ from datetime import UTC
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from kioku._domain.records import MemoryRecord
 from kioku._memory.rendering import DATA_NOTICE
-from kioku._memory.repository import MemoryRecord
 from kioku._memory.text import as_data
 
 CONSOLIDATION_PROMPT = """\

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from kioku._consolidation.plan import ActionKind, ConsolidationPlan
 from kioku._consolidation.saved import SavedPlan
-from kioku._memory.repository import PersonalScope, ServerScope
-from kioku._memory.statuses import UpdateStatus
+from kioku._domain.scopes import PersonalScope, ServerScope
+from kioku._domain.statuses import UpdateStatus
 from kioku._memory.text import as_data
 
 SKIPPED = "skipped"

@@ -19,10 +19,10 @@ from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationRep
 from kioku._consolidation.saved import SavedPlan, changed_since
 from kioku._consolidation.scope import consolidation_context
 from kioku._context import TurnContext
+from kioku._domain.scopes import PersonalScope, ServerScope
+from kioku._domain.statuses import UpdateStatus
 from kioku._errors import ConfigurationError
-from kioku._memory.repository import PersonalScope, ServerScope
 from kioku._memory.results import ToolResult
-from kioku._memory.statuses import UpdateStatus
 from kioku._memory.update import update_long_term_memory
 from kioku._models import ask_model
 from kioku._reach import reach_of

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._errors import ConfigurationError
-from kioku._memory.repository import PersonalScope, ServerScope
 
 FORMAT = "kioku-consolidation-plan"
 VERSION = 1

@@ -20,9 +20,9 @@ from kioku._context import (
     user_space,
 )
 from kioku._db.models import PersonaRow, Server, User
+from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._errors import ConfigurationError
 from kioku._memory.notices import MemoryNotice
-from kioku._memory.repository import PersonalScope, ServerScope
 from kioku._store import KiokuStore
 
 CONSOLIDATION_CHANNEL = "kioku-consolidate"

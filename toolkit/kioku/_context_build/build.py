@@ -13,7 +13,6 @@ from typing import ClassVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from sqlalchemy.orm import Session
 
-from kioku._accounts import ServerSettings
 from kioku._context import NO_STM_PROVIDERS, TurnContext
 from kioku._context_build import loader
 from kioku._context_build.items import (
@@ -41,11 +40,12 @@ from kioku._context_build.render import (
 from kioku._context_build.stages import MemoryStage, RankingThreads, run_memory_stages
 from kioku._context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
 from kioku._db.driver import Steps
-from kioku._memory.repository import MemoryRecord
+from kioku._domain.records import MemoryRecord
+from kioku._domain.settings import ServerSettings
+from kioku._domain.visibility import Visibility
 from kioku._reach import reach_of
 from kioku._search.engine import CandidateRow
 from kioku._search.planning import HNSW_EF_SEARCH
-from kioku._search.query import Visibility
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory

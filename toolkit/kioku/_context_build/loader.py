@@ -11,27 +11,17 @@ from typing import TypedDict
 
 from sqlalchemy.orm import Session
 
-from kioku._accounts import (
-    SETTINGS_SOURCE,
-    AccountRepository,
-    ServerSettings,
-    settings_from_row,
-    settings_params,
-)
+from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_row, settings_params
 from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._db.driver import Steps, fetch_all
+from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
+from kioku._domain.settings import ServerSettings
+from kioku._domain.visibility import Visibility
 from kioku._embeddings import embedding_text
-from kioku._memory.repository import (
-    VERSIONS_SQL,
-    PersonalScope,
-    ServerScope,
-    VersionKey,
-    version_params,
-    versions_of,
-)
+from kioku._memory.repository import VERSIONS_SQL, version_params, versions_of
 from kioku._reach import (
     Reach,
     invisible_people,
@@ -46,7 +36,6 @@ from kioku._search.engine import (
     rank_candidates_steps,
     rank_ids_steps,
 )
-from kioku._search.query import Visibility
 from kioku._stm.model import StmCandidate, StmEntry, StmKey
 from kioku._stm.registry import (
     RECENT_COLUMNS,

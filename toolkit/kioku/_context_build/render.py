@@ -21,8 +21,8 @@ from kioku._context_build.items import (
 )
 from kioku._context_build.mentions import convert_mentions
 from kioku._context_build.tokens import TokenCounter, count_block
+from kioku._domain.records import MemoryRecord
 from kioku._memory.rendering import DATA_NOTICE, server_memories_header
-from kioku._memory.repository import MemoryRecord
 from kioku._memory.text import as_data, quoted_data
 from kioku._memory.when import label_on
 from kioku._stm.model import StmEntry

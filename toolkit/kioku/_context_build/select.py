@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kioku._accounts import ServerSettings
 from kioku._context import TurnContext
+from kioku._domain.settings import ServerSettings
 from kioku._stm.model import StmCandidate
 
 

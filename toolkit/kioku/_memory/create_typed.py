@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from kioku._domain.scopes import ServerScope
 from kioku._memory.arguments import ArgumentError, parse_time, reject_unknown
 from kioku._memory.create import STATUSES, checked_content, save
 from kioku._memory.flow import FlowCall, require_context, settings_first, tool_flow
-from kioku._memory.repository import ServerScope
 from kioku._memory.results import ToolResult
 from kioku._memory.typed import parse_typed
 from kioku._stm.model import utc_now

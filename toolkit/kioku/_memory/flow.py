@@ -15,10 +15,11 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kioku._accounts import AccountRepository, ServerSettings
+from kioku._accounts import AccountRepository
 from kioku._awaiting import embed_documents, resolved
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._db.errors import StorageError, storage_errors
+from kioku._domain.settings import ServerSettings
 from kioku._embeddings import embedding_text
 from kioku._memory.arguments import ArgumentError
 from kioku._memory.notices import MemoryNotice, emit_notice

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kioku._memory.repository import MemoryRecord
+from kioku._domain.records import MemoryRecord
 from kioku._memory.text import as_data, render_tokens
 
 DATA_NOTICE = (

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, Literal, cast
 
 from psycopg.types.json import Jsonb
 from sqlalchemy import ColumnElement, TextClause, func, select, text
@@ -17,92 +17,12 @@ from kioku._context import GLOBAL_LINEAGE
 from kioku._db.driver import fetch_all
 from kioku._db.models import Memory, MemoryHistory
 from kioku._db.vectors import halfvec_text
-from kioku._search.query import Visibility
+from kioku._domain.records import MemoryRecord
+from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
+from kioku._search.query import owner_filters, owners_sql
 from kioku._search.sql import search_params
 
-__all__ = ["GLOBAL_LINEAGE", "MemoryRepository", "PersonalScope", "ServerScope"]
-
-
-@dataclass(frozen=True, slots=True)
-class ServerScope:
-    """Server-wide memories of one persona lineage."""
-
-    server_id: str
-    lineage_id: int
-
-    kind: ClassVar[Literal["server"]] = "server"
-    """The ``scope`` column of its memories."""
-
-    @property
-    def owner_id(self) -> str:
-        """The key its memories are stored under (the server)."""
-        return self.server_id
-
-    @property
-    def lock_key(self) -> str:
-        """Text hashed into the advisory lock that serialises writers of this scope."""
-        return f"server:{self.server_id}:{self.lineage_id}"
-
-    def visibility(self) -> Visibility:
-        """The filter selecting this scope's memories."""
-        return Visibility(self.server_id, self.lineage_id)
-
-    def version_keys(self) -> tuple[tuple[str, str, int], ...]:
-        """The ``memory_counts`` rows whose versions tell whether the scope changed."""
-        return (("server", self.server_id, self.lineage_id),)
-
-
-@dataclass(frozen=True, slots=True)
-class PersonalScope:
-    """Personal memories of one user for one lineage (global ones included on reads)."""
-
-    user_id: str
-    lineage_id: int
-
-    kind: ClassVar[Literal["personal"]] = "personal"
-    """The ``scope`` column of its memories."""
-
-    @property
-    def owner_id(self) -> str:
-        """The key its memories are stored under (the user)."""
-        return self.user_id
-
-    @property
-    def lock_key(self) -> str:
-        """Text hashed into the advisory lock; globals share it, as they count too."""
-        return f"personal:{self.user_id}"
-
-    def visibility(self) -> Visibility:
-        """The filter selecting this scope's memories (global ones included)."""
-        return Visibility("", self.lineage_id, (self.user_id,), include_server=False)
-
-    def version_keys(self) -> tuple[tuple[str, str, int], ...]:
-        """The ``memory_counts`` rows whose versions tell whether the scope changed."""
-        return (
-            ("personal", self.user_id, self.lineage_id),
-            ("personal", self.user_id, GLOBAL_LINEAGE),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRecord:
-    """A memory as the rest of kioku sees it (detached from the session)."""
-
-    id: int
-    scope: str
-    server_id: str | None
-    user_id: str | None
-    persona_lineage_id: int
-    content: str
-    created_at: datetime
-    updated_at: datetime
-    event_time: datetime | None
-    """When what it records happened, if it says (``None``: when it was saved)."""
-    happened_at: datetime
-    """When what it records happened: its event time, else when it was saved (the column
-    ``memories.happened_at``, where this is defined)."""
-    memory_type: str = "semantic"
-    """``semantic``, ``episodic``, ``procedural`` … (typed memories)."""
+__all__ = ["GLOBAL_LINEAGE", "MemoryRepository"]
 
 
 _RECORD_COLUMNS = (
@@ -235,10 +155,6 @@ def _update_in_scope_statement(owners: tuple[str, ...]) -> str:
         columns=", ".join(column.key for column in _RECORD_COLUMNS),
         owners=" OR ".join(f"({sql})" for sql in owners),
     )
-
-
-VersionKey = tuple[str, str, int]
-"""A ``memory_counts`` key: ``(scope, owner, lineage)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,7 +376,7 @@ class MemoryRepository:
         visibility = scope.visibility()
         [row] = fetch_all(
             self.session,
-            _update_in_scope_statement(tuple(visibility.owners_sql())),
+            _update_in_scope_statement(tuple(owners_sql(visibility))),
             {
                 **search_params(visibility),
                 **settings_params(settings_key, is_dm),
@@ -527,4 +443,4 @@ class MemoryRepository:
 
     @staticmethod
     def _scope_filter(scope: ServerScope | PersonalScope) -> tuple[TextClause, ...]:
-        return tuple(scope.visibility().owners())
+        return tuple(owner_filters(scope.visibility()))

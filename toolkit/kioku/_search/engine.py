@@ -16,9 +16,10 @@ from kioku._db.vectors import (
     HNSW_SEARCH_SETTINGS,
     HNSW_SETTINGS_APPLIED,
 )
+from kioku._domain.visibility import Visibility
 from kioku._search.aids import SearchAids
 from kioku._search.planning import VectorPlans, came_back_short, choose_vector_plan
-from kioku._search.query import Visibility, or_tsquery, query_words
+from kioku._search.query import or_tsquery, query_words
 from kioku._search.scoring import FusionWeights, fuse, relevance
 from kioku._search.sizes import ScopeSizes
 from kioku._search.sql import (

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
 
 from kioku._context import GLOBAL_LINEAGE
 from kioku._db.models import Memory
+from kioku._domain.visibility import Visibility
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
@@ -53,65 +53,51 @@ def people_params(user_ids: Sequence[str]) -> dict[str, str]:
     return {f"user_{index}": user_ids[min(index, len(user_ids) - 1)] for index in range(slots)}
 
 
-@dataclass(frozen=True)
-class Visibility:
-    """Server memories of one lineage, plus personal memories of some users (SPEC §10).
+def owners_sql(visibility: Visibility) -> list[str]:
+    """The scope-key filters as SQL text with named parameters, one per scope kind."""
+    people = len(visibility.personal_user_ids)
+    return [
+        SERVER_OWNER_SQL if kind == "server" else personal_owner_sql(people)
+        for kind in visibility.kinds()
+    ]
 
-    Which users and which server a turn may see is decided by :mod:`kioku._reach`.
+
+def owner_filters(visibility: Visibility) -> list[TextClause]:
+    """The scope-key filters alone (no status or type), one per scope kind, bound.
+
+    Each is answered from a narrow scope index, which makes counting a scope cheap.
+    For statements over ``memories`` alone (the columns are unqualified), one
+    ``Visibility`` per statement (the parameter names are fixed).
     """
+    values = {
+        "server": visibility.server_key,
+        "lineage": visibility.lineage_id,
+        **people_params(visibility.personal_user_ids),
+    }
+    return [
+        text(sql).bindparams(**{k: v for k, v in values.items() if re.search(rf":{k}\b", sql)})
+        for sql in owners_sql(visibility)
+    ]
 
-    server_key: str
-    lineage_id: int
-    personal_user_ids: tuple[str, ...] = ()
-    include_server: bool = True
-    """``False`` searches the personal memories only."""
 
-    def kinds(self) -> tuple[str, ...]:
-        """The scope kinds covered (``server``, ``personal``), in the order of the filters."""
-        return (("server",) if self.include_server else ()) + (
-            ("personal",) if self.personal_user_ids else ()
-        )
+def scope_parts(
+    visibility: Visibility, memory_type: str | None = None
+) -> list[ColumnElement[bool]]:
+    """The full filter split by scope kind (server, personal).
 
-    def owners_sql(self) -> list[str]:
-        """The scope-key filters as SQL text with named parameters, one per scope kind."""
-        people = len(self.personal_user_ids)
-        return [
-            SERVER_OWNER_SQL if kind == "server" else personal_owner_sql(people)
-            for kind in self.kinds()
-        ]
+    Querying the parts separately (``UNION ALL``) lets PostgreSQL answer each from
+    its covering index; an ``OR`` of them would fall back to heap scans.
+    """
+    extra = [Memory.status == "active"]
+    if memory_type is not None:
+        extra.append(Memory.memory_type == memory_type)
+    return [and_(owner, *extra) for owner in owner_filters(visibility)]
 
-    def owners(self) -> list[TextClause]:
-        """The scope-key filters alone (no status or type), one per scope kind, bound.
 
-        Each is answered from a narrow scope index, which makes counting a scope cheap.
-        For statements over ``memories`` alone (the columns are unqualified), one
-        ``Visibility`` per statement (the parameter names are fixed).
-        """
-        values = {
-            "server": self.server_key,
-            "lineage": self.lineage_id,
-            **people_params(self.personal_user_ids),
-        }
-        return [
-            text(sql).bindparams(**{k: v for k, v in values.items() if re.search(rf":{k}\b", sql)})
-            for sql in self.owners_sql()
-        ]
-
-    def parts(self, memory_type: str | None = None) -> list[ColumnElement[bool]]:
-        """The full filter split by scope kind (server, personal).
-
-        Querying the parts separately (``UNION ALL``) lets PostgreSQL answer each from
-        its covering index; an ``OR`` of them would fall back to heap scans.
-        """
-        extra = [Memory.status == "active"]
-        if memory_type is not None:
-            extra.append(Memory.memory_type == memory_type)
-        return [and_(owner, *extra) for owner in self.owners()]
-
-    def condition(self, memory_type: str | None = None) -> ColumnElement[bool]:
-        """The SQL filter selecting exactly these memories."""
-        parts = self.parts(memory_type)
-        return or_(*parts) if parts else false()
+def scope_condition(visibility: Visibility, memory_type: str | None = None) -> ColumnElement[bool]:
+    """The SQL filter selecting exactly ``visibility``'s memories."""
+    parts = scope_parts(visibility, memory_type)
+    return or_(*parts) if parts else false()
 
 
 def query_words(text: str) -> list[str]:

@@ -16,14 +16,9 @@ from functools import lru_cache
 from typing import Any
 
 from kioku._db.vectors import halfvec_text
+from kioku._domain.visibility import Visibility
 from kioku._search.planning import HNSW_EF_SEARCH, VectorPlan, VectorPlans
-from kioku._search.query import (
-    SERVER_OWNER_SQL,
-    Visibility,
-    people_params,
-    people_slots,
-    personal_owner_sql,
-)
+from kioku._search.query import SERVER_OWNER_SQL, people_params, people_slots, personal_owner_sql
 
 DETAIL_COLUMNS = (
     "id",

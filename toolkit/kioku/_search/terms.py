@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from kioku._search.query import SERVER_OWNER_SQL, Visibility, people_params, personal_owner_sql
+from kioku._domain.visibility import Visibility
+from kioku._search.query import SERVER_OWNER_SQL, people_params, personal_owner_sql
 from kioku._stemming import stem
 
 COMMON_TERM_SHARE = 0.01

@@ -21,11 +21,11 @@ from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 
 from kioku._context import latest_sent_at, turn_context_of
+from kioku._domain.statuses import CreateStatus, UpdateStatus
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
 from kioku._memory.flow import Flow
 from kioku._memory.results import ToolResult
-from kioku._memory.statuses import CreateStatus, UpdateStatus
 from kioku._memory.update import update_long_term_memory
 from kioku._store import KiokuStore
 from kioku._tools.safe import ArgumentSafeTool

@@ -6,7 +6,6 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from langchain_core.tools import StructuredTool
@@ -19,6 +18,8 @@ from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
+from kioku._domain.statuses import SearchStatus
+from kioku._domain.visibility import Visibility
 from kioku._embeddings import embedding_text
 from kioku._memory.arguments import ArgumentError, check_text, parse_time, reject_unknown
 from kioku._memory.text import as_data, echo
@@ -26,7 +27,6 @@ from kioku._memory.typed import MEMORY_TYPES
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
 from kioku._search.engine import SearchHit, rank_candidates
-from kioku._search.query import Visibility
 from kioku._search.when import narrowing, time_phrase
 from kioku._stm.model import utc_now
 from kioku._store import KiokuStore
@@ -38,16 +38,6 @@ MAX_LIMIT = 20
 DEFAULT_LIMIT = 5
 """Memories a search returns when the model gives no ``limit``."""
 MAX_QUERY_LENGTH = 1000
-
-
-class SearchStatus(StrEnum):
-    """Outcomes of ``search_long_term_memory``."""
-
-    FOUND = "memories_found"
-    NONE = "no_memories_found"
-    INVALID_ARGS = "search_failed_invalid_args"
-    INTERNAL_ERROR = "search_failed_internal_error"
-    DB_ERROR = "search_failed_db_error"
 
 
 DESCRIPTION = (

@@ -8,7 +8,6 @@ reason and told not to retry.
 from __future__ import annotations
 
 import logging
-from enum import StrEnum
 from typing import Any
 
 import psycopg
@@ -17,6 +16,7 @@ from langgraph.prebuilt import ToolRuntime
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._context import NO_STM_PROVIDERS, TurnContext, turn_context_of
+from kioku._domain.statuses import StmStatus
 from kioku._memory.results import ToolResult
 from kioku._memory.text import sanitise_content
 from kioku._stm.availability import (
@@ -29,16 +29,6 @@ from kioku._stm.store import ShortTermMemory
 from kioku._tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
-
-
-class StmStatus(StrEnum):
-    """Outcomes of ``update_short_term_memory``."""
-
-    UPDATED = "short_term_memory_updated_successfully"
-    REFUSED = "short_term_memory_update_refused"
-    INVALID_ARGS = "short_term_memory_update_failed_invalid_args"
-    INTERNAL_ERROR = "short_term_memory_update_failed_internal_error"
-    DB_ERROR = "short_term_memory_update_failed_db_error"
 
 
 DESCRIPTION = (

@@ -33,6 +33,7 @@ from kioku._context_build.build import ContextBuilder, insert_tail_directive
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
 from kioku._db.errors import describe
+from kioku._domain.statuses import StmStatus
 from kioku._errors import ConfigurationError
 from kioku._intent import IntentGate
 from kioku._stm.availability import stm_tool_refusal
@@ -40,7 +41,6 @@ from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import LONG_TERM_WRITES, SEARCH_LTM, TOOL_NAMES, UPDATE_STM
-from kioku._tools.stm import StmStatus
 from kioku.graphs._repair import with_answered_calls
 from kioku.graphs._trim import trim_removals
 

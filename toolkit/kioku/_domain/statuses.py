@@ -1,4 +1,4 @@
-"""Status values returned to the model by the long-term memory tools (SPEC §3–4)."""
+"""Every status a tool answers the model with (SPEC §3–4, §7): one enum per tool."""
 
 from __future__ import annotations
 
@@ -37,3 +37,32 @@ class UpdateStatus(StrEnum):
     PRIVACY_RESTRICTED = "memory_update_failed_privacy_restricted"
     NOT_FOUND = "memory_update_failed_not_found"
     DB_ERROR = "memory_update_failed_db_error"
+
+
+class StmStatus(StrEnum):
+    """Outcomes of ``update_short_term_memory``."""
+
+    UPDATED = "short_term_memory_updated_successfully"
+    REFUSED = "short_term_memory_update_refused"
+    INVALID_ARGS = "short_term_memory_update_failed_invalid_args"
+    INTERNAL_ERROR = "short_term_memory_update_failed_internal_error"
+    DB_ERROR = "short_term_memory_update_failed_db_error"
+
+
+class SearchStatus(StrEnum):
+    """Outcomes of ``search_long_term_memory``."""
+
+    FOUND = "memories_found"
+    NONE = "no_memories_found"
+    INVALID_ARGS = "search_failed_invalid_args"
+    INTERNAL_ERROR = "search_failed_internal_error"
+    DB_ERROR = "search_failed_db_error"
+
+
+class GetStatus(StrEnum):
+    """Outcomes of ``get_memory``."""
+
+    FOUND = "memory_found"
+    NOT_FOUND = "memory_not_found"
+    INVALID_ARGS = "get_failed_invalid_args"
+    DB_ERROR = "get_failed_db_error"

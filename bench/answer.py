@@ -32,7 +32,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from bench.answer_scoring import judge_label, locomo_f1
-from bench.locomo import LoadedConversation, evidence_ids, load_conversation
+from bench.locomo_data import LoadedConversation, evidence_ids, load_conversation
 from kioku import KiokuStore
 from kioku._calibration import relevance_floor
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter

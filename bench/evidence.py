@@ -21,7 +21,7 @@ from langchain_core.messages import HumanMessage
 from sqlalchemy import select
 
 from bench.common import SHOWN_MEMORY_ID, bench_database, open_store, read_samples
-from bench.locomo import DEFAULT_DATA, LINEAGE, evidence_ids, load_conversation
+from bench.locomo_data import DEFAULT_DATA, LINEAGE, evidence_ids, load_conversation
 from kioku import ContextBudgets, ContextBuilder, Participant, TurnContext
 from kioku._context import Persona
 from kioku._context_build.tokens import TiktokenCounter

@@ -24,10 +24,10 @@ from sqlalchemy.orm import Session
 
 from kioku._context import server_key, user_space
 from kioku._conversations import conversation_threads, forget_in_threads
+from kioku._core import KiokuCore
 from kioku._memory.text import normalise_name
 from kioku._redaction import memory_fragments
 from kioku._stm.store import ForgetReport, ShortTermMemory
-from kioku._store import KiokuStore
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _fragments(session: Session, scope: str, owner: str) -> frozenset[str]:
 
 
 def _scrub_chats(
-    store: KiokuStore,
+    store: KiokuCore,
     *,
     user_id: str | None,
     names: frozenset[str],
@@ -122,7 +122,7 @@ def _scrub_chats(
     }
 
 
-def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
+def erase_user(store: KiokuCore, user_id: str) -> ErasureReceipt:
     """Forget everything kioku holds about ``user_id``; see the module docstring."""
     with store.sessions() as session:
         names = _name_keys(session, user_id)
@@ -144,7 +144,7 @@ def erase_user(store: KiokuStore, user_id: str) -> ErasureReceipt:
     return ErasureReceipt("user", user_id, **counts)
 
 
-def erase_server(store: KiokuStore, server_id: str) -> ErasureReceipt:
+def erase_server(store: KiokuCore, server_id: str) -> ErasureReceipt:
     """Forget everything kioku holds about the server ``server_id``."""
     key = server_key(server_id)
     with store.sessions() as session:

@@ -6,18 +6,18 @@ from collections.abc import Callable
 
 from sqlalchemy import func, select, text, update
 
+from kioku._core import KiokuCore
 from kioku._db.models import Memory
 from kioku._db.schema import serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
 from kioku._embeddings import EmbedderSpec, embedding_text
 from kioku._errors import ConfigurationError, one_line
-from kioku._store import KiokuStore
 
 Progress = Callable[[int, int], None]
 """Called with (done, total) after each batch."""
 
 
-def reembed(store: KiokuStore, *, batch_size: int = 64, progress: Progress | None = None) -> int:
+def reembed(store: KiokuCore, *, batch_size: int = 64, progress: Progress | None = None) -> int:
     """Bring every vector in line with ``store.embedder``; returns how many were embedded.
 
     When the configured embedder differs from the one the database records, the column is

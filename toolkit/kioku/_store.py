@@ -1,73 +1,38 @@
-"""``KiokuStore``: the database, its sessions, the memory cache and the directory."""
+"""``KiokuStore``: the store applications hold, on top of :class:`~kioku._core.KiokuCore`.
+
+It opens the database from settings and offers what sits above the flows: the shared
+short-term memory, the sweeper, erasure and consolidation. The flows themselves take the
+core, so none of them imports this module.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
-from collections.abc import Hashable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg_pool import ConnectionPool
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session, sessionmaker
 
-from kioku._accounts import AccountRepository
 from kioku._config import KiokuSettings, load_settings
+from kioku._consolidation.report import ConsolidationReport
+from kioku._consolidation.run import consolidate
+from kioku._consolidation.saved import SavedPlan
+from kioku._context import TurnContext
+from kioku._core import CacheKey, KiokuCore
 from kioku._db.embedded import EmbeddedPostgres
-from kioku._db.engine import (
-    check_pgvector,
-    checkpoint_pool,
-    libpq_url,
-    make_engine,
-)
-from kioku._db.saver import PostgresSaverForBoth
-from kioku._db.schema import SchemaChange, serialised_setup, upgrade_schema
-from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema, refuse_other_embedder
-from kioku._domain.records import MemoryRecord
-from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
-from kioku._embeddings import EmbedderSpec, embedder_from_settings
-from kioku._memory.cache import ScopeCache
-from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
-from kioku._memory.repository import ContentChange, MemoryRepository
-from kioku._search.access import AccessRecorder
-from kioku._search.aids import SearchAids
+from kioku._db.engine import check_pgvector, make_engine
+from kioku._db.vectors import refuse_other_embedder
+from kioku._embeddings import EmbedderSpec
+from kioku._erasure import ErasureReceipt, erase_server, erase_user
+from kioku._memory.directory import UserDirectory
+from kioku._stm.store import ShortTermMemory
+from kioku._sweeper import SweepTimer
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from kioku._consolidation.report import ConsolidationReport
-    from kioku._consolidation.saved import SavedPlan
-    from kioku._context import TurnContext
-    from kioku._db.models import MemoryHistory
-    from kioku._erasure import ErasureReceipt
-    from kioku._stm.store import ShortTermMemory
-    from kioku._sweeper import SweepTimer
 
-logger = logging.getLogger(__name__)
-
-CacheKey = ServerScope | PersonalScope
-
-MEMORY_WINDOW = 200
-"""Memories of one scope a context build loads, newest first. More than a block's token
-budget holds (2,000 tokens), so a scope within it is loaded whole; larger scopes (limits
-raised far above the default 100) are rendered from the window plus the most relevant
-memories found by search, and never loaded whole."""
-
-
-@dataclass(frozen=True)
-class MemoryWindow:
-    """The newest memories of a scope and how many the scope holds (shared: not changed)."""
-
-    records: tuple[MemoryRecord, ...]
-    total: int
-
-
-class KiokuStore:
+class KiokuStore(KiokuCore):
     """Owns the engines and hands out sessions; tools and the graph share one store.
 
     Example:
@@ -87,29 +52,10 @@ class KiokuStore:
         embedder: EmbedderSpec | None = None,
     ) -> None:
         """Wrap an existing engine (see :meth:`open` to create one from settings)."""
-        self.engine = engine
-        self.settings = settings or load_settings()
-        self.embedder = embedder or embedder_from_settings(self.settings)
-        """The embedder every write path uses (``KIOKU_EMBEDDINGS``)."""
-        self.embedded = embedded
-        self.sessions: sessionmaker[Session] = sessionmaker(engine, expire_on_commit=False)
-        self.autocommit_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
-        """The engine's pool, each statement committed on its own (no BEGIN sent)."""
-        self.reads: sessionmaker[Session] = sessionmaker(
-            self.autocommit_engine, expire_on_commit=False
+        super().__init__(
+            engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
         )
-        """Sessions for reads only: each statement on its own, no BEGIN or ROLLBACK sent."""
-        self.directory = directory
-        """The application's directory; ``None`` uses kioku's own tables."""
-        self.cache: ScopeCache[CacheKey, MemoryWindow] = ScopeCache()
-        self.search_aids = SearchAids()
-        """Scope sizes and word statistics remembered between searches."""
-        self.access = AccessRecorder(self.sessions)
-        """Batched access counts of memories returned by search."""
-        self._checkpointer: PostgresSaver | None = None
-        self._checkpoint_pool: ConnectionPool[Any] | None = None
         self._sweeper: SweepTimer | None = None
-        self._checkpointer_lock = threading.Lock()
         self._short_term: ShortTermMemory | None = None
 
     @classmethod
@@ -159,48 +105,6 @@ class KiokuStore:
                 raise
         return store
 
-    def setup(self) -> SchemaChange:
-        """Create or upgrade the schema; safe to run repeatedly and from several processes.
-
-        Also creates LangGraph's checkpoint tables, for :meth:`checkpointer`.
-
-        Returns:
-            What happened to kioku's schema: ``"created"``, ``"upgraded"`` or ``"unchanged"``.
-        """
-        with serialised_setup(self.engine):
-            change = upgrade_schema(self.engine)
-            with self.engine.begin() as connection:
-                ensure_vector_schema(
-                    connection,
-                    self.embedder.model,
-                    self.embedder.dimension,
-                    hnsw=self.settings.wants_hnsw_index(EXACT_SEARCH_MAX_ROWS),
-                    limits=self.settings.memory_limits,
-                )
-            self.checkpointer().setup()
-        return change
-
-    def checkpointer(self) -> PostgresSaver:
-        """LangGraph's ``PostgresSaver`` on this database, pooled (made on first use).
-
-        Its async methods work too (in a worker thread), so async graphs and agents
-        (``ainvoke``/``astream``) can use it.
-
-        Pass it to the per-turn graph or ``create_agent``: it keeps their conversation
-        threads (short-term memory entries are rows of kioku's own table).
-        """
-        with self._checkpointer_lock:  # the sweeper and erasures may ask from other threads
-            return self._make_checkpointer()
-
-    def _make_checkpointer(self) -> PostgresSaver:
-        # Its own pool: LangGraph's saver wants autocommit connections with dict rows.
-        if self._checkpointer is None:
-            self._checkpoint_pool = checkpoint_pool(
-                libpq_url(self.engine), prepared_statements=self.settings.prepared_statements
-            )
-            self._checkpointer = PostgresSaverForBoth(self._checkpoint_pool)
-        return self._checkpointer
-
     def short_term_memory(self) -> ShortTermMemory:
         """This store's short-term memory (made on first use).
 
@@ -209,8 +113,6 @@ class KiokuStore:
         """
         with self._checkpointer_lock:
             if self._short_term is None:
-                from kioku._stm.store import ShortTermMemory
-
                 self._short_term = ShortTermMemory(self)
             return self._short_term
 
@@ -224,8 +126,6 @@ class KiokuStore:
         minutes = self.settings.sweep_interval_minutes
         if self._sweeper is not None or minutes <= 0:
             return
-        from kioku._sweeper import SweepTimer
-
         self._sweeper = SweepTimer(self, timedelta(minutes=minutes))
         self._sweeper.start()
 
@@ -235,85 +135,15 @@ class KiokuStore:
             sweeper.stop()
 
     def close(self) -> None:
-        """Dispose of pooled connections and stop the embedded server if this started it.
+        """Stop the sweeper, dispose of pooled connections and stop the embedded server.
+
+        The embedded server stops only if this store started it.
 
         From async code, ``await store.aclose()`` does the same off the event loop.
         """
         self._stop_sweeper()
-        self.access.close()
-        self.engine.dispose()
-        if self._checkpoint_pool is not None:
-            self._checkpoint_pool.close()
-            self._checkpoint_pool = None
-            self._checkpointer = None
-            self._short_term = None
-        if self.embedded is not None:
-            self.embedded.stop()
-
-    async def aclose(self) -> None:
-        """:meth:`close` off the event loop (it may wait for a sweep to finish)."""
-        await asyncio.to_thread(self.close)
-
-    def __enter__(self) -> KiokuStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[Session]:
-        """A session inside one transaction, committed on success."""
-        with self.sessions() as session, session.begin():
-            yield session
-
-    @contextmanager
-    def accounts(self) -> Iterator[AccountRepository]:
-        """Administer servers, users, members and personas in one transaction."""
-        with self.transaction() as session:
-            yield AccountRepository(session)
-
-    def directory_for(self, session: Session) -> UserDirectory:
-        """The directory to resolve names with during a unit of work in ``session``."""
-        return self.directory if self.directory is not None else DatabaseUserDirectory(session)
-
-    def memory_window(self, scope: CacheKey) -> MemoryWindow:
-        """The newest active memories of ``scope`` and their total.
-
-        At most ``MEMORY_WINDOW`` are loaded; a scope within the window is loaded whole.
-        """
-        with self.sessions() as session:
-            return self.memory_windows(session, [scope])[scope]
-
-    def memory_windows(
-        self,
-        session: Session,
-        scopes: Sequence[CacheKey],
-        versions: Mapping[VersionKey, int] | None = None,
-    ) -> dict[CacheKey, MemoryWindow]:
-        """:meth:`memory_window` of several scopes, checked for staleness in one query.
-
-        A cached window is reused only while the scope's version in the database is the
-        one it was loaded at, so writes of every process are seen at once. ``versions``
-        (read in this session, e.g. with the turn's settings) spares that query.
-        """
-        memories = MemoryRepository(session)
-        keys = {scope: scope.version_keys() for scope in scopes}
-        current = (
-            versions
-            if versions is not None
-            else memories.versions([k for ks in keys.values() for k in ks])
-        )
-        windows: dict[CacheKey, MemoryWindow] = {}
-        for scope in scopes:
-            # Versions are read before the window, so a write in between only costs a reload.
-            version = tuple(current.get(key) for key in keys[scope])
-            window = self.cache.get(scope, version)
-            if window is None:
-                records, total = memories.window(scope, MEMORY_WINDOW)
-                window = MemoryWindow(tuple(records), total)
-                self.cache.put(scope, version, window)
-            windows[scope] = window
-        return windows
+        super().close()
+        self._short_term = None
 
     def erase_user(self, user_id: str) -> ErasureReceipt:
         """Forget everything kioku holds about ``user_id`` ("forget everything about me").
@@ -326,8 +156,6 @@ class KiokuStore:
         Returns:
             An :class:`~kioku._erasure.ErasureReceipt` with counts per kind.
         """
-        from kioku._erasure import erase_user
-
         return erase_user(self, user_id)
 
     async def aerase_user(self, user_id: str) -> ErasureReceipt:
@@ -340,25 +168,11 @@ class KiokuStore:
         Its server-wide memories in every lineage and their history text, its channels'
         short-term memory, its members, personas and settings.
         """
-        from kioku._erasure import erase_server
-
         return erase_server(self, server_id)
 
     async def aerase_server(self, server_id: str) -> ErasureReceipt:
         """Async twin of :meth:`erase_server` (runs in a worker thread)."""
         return await asyncio.to_thread(self.erase_server, server_id)
-
-    def memory_history(self, memory_id: int) -> Sequence[MemoryHistory]:
-        """Every change to memory ``memory_id``, oldest first (kept after a delete)."""
-        with self.sessions() as session:
-            return MemoryRepository(session).history(memory_id)
-
-    def memories(self, scope: CacheKey) -> list[MemoryRecord]:
-        """Active memories of ``scope``, newest first: at most ``MEMORY_WINDOW`` of them.
-
-        A new list each call: changing it changes nothing kept.
-        """
-        return list(self.memory_window(scope).records)
 
     def consolidate(
         self,
@@ -402,50 +216,4 @@ class KiokuStore:
             ModelCallError: the model call failed or its answer was not a reply (its own
                 exception is the ``__cause__``); nothing is changed.
         """
-        from kioku._consolidation.run import consolidate
-
         return consolidate(self, scope, model, apply=apply, context=context, plan=plan)
-
-    def applied_update(self, scope: CacheKey, change: ContentChange) -> None:
-        """After ``change`` committed: apply it to ``scope``'s cached window, or drop it.
-
-        The window is kept (at the version the change made) only when it was cached at
-        the version the change replaced, so it equals what a reload would read.
-        """
-        keys = scope.version_keys()
-        if (
-            change.key not in keys
-            or change.version_before is None
-            or change.version_after is None
-            or change.changed_at is None
-        ):
-            self.invalidate(scope)
-            return
-        at, before, after = keys.index(change.key), change.version_before, change.version_after
-        changed_at = change.changed_at
-
-        def revise(version: Hashable, window: MemoryWindow) -> tuple[Hashable, MemoryWindow] | None:
-            if not isinstance(version, tuple) or version[at] != before:
-                return None
-            records = tuple(
-                replace(r, content=change.content, updated_at=changed_at)
-                if r.id == change.memory_id
-                else r
-                for r in window.records
-            )
-            return (*version[:at], after, *version[at + 1 :]), MemoryWindow(records, window.total)
-
-        if isinstance(scope, PersonalScope):
-            for key in self.cache.cached_keys():  # other lineages see it through the globals
-                if isinstance(key, PersonalScope) and key.user_id == scope.user_id and key != scope:
-                    self.cache.invalidate(key)
-        self.cache.revise(scope, revise)
-
-    def invalidate(self, scope: CacheKey) -> None:
-        """Drop cached memories of ``scope`` (called after a committed write)."""
-        if isinstance(scope, PersonalScope):
-            # Personal reads of every lineage include the globals, so drop them all.
-            for key in self.cache.cached_keys():
-                if isinstance(key, PersonalScope) and key.user_id == scope.user_id:
-                    self.cache.invalidate(key)
-        self.cache.invalidate(scope)

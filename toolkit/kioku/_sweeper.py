@@ -14,8 +14,8 @@ from datetime import timedelta
 
 from sqlalchemy import text
 
+from kioku._core import KiokuCore
 from kioku._stm.store import ShortTermMemory
-from kioku._store import KiokuStore
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class SweepResult:
     history_rows_deleted: int = 0
 
 
-def sweep(store: KiokuStore) -> SweepResult:
+def sweep(store: KiokuCore) -> SweepResult:
     """Run one sweep unless another process is running one.
 
     Deletes history rows older than ``KIOKU_HISTORY_RETENTION_DAYS`` and short-term memory
@@ -58,7 +58,7 @@ def sweep(store: KiokuStore) -> SweepResult:
 class SweepTimer:
     """Runs :func:`sweep` every ``interval`` in a daemon thread until stopped."""
 
-    def __init__(self, store: KiokuStore, interval: timedelta) -> None:
+    def __init__(self, store: KiokuCore, interval: timedelta) -> None:
         """Sweep ``store`` every ``interval`` (the first sweep after one interval)."""
         self.store = store
         self.interval = interval

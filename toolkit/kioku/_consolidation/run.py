@@ -19,6 +19,7 @@ from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationRep
 from kioku._consolidation.saved import SavedPlan, changed_since
 from kioku._consolidation.scope import consolidation_context
 from kioku._context import TurnContext
+from kioku._core import KiokuCore
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.statuses import UpdateStatus
 from kioku._errors import ConfigurationError
@@ -26,7 +27,6 @@ from kioku._memory.results import ToolResult
 from kioku._memory.update import update_long_term_memory
 from kioku._models import ask_model
 from kioku._reach import reach_of
-from kioku._store import KiokuStore
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ MIN_MEMORIES = 2
 
 
 def consolidate(
-    store: KiokuStore,
+    store: KiokuCore,
     scope: ServerScope | PersonalScope,
     model: BaseChatModel | None,
     *,
@@ -43,7 +43,7 @@ def consolidate(
     context: TurnContext | None = None,
     plan: SavedPlan | None = None,
 ) -> ConsolidationReport:
-    """Run one consolidation pass over ``scope`` (see :meth:`KiokuStore.consolidate`).
+    """Run one consolidation pass over ``scope`` (see :meth:`KiokuCore.consolidate`).
 
     With ``plan`` (a saved one) no model is asked: see :mod:`kioku._consolidation.saved`.
     """
@@ -109,7 +109,7 @@ def consolidate(
 
 
 def _checked_against_now(
-    store: KiokuStore, scope: ServerScope | PersonalScope, plan: SavedPlan, max_length: int
+    store: KiokuCore, scope: ServerScope | PersonalScope, plan: SavedPlan, max_length: int
 ) -> tuple[ConsolidationPlan, dict[int, str]]:
     """``plan``'s reply read over the memories still as they were shown, and those memories.
 
@@ -158,7 +158,7 @@ def describe(scope: ServerScope | PersonalScope, context: TurnContext) -> str:
 
 
 def _privacy_refusal(
-    store: KiokuStore, scope: ServerScope | PersonalScope, context: TurnContext
+    store: KiokuCore, scope: ServerScope | PersonalScope, context: TurnContext
 ) -> str | None:
     """Why a personal scope's memories may not be shown to a model, or ``None``.
 
@@ -179,7 +179,7 @@ def _privacy_refusal(
 
 
 def apply_plan(
-    store: KiokuStore,
+    store: KiokuCore,
     scope: ServerScope | PersonalScope,
     context: TurnContext,
     plan: ConsolidationPlan,
@@ -217,7 +217,7 @@ def apply_plan(
     return tuple(outcomes)
 
 
-def _run_update(store: KiokuStore, context: TurnContext, arguments: dict[str, Any]) -> ToolResult:
+def _run_update(store: KiokuCore, context: TurnContext, arguments: dict[str, Any]) -> ToolResult:
     """One ``update_long_term_memory`` call, its session opened as the tool opens it."""
     try:
         with store.sessions() as session:

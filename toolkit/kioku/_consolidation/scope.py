@@ -19,11 +19,11 @@ from kioku._context import (
     server_key,
     user_space,
 )
+from kioku._core import KiokuCore
 from kioku._db.models import PersonaRow, Server, User
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._errors import ConfigurationError
 from kioku._memory.notices import MemoryNotice
-from kioku._store import KiokuStore
 
 CONSOLIDATION_CHANNEL = "kioku-consolidate"
 """The channel of a consolidation's turn context (no conversation is read or written)."""
@@ -34,7 +34,7 @@ Notifier = Callable[[MemoryNotice], object]
 
 
 def consolidation_context(
-    store: KiokuStore,
+    store: KiokuCore,
     scope: ServerScope | PersonalScope,
     *,
     server_id: str | None = None,

@@ -39,6 +39,7 @@ from kioku._context_build.render import (
 )
 from kioku._context_build.stages import MemoryStage, RankingThreads, run_memory_stages
 from kioku._context_build.tokens import MemoCounter, TiktokenCounter, TokenCounter
+from kioku._core import MEMORY_WINDOW, KiokuCore
 from kioku._db.driver import Steps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
@@ -49,7 +50,6 @@ from kioku._search.planning import HNSW_EF_SEARCH
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
-from kioku._store import MEMORY_WINDOW, KiokuStore
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class ContextBuilder:
     whose loading or rendering fails is logged and contributes nothing.
     """
 
-    store: KiokuStore
+    store: KiokuCore
     stm: ShortTermMemory | None = None
     """Short-term memory; ``None`` leaves the STM stages out."""
     counter: TokenCounter = field(default_factory=TiktokenCounter)

@@ -16,6 +16,7 @@ from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
+from kioku._core import KiokuCore, MemoryWindow
 from kioku._db.driver import Steps, fetch_all
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
 from kioku._domain.settings import ServerSettings
@@ -45,7 +46,6 @@ from kioku._stm.registry import (
     StmRegistry,
 )
 from kioku._stm.store import ShortTermMemory
-from kioku._store import KiokuStore, MemoryWindow
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class LoadedMemories:
 
 
 def load_memories(
-    session: Session, store: KiokuStore, reach: Reach, state: TurnState | None = None
+    session: Session, store: KiokuCore, reach: Reach, state: TurnState | None = None
 ) -> LoadedMemories:
     """The server's memories and those of the people the turn shows (:mod:`kioku._reach`).
 
@@ -157,7 +157,7 @@ def load_memories(
 
 def load_other_channel_entries(
     session: Session,
-    store: KiokuStore,
+    store: KiokuCore,
     stm: ShortTermMemory,
     context: TurnContext,
     settings: ServerSettings,
@@ -255,7 +255,7 @@ Ranked = tuple[list[int], list[CandidateRow]]
 
 def ranking_steps(
     session: Session,
-    store: KiokuStore,
+    store: KiokuCore,
     need: RankingNeed,
     query: str,
     vector: list[float] | None,
@@ -288,7 +288,7 @@ class _RankingOptions(TypedDict):
     min_similarity: float | None
 
 
-def _ranked(store: KiokuStore, count: int, now: datetime) -> _RankingOptions:
+def _ranked(store: KiokuCore, count: int, now: datetime) -> _RankingOptions:
     """How the context build ranks at ``now``: ``count`` candidates per search, the floor."""
     return {
         "now": now,
@@ -300,7 +300,7 @@ def _ranked(store: KiokuStore, count: int, now: datetime) -> _RankingOptions:
     }
 
 
-def query_vector(store: KiokuStore, query: str) -> list[float] | None:
+def query_vector(store: KiokuCore, query: str) -> list[float] | None:
     """``query`` embedded by the store's embedder; ``None`` when the embedder fails."""
     try:
         return embed_query(store.embedder.embeddings, embedding_text(query))

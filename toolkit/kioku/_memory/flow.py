@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from kioku._accounts import AccountRepository
 from kioku._awaiting import embed_documents, resolved
 from kioku._context import PrivacyLevel, TurnContext
+from kioku._core import KiokuCore
 from kioku._db.errors import StorageError, storage_errors
 from kioku._domain.settings import ServerSettings
 from kioku._embeddings import embedding_text
@@ -34,7 +35,6 @@ from kioku._memory.resolution import (
 )
 from kioku._memory.results import ToolResult
 from kioku._memory.text import echo, normalise_name
-from kioku._store import KiokuStore
 
 logger = logging.getLogger("kioku._memory")
 
@@ -62,7 +62,7 @@ class FlowCall:
     """One tool call: the unit of work's session and what the call brought."""
 
     session: Session
-    store: KiokuStore
+    store: KiokuCore
     raw_context: object
     arguments: Mapping[str, Any]
     stream_writer: StreamWriter | None
@@ -74,7 +74,7 @@ class Flow(Protocol):
     def __call__(
         self,
         session: Session,
-        store: KiokuStore,
+        store: KiokuCore,
         context: object,
         arguments: Mapping[str, Any],
         *,
@@ -104,7 +104,7 @@ def tool_flow(
 
     def flow(
         session: Session,
-        store: KiokuStore,
+        store: KiokuCore,
         context: object,
         arguments: Mapping[str, Any],
         *,
@@ -305,7 +305,7 @@ def resolve_or_fail(
 
 
 def resolve_person(
-    store: KiokuStore, session: Session, context: TurnContext, name: str
+    store: KiokuCore, session: Session, context: TurnContext, name: str
 ) -> Resolution:
     """Resolve a model-supplied name to a person (SPEC §6); ``self`` is the bot."""
     key = normalise_name(name)
@@ -321,7 +321,7 @@ def resolve_person(
     return found
 
 
-def embed_or_queue(store: KiokuStore, content: str) -> list[float] | None:
+def embed_or_queue(store: KiokuCore, content: str) -> list[float] | None:
     """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
     spec = store.embedder
     try:

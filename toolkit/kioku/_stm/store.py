@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy.orm import Session
 
 from kioku._context import PrivacyLevel, TurnContext
+from kioku._core import KiokuCore
 from kioku._reach import invisible_people, may_remember_message
 from kioku._stm.model import (
     Clock,
@@ -38,7 +39,6 @@ from kioku._stm.model import (
     without_person,
 )
 from kioku._stm.registry import RECORD_SQL, RecentThreads, StmRegistry, record_params
-from kioku._store import KiokuStore
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class SweepReport:
     """Entries idle past the retention, deleted."""
 
 
-def policy_from(store: KiokuStore) -> StmPolicy:
+def policy_from(store: KiokuCore) -> StmPolicy:
     """Lengths and lifetimes from the store's settings."""
     s = store.settings
     return StmPolicy(
@@ -136,7 +136,7 @@ class ShortTermMemory:
 
     def __init__(
         self,
-        store: KiokuStore,
+        store: KiokuCore,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         *,
         clock: Clock = utc_now,

@@ -21,13 +21,13 @@ from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 
 from kioku._context import latest_sent_at, turn_context_of
+from kioku._core import KiokuCore
 from kioku._domain.statuses import CreateStatus, UpdateStatus
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
 from kioku._memory.flow import Flow
 from kioku._memory.results import ToolResult
 from kioku._memory.update import update_long_term_memory
-from kioku._store import KiokuStore
 from kioku._tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ UPDATE_SCHEMA: dict[str, Any] = {
 
 def _build(
     flow: Flow,
-    store: KiokuStore,
+    store: KiokuCore,
     *,
     name: str,
     description: str,
@@ -172,7 +172,7 @@ def _answer(result: ToolResult | None, internal_error: str) -> str:
     return result.to_json()
 
 
-def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+def create_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
     """Build the ``create_long_term_memory`` tool over ``store``.
 
     The turn context (:class:`toolkit.TurnContext`) is read from the LangGraph runtime
@@ -188,7 +188,7 @@ def create_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
     )
 
 
-def update_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+def update_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
     """Build the ``update_long_term_memory`` tool over ``store``."""
     return _build(
         update_long_term_memory,
@@ -254,7 +254,7 @@ CREATE_MEMORY_SCHEMA: dict[str, Any] = {
 }
 
 
-def create_memory_tool(store: KiokuStore) -> StructuredTool:
+def create_memory_tool(store: KiokuCore) -> StructuredTool:
     """Build ``create_memory`` (the typed-memory reference's argument names)."""
     return _build(
         create_memory,
@@ -266,6 +266,6 @@ def create_memory_tool(store: KiokuStore) -> StructuredTool:
     )
 
 
-def long_term_memory_tools(store: KiokuStore) -> list[StructuredTool]:
+def long_term_memory_tools(store: KiokuCore) -> list[StructuredTool]:
     """Both long-term memory tools, ready to bind to a chat model or a ``ToolNode``."""
     return [create_long_term_memory_tool(store), update_long_term_memory_tool(store)]

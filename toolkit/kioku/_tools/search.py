@@ -17,6 +17,7 @@ from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
+from kioku._core import KiokuCore
 from kioku._db.errors import StorageError, storage_errors
 from kioku._domain.statuses import SearchStatus
 from kioku._domain.visibility import Visibility
@@ -29,7 +30,6 @@ from kioku._reach import reach_of
 from kioku._search.engine import SearchHit, rank_candidates
 from kioku._search.when import narrowing, time_phrase
 from kioku._stm.model import utc_now
-from kioku._store import KiokuStore
 from kioku._tools.safe import ArgumentSafeTool
 
 logger = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
 
 
 def search_long_term_memory(
-    store: KiokuStore, context: object, arguments: dict[str, Any]
+    store: KiokuCore, context: object, arguments: dict[str, Any]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run one search; returns (payload for the model, records for the artifact)."""
     if not isinstance(context, TurnContext):
@@ -217,7 +217,7 @@ def search_long_term_memory(
     )
 
 
-def search_long_term_memory_tool(store: KiokuStore) -> StructuredTool:
+def search_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
     """Build the search tool (``response_format="content_and_artifact"``)."""
 
     def run(

@@ -11,8 +11,6 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
-
 from kioku._config import KiokuSettings, load_settings
 from kioku._consolidation.report import ConsolidationReport
 from kioku._consolidation.run import consolidate
@@ -42,21 +40,10 @@ class KiokuStore(KiokuCore):
         ```
     """
 
-    def __init__(
-        self,
-        engine: Engine,
-        *,
-        settings: KiokuSettings | None = None,
-        directory: UserDirectory | None = None,
-        embedded: EmbeddedPostgres | None = None,
-        embedder: EmbedderSpec | None = None,
-    ) -> None:
-        """Wrap an existing engine (see :meth:`open` to create one from settings)."""
-        super().__init__(
-            engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
-        )
-        self._sweeper: SweepTimer | None = None
-        self._short_term: ShortTermMemory | None = None
+    _sweeper: SweepTimer | None = None
+    """The sweeper's timer, once :meth:`start_sweeper` started it."""
+    _short_term: ShortTermMemory | None = None
+    """The shared short-term memory, once :meth:`short_term_memory` made it."""
 
     @classmethod
     def open(

@@ -46,7 +46,8 @@ from kioku._models import (
     openai_key_set,
     openai_model,
 )
-from kioku._search.engine import SearchHit, rank_candidates
+from kioku._search.engine import rank_candidates
+from kioku._search.rows import SearchHit
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 """The scored LoCoMo categories (data README); 5, adversarial, is left out."""

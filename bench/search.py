@@ -49,7 +49,8 @@ from kioku._db.vectors import HNSW_INDEX
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.create import create_long_term_memory
-from kioku._search.engine import rank_candidates, vector_candidates
+from kioku._search.candidates import vector_candidates
+from kioku._search.engine import rank_candidates
 from kioku._search.query import scope_condition
 from kioku._stm.model import utc_now
 

@@ -20,7 +20,7 @@ from kioku._db.vectors import (
 )
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-from kioku._search.engine import vector_candidates
+from kioku._search.candidates import vector_candidates
 from kioku._search.query import scope_condition
 from kioku._search.sql import SearchShape, candidates_sql, search_params
 

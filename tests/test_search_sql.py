@@ -17,12 +17,8 @@ from kioku._db.models import Memory, Server, User
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS
 from kioku._domain.visibility import Visibility
 from kioku._memory.repository import GLOBAL_LINEAGE
-from kioku._search.engine import (
-    _apply_hnsw_settings,
-    rank_candidates,
-    rank_ids,
-    vector_candidates,
-)
+from kioku._search.candidates import _apply_hnsw_settings, vector_candidates
+from kioku._search.engine import rank_candidates, rank_ids
 from kioku._search.planning import VectorPlan
 from kioku._search.query import people_params, personal_owner_sql, scope_condition
 from kioku._search.sql import SearchShape, candidates_sql, search_params

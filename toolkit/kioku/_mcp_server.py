@@ -51,8 +51,8 @@ from kioku._memory.results import ToolResult
 from kioku._memory.text import echo
 from kioku._memory.update import update_long_term_memory
 from kioku._search.access import not_counted
-from kioku._search.engine import SearchHit
 from kioku._search.query import scope_condition
+from kioku._search.rows import SearchHit
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore

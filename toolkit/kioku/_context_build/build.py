@@ -45,8 +45,8 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._reach import reach_of
-from kioku._search.engine import CandidateRow
 from kioku._search.planning import HNSW_EF_SEARCH
+from kioku._search.rows import CandidateRow
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory

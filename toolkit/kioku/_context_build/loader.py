@@ -32,11 +32,8 @@ from kioku._reach import (
     stored_full_user,
 )
 from kioku._search.aids import SearchAids
-from kioku._search.engine import (
-    CandidateRow,
-    rank_candidates_steps,
-    rank_ids_steps,
-)
+from kioku._search.engine import rank_candidates_steps, rank_ids_steps
+from kioku._search.rows import CandidateRow
 from kioku._stm.model import StmCandidate, StmEntry, StmKey
 from kioku._stm.registry import (
     RECENT_COLUMNS,

@@ -29,7 +29,7 @@ HNSW_SEARCH_SETTINGS = {
 the scope filter (the candidate list bounds each step), for up to five times the visits the
 plan expects (``kioku._search.planning.HNSW_MAX_VISITS``), so stale size estimates cost
 time before they cost results; a walk that still stops short is followed by an exact scan
-(``kioku._search.engine``). Connections made by ``kioku._db.engine`` carry them from the
+(``kioku._search.candidates``). Connections made by ``kioku._db.engine`` carry them from the
 start."""
 HNSW_SETTINGS_APPLIED = "kioku_hnsw_settings"
 """Key of a pooled connection's ``info`` saying it carries :data:`HNSW_SEARCH_SETTINGS`."""

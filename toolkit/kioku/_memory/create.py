@@ -47,7 +47,7 @@ from kioku._memory.text import (
 )
 from kioku._memory.typed import TypedFields
 from kioku._reach import reach_of
-from kioku._search.engine import nearest
+from kioku._search.candidates import nearest
 
 logger = logging.getLogger("kioku._memory")
 

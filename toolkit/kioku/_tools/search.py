@@ -27,7 +27,8 @@ from kioku._memory.text import as_data, echo
 from kioku._memory.typed import MEMORY_TYPES
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
-from kioku._search.engine import SearchHit, rank_candidates
+from kioku._search.engine import rank_candidates
+from kioku._search.rows import SearchHit
 from kioku._search.when import narrowing, time_phrase
 from kioku._stm.model import utc_now
 from kioku._tools.safe import ArgumentSafeTool

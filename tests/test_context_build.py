@@ -16,8 +16,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from kioku import KiokuStore, Participant, PrivacyLevel, TurnContext
 from kioku._accounts import settings_params
-from kioku._context_build import build as build_module
 from kioku._context_build import loader
+from kioku._context_build import run as run_module
 from kioku._context_build import stages as stages_module
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
@@ -553,7 +553,7 @@ def test_a_failing_stage_contributes_nothing(
     def broken(*args: object) -> object:
         raise RuntimeError("loader exploded")
 
-    monkeypatch.setattr(build_module, "server_memories_stage", broken)
+    monkeypatch.setattr(run_module, "server_memories_stage", broken)
     monkeypatch.setattr(loader, "load_other_channel_entries", broken)
     built = scenario.builder().build(scenario.context(), DIALOGUE)
     assert built.failed_stages == ("server_memories", "stm_other_channels")

@@ -29,8 +29,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._authorship import owner_of, stamp_turn_input
 from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext, sent_at_of
-from kioku._context_build.build import ContextBuilder, insert_tail_directive
+from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
+from kioku._context_build.run import insert_tail_directive
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
 from kioku._db.errors import describe
 from kioku._domain.statuses import StmStatus

@@ -1,0 +1,394 @@
+"""One context build: what its stages share, and each stage as a method of its own.
+
+:class:`~kioku._context_build.build.ContextBuilder` makes a :class:`BuildRun` per turn and
+asks it for the :class:`~kioku._context_build.items.BuiltContext`. The run reads the turn
+state once (settings, scope versions, recallable short-term memory), loads the memory
+windows and the query's vector at most once for both memory blocks, and renders the
+stages in SPEC order; a stage that fails is logged and contributes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from functools import cached_property, partial
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlalchemy.orm import Session
+
+from kioku._context import TurnContext
+from kioku._context_build import loader
+from kioku._context_build.items import DIALOGUE, SYSTEM_PROMPT, BuiltContext, ContextItem, total
+from kioku._context_build.render import (
+    Names,
+    Rendered,
+    merge_lines,
+    other_channels_stage,
+    personal_memories_omitted,
+    personal_memories_stage,
+    personal_memory_lines,
+    same_channel_stage,
+    server_memories_omitted,
+    server_memories_stage,
+    server_memory_lines,
+    visible_participants,
+)
+from kioku._context_build.stages import MemoryStage, run_memory_stages
+from kioku._context_build.tokens import MemoCounter
+from kioku._core import MEMORY_WINDOW
+from kioku._db.driver import Steps
+from kioku._domain.records import MemoryRecord
+from kioku._domain.settings import ServerSettings
+from kioku._domain.visibility import Visibility
+from kioku._reach import Reach, reach_of
+from kioku._search.planning import HNSW_EF_SEARCH
+from kioku._search.rows import CandidateRow
+from kioku._stm.availability import stm_tool_refusal
+from kioku._stm.store import ShortTermMemory
+
+if TYPE_CHECKING:
+    from kioku._context_build.build import ContextBuilder
+
+logger = logging.getLogger(__name__)
+
+
+def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
+    """Text of the latest user message (the query when memories must be chosen)."""
+    for message in reversed(dialogue):
+        if isinstance(message, HumanMessage):
+            return message.text
+    return ""
+
+
+def insert_tail_directive(
+    dialogue: Sequence[BaseMessage], directive: BaseMessage
+) -> list[BaseMessage]:
+    """Insert ``directive`` just before the latest user/assistant pair of ``dialogue``."""
+    messages = list(dialogue)
+    position = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            position = index
+            if index > 0 and isinstance(messages[index - 1], AIMessage):
+                position = index - 1
+            break
+    messages.insert(position, directive)
+    return messages
+
+
+SETTINGS_UNREAD = ServerSettings(personal_memories_enabled=False)
+"""What a build assumes of settings it could not read: it fails closed, showing no personal
+memories; the other-channels stage, which needs the private channels, contributes nothing."""
+
+
+def wanted(total: int, omitted: int) -> int:
+    """How many memories to rank: a few more than the block showed, at most the window.
+
+    The few more stop at what one HNSW walk collects (``hnsw.ef_search``): past that, a
+    large scope's index search walks again, which cost 1.5 ms of a 15 ms turn at 10,000
+    memories per scope, to rank memories the block has no room for.
+    """
+    shown = max(0, total - omitted)
+    return min(total, MEMORY_WINDOW, shown + shown // 4 + 5, max(shown, HNSW_EF_SEARCH))
+
+
+def missing_from(
+    loaded: Sequence[MemoryRecord], found: Sequence[CandidateRow]
+) -> list[MemoryRecord]:
+    """The retrieved memories that ``loaded`` lacks, as records."""
+    have = {m.id for m in loaded}
+    return [
+        MemoryRecord(
+            hit.id,
+            hit.scope,
+            hit.server_id,
+            hit.user_id,
+            hit.persona_lineage_id,
+            hit.content,
+            hit.created_at,
+            hit.updated_at,
+            hit.event_time,
+            hit.happened_at,
+            hit.memory_type,
+        )
+        for hit in found
+        if hit.id not in have
+    ]
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What the turn tells the build besides its context and dialogue."""
+
+    system_prompt: str
+    ltm_intent: bool
+    stm_updated: bool
+    private_recent: bool
+    now: datetime
+
+
+@dataclass
+class BuildRun:
+    """One build of one turn's context (see the module docstring)."""
+
+    builder: ContextBuilder
+    session: Session
+    context: TurnContext
+    dialogue: Sequence[BaseMessage]
+    facts: TurnFacts
+    names: Names
+    failed: list[str] = field(default_factory=list)
+    """Stages that failed (logged, contributing nothing)."""
+    retrieval: list[str] = field(default_factory=list)
+    """Memory blocks ranked by the message because their memories overflowed."""
+    state: loader.TurnState | None = None
+    """The turn state, once read (``None``: unread, and the stages fail closed)."""
+
+    # what the stages share --------------------------------------------------------------
+
+    def guarded(self, stage: str, run: Callable[[], Rendered]) -> Rendered:
+        """``run``'s block; a failure is logged and the stage contributes nothing."""
+        try:
+            return run()
+        except Exception:
+            logger.exception("kioku: context stage %s failed; it contributes nothing", stage)
+            self.failed.append(stage)
+            self.session.rollback()  # the next stage starts from a clean transaction
+            return Rendered()
+
+    @property
+    def settings(self) -> ServerSettings:
+        """The server's settings, or :data:`SETTINGS_UNREAD` when they could not be read."""
+        return self.state.settings if self.state is not None else SETTINGS_UNREAD
+
+    @cached_property
+    def counter(self) -> MemoCounter:
+        """The builder's token counter, remembering the texts of this build."""
+        return MemoCounter(self.builder.counter)
+
+    @cached_property
+    def query(self) -> str:
+        """The latest user message: what overflowing blocks are ranked by."""
+        return latest_user_text(self.dialogue)
+
+    @cached_property
+    def today(self) -> date:
+        """The build's day (UTC), part of the key its memory lines are kept under."""
+        return self.facts.now.astimezone(UTC).date()
+
+    @cached_property
+    def reach(self) -> Reach:
+        """Whose memories this turn may show (:mod:`kioku._reach`)."""
+        return reach_of(
+            self.context, personal_memories_enabled=self.settings.personal_memories_enabled
+        )
+
+    @cached_property
+    def memories(self) -> loader.LoadedMemories:
+        """The memory windows of both blocks (loaded once per build)."""
+        return loader.load_memories(self.session, self.builder.store, self.reach, self.state)
+
+    @cached_property
+    def query_vector(self) -> list[float] | None:
+        """The message embedded once per build: both blocks rank by it."""
+        return loader.query_vector(self.builder.store, self.query)
+
+    def ranking(self, need: loader.RankingNeed) -> Steps[loader.Ranked]:
+        """``need``'s ranking, as statements for the build's session."""
+        return loader.ranking_steps(
+            self.session, self.builder.store, need, self.query, self.query_vector, self.facts.now
+        )
+
+    def beside(self, need: loader.RankingNeed) -> Future[loader.Ranked]:
+        """``need``'s ranking started on a connection of its own."""
+        vector, query, now = self.query_vector, self.query, self.facts.now
+        store = self.builder.store
+        return self.builder.rankings_beside.start(
+            lambda own: loader.ranking_steps(own, store, need, query, vector, now)
+        )
+
+    # the stages ---------------------------------------------------------------------------
+
+    def read_state(self) -> Rendered:
+        """The settings stage: the turn state in one statement (registry rows too)."""
+        stm = self.builder.stm
+        recent = stm.recent_threads(self.context) if stm is not None else None
+        try:
+            self.state = loader.load_turn_state(self.session, self.context, recent)
+        except Exception:
+            if recent is None:
+                raise
+            # The registry rows are the other-channels stage's: it reads them itself.
+            logger.warning("kioku: reading the turn state with other channels failed")
+            self.session.rollback()
+            self.state = loader.load_turn_state(self.session, self.context)
+        return Rendered()
+
+    def server_stage(self) -> MemoryStage:
+        """Server-wide memories, ranked by the message when they overflow their budget."""
+        window, budget = self.memories.server, self.builder.budgets.server_memories
+        names, counter, now, context = self.names, self.counter, self.facts.now, self.context
+        lines = names.lines_of(
+            ("server", self.reach.server_key, self.today),
+            window.records,
+            lambda: server_memory_lines(window.records, names, counter, now),
+        )
+        omitted = server_memories_omitted(
+            lines, context, names, counter, budget, total=window.total
+        )
+        if not omitted or not self.query:
+            return server_memories_stage(lines, context, names, counter, budget, total=window.total)
+        self.retrieval.append("server_memories")
+        scope = Visibility(self.reach.server_key, self.reach.lineage_id)
+        need = loader.RankingNeed(scope, wanted(window.total, omitted), (window,))
+        priority, found = yield need
+        extra = server_memory_lines(missing_from(window.records, found), names, counter, now)
+        return server_memories_stage(
+            merge_lines(lines, extra),
+            context,
+            names,
+            counter,
+            budget,
+            priority=priority,
+            total=window.total,
+        )
+
+    def personal_stage(self) -> MemoryStage:
+        """The participants' memories, ranked by the message when they overflow."""
+        windows, budget = self.memories.personal, self.builder.budgets.personal_memories
+        names, counter, now = self.names, self.counter, self.facts.now
+        participants = visible_participants(self.context)
+        records = {user: window.records for user, window in windows.items()}
+        total = sum(window.total for window in windows.values())
+        lines = merge_lines(
+            *(
+                names.lines_of(
+                    ("personal", person.user_id, self.today),
+                    records.get(person.user_id, ()),
+                    partial(personal_memory_lines, (person,), records, names, counter, now),
+                )
+                for person in participants
+            )
+        )
+        omitted = personal_memories_omitted(participants, lines, counter, budget, total=total)
+        if not omitted or not self.query:
+            return personal_memories_stage(participants, lines, counter, budget, total=total)
+        self.retrieval.append("personal_memories")
+        scope = Visibility(
+            self.reach.server_key, self.reach.lineage_id, tuple(windows), include_server=False
+        )
+        need = loader.RankingNeed(scope, wanted(total, omitted), tuple(windows.values()))
+        priority, hits = yield need
+        every = [m for user_records in records.values() for m in user_records]
+        extra_by_user: dict[str, list[MemoryRecord]] = {}
+        for m in missing_from(every, hits):
+            if m.user_id in records:
+                extra_by_user.setdefault(m.user_id, []).append(m)
+        extra = personal_memory_lines(participants, extra_by_user, names, counter, now)
+        return personal_memories_stage(
+            participants,
+            merge_lines(lines, extra),
+            counter,
+            budget,
+            priority=priority,
+            total=total,
+        )
+
+    def other_channels(self, stm: ShortTermMemory) -> Rendered:
+        """Short-term memory of the user's other channels this one may recall."""
+        if self.state is None:  # the private channels are unknown: fail closed
+            raise RuntimeError("the server's settings could not be read")
+        entries = loader.load_other_channel_entries(
+            self.session, self.builder.store, stm, self.context, self.settings, self.state
+        )
+        return other_channels_stage(
+            entries,
+            self.context,
+            self.names,
+            self.facts.now,
+            self.counter,
+            self.builder.budgets.stm_other_channels,
+        )
+
+    def same_channel(self, stm: ShortTermMemory) -> Rendered:
+        """This channel's summary and, when due, the directive to write one."""
+        facts = self.facts
+        stm_available = (
+            stm_tool_refusal(
+                self.context,
+                ltm_intent=facts.ltm_intent,
+                already_updated=facts.stm_updated,
+                no_stm_providers=self.builder.no_stm_providers,
+                private_recent=facts.private_recent,
+            )
+            is None
+        )
+        return same_channel_stage(
+            loader.load_same_channel_entry(self.session, stm, self.context, self.state),
+            self.names,
+            self.counter,
+            self.builder.budgets.stm_same_channel,
+            stm_tool_available=stm_available,
+            min_messages_for_summary=self.builder.store.settings.stm_min_messages_for_summary,
+        )
+
+    # the whole build ----------------------------------------------------------------------
+
+    def blocks(self) -> list[tuple[str, Rendered]]:
+        """Every stage's block, in SPEC order."""
+        self.guarded("settings", self.read_state)
+        memory_blocks = run_memory_stages(
+            {"server_memories": self.server_stage, "personal_memories": self.personal_stage},
+            self.ranking,
+            self.guarded,
+            self.session,
+            self.beside,
+        )
+        blocks = list(memory_blocks.items())
+        stm = self.builder.stm
+        if stm is not None:
+            for name, stage in (
+                ("stm_other_channels", self.other_channels),
+                ("stm_same_channel", self.same_channel),
+            ):
+                blocks.append((name, self.guarded(name, partial(stage, stm))))
+        return blocks
+
+    def build(self) -> BuiltContext:
+        """The turn's context: the system prompt, every block, then the dialogue."""
+        items: list[ContextItem] = []
+        prompt = self.facts.system_prompt
+        if prompt:
+            items.append(ContextItem("system", prompt, SYSTEM_PROMPT, self.counter(prompt)))
+        omitted: dict[str, int] = {}
+        tail: ContextItem | None = None
+        shown_memories: list[int] = []
+        for name, rendered in self.blocks():
+            items.extend(rendered.items)
+            shown_memories.extend(rendered.memory_ids)
+            if rendered.omitted:
+                omitted[name] = rendered.omitted
+            tail = rendered.tail_directive or tail
+        self.builder.store.access.record(shown_memories)
+        tokens: dict[str, int] = {}
+        for item in items:
+            tokens[item.tag] = tokens.get(item.tag, 0) + item.tokens
+        messages = list(self.dialogue)
+        if tail is not None:
+            messages = insert_tail_directive(messages, tail.to_message())
+            tokens[tail.tag] = tail.tokens
+        tokens[DIALOGUE] = sum(self.counter(str(m.content)) for m in self.dialogue)
+        tokens["total"] = total(items) + (tail.tokens if tail else 0) + tokens[DIALOGUE]
+        return BuiltContext(
+            tuple(items),
+            tuple(messages),
+            tokens,
+            omitted,
+            tuple(self.failed),
+            tail,
+            tuple(self.retrieval),
+        )

@@ -23,20 +23,18 @@ from sqlalchemy.orm import Session
 from kioku._context import TurnContext
 from kioku._context_build import loader
 from kioku._context_build.items import DIALOGUE, SYSTEM_PROMPT, BuiltContext, ContextItem, total
-from kioku._context_build.render import (
-    Names,
-    Rendered,
+from kioku._context_build.render import Names, Rendered
+from kioku._context_build.render_memories import (
     merge_lines,
-    other_channels_stage,
     personal_memories_omitted,
     personal_memories_stage,
     personal_memory_lines,
-    same_channel_stage,
     server_memories_omitted,
     server_memories_stage,
     server_memory_lines,
     visible_participants,
 )
+from kioku._context_build.render_stm import other_channels_stage, same_channel_stage
 from kioku._context_build.stages import MemoryStage, run_memory_stages
 from kioku._context_build.tokens import MemoCounter
 from kioku._core import MEMORY_WINDOW

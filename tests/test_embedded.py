@@ -18,7 +18,8 @@ import pytest
 from sqlalchemy import text
 
 from kioku import KiokuStore, load_settings
-from kioku._db.embedded import SOCKET_NAME, EmbeddedPostgres, shared_buffers_bytes
+from kioku._db.embedded import EmbeddedPostgres
+from kioku._db.embedded_host import SOCKET_NAME, shared_buffers_bytes
 from kioku._errors import ConfigurationError
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (CI runs as root)")
@@ -257,7 +258,7 @@ def test_a_data_directory_the_shell_would_interpret_is_refused(tmp_path: Path) -
 
 def test_an_exited_process_not_yet_reaped_counts_as_gone() -> None:
     """A zombie (e.g. a reaper this process started and never waited for) is not alive."""
-    from kioku._db.embedded import _alive
+    from kioku._db.embedded_host import alive as _alive
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     stat = Path(f"/proc/{child.pid}/stat")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -31,7 +32,10 @@ SHOWN_MEMORY_ID = re.compile(r"\bID:(\d+) ")
 
 @contextmanager
 def bench_database(name: str) -> Iterator[str]:
-    """URL of a new database ``name`` on KIOKU_DATABASE_URL's server, or an embedded one."""
+    """URL of a new database ``name`` on KIOKU_DATABASE_URL's server, or an embedded one.
+
+    An embedded server made for the run is stopped and its data directory removed after.
+    """
     settings = load_settings()
     embedded = None
     base = settings.database_url
@@ -44,6 +48,7 @@ def bench_database(name: str) -> Iterator[str]:
     finally:
         if embedded is not None:
             embedded.stop()
+            shutil.rmtree(embedded.data_dir, ignore_errors=True)
 
 
 @contextmanager

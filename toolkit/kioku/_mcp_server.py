@@ -15,13 +15,10 @@ bearer token, and its Host and Origin headers must name this server (DNS rebindi
 from __future__ import annotations
 
 import contextlib
-import hmac
-import ipaddress
 import json
 import logging
-import secrets
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,16 +26,10 @@ import mcp.types as types
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy import select
-from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kioku._accounts import AccountRepository
 from kioku._awaiting import off_loop
-from kioku._config import KiokuSettings
 from kioku._context import Participant, Persona, TurnContext, check_user_space
 from kioku._db.errors import StorageError, storage_errors
 from kioku._db.models import Memory
@@ -356,126 +347,3 @@ async def serve_stdio(app: KiokuMcp) -> None:
     server = build_server(app)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
-
-
-@dataclass(frozen=True, slots=True)
-class HttpOptions:
-    """Where ``kioku mcp --http`` listens and whom it lets in."""
-
-    token: str
-    """The bearer token every request must carry."""
-    host: str = "127.0.0.1"
-    port: int = 8765
-    allowed_hosts: tuple[str, ...] = ()
-    """Host header values accepted besides this machine's loopback names and ``host``."""
-    allowed_origins: tuple[str, ...] = ()
-    """Origin header values accepted besides ``http://`` + those names."""
-
-    @property
-    def url(self) -> str:
-        """The endpoint clients connect to."""
-        return f"http://{_host_port(self.host, self.port)}/mcp"
-
-    @property
-    def loopback_only(self) -> bool:
-        """Whether only this machine can reach the server."""
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
-        except ValueError:
-            return False
-
-
-def http_token(settings: KiokuSettings) -> tuple[str, bool]:
-    """The bearer token (``KIOKU_MCP_TOKEN``, or a new random one) and whether it is new."""
-    if settings.mcp_token is not None:
-        return settings.mcp_token.get_secret_value(), False
-    return secrets.token_urlsafe(32), True
-
-
-def _host_port(host: str, port: int) -> str:
-    bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"{bracketed}:{port}"
-
-
-def transport_security(options: HttpOptions) -> TransportSecuritySettings:
-    """Host and Origin allow-lists: loopback names and ``--host``, plus the extra ones."""
-    names = ("127.0.0.1", "localhost", "[::1]", options.host)
-    hosts = [_host_port(name, options.port) for name in names]
-    origins = [f"http://{host}" for host in hosts]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=list(dict.fromkeys([*hosts, *options.allowed_hosts])),
-        allowed_origins=list(dict.fromkeys([*origins, *options.allowed_origins])),
-    )
-
-
-class BearerAuth:
-    """ASGI middleware answering 401 to HTTP requests without the bearer token."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        """Guard ``app`` with ``token``."""
-        self.app = app
-        self._token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass authorised requests (and non-HTTP events) on; refuse the rest."""
-        if scope["type"] == "http":
-            presented = _bearer(Headers(scope=scope))
-            if presented is None or not hmac.compare_digest(presented, self._token):
-                challenge = 'Bearer realm="kioku"'
-                if presented is not None:
-                    challenge += ', error="invalid_token"'
-                refusal = JSONResponse(
-                    {"error": "unauthorized", "reason": "Send Authorization: Bearer <token>."},
-                    status_code=401,
-                    headers={"WWW-Authenticate": challenge},
-                )
-                await refusal(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def _bearer(headers: Headers) -> bytes | None:
-    """The token of an ``Authorization: Bearer`` header, as sent (``None`` if absent)."""
-    scheme, _, credentials = headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not credentials.strip():
-        return None
-    return credentials.strip().encode("latin-1")  # Starlette decoded the bytes as latin-1
-
-
-def http_app(app: KiokuMcp, options: HttpOptions) -> ASGIApp:
-    """The ASGI application serving ``app`` at ``/mcp`` behind the token and allow-lists."""
-    from starlette.applications import Starlette
-    from starlette.routing import Route
-
-    manager = StreamableHTTPSessionManager(
-        app=build_server(app), stateless=True, security_settings=transport_security(options)
-    )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
-            yield
-
-    # A Route, not a Mount: /mcp itself answers (a Mount redirects it to /mcp/).
-    endpoint = Route("/mcp", endpoint=_Endpoint(manager))
-    return BearerAuth(Starlette(routes=[endpoint], lifespan=lifespan), options.token)
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    """The session manager as a raw ASGI endpoint (Starlette wraps functions and methods)."""
-
-    manager: StreamableHTTPSessionManager
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.manager.handle_request(scope, receive, send)
-
-
-def serve_http(app: KiokuMcp, options: HttpOptions) -> None:
-    """Serve streamable HTTP at :attr:`HttpOptions.url` until interrupted."""
-    import uvicorn
-
-    uvicorn.run(http_app(app, options), host=options.host, port=options.port, log_level="warning")

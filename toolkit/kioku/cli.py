@@ -149,7 +149,7 @@ def _serve_mcp(store: KiokuStore, args: argparse.Namespace) -> None:
 
 
 def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) -> None:
-    from kioku._mcp_server import HttpOptions, http_token, serve_http
+    from kioku._mcp_http import HttpOptions, http_token, serve_http
 
     token, generated = http_token(store.settings)
     options = HttpOptions(

@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from kioku._errors import ConfigurationError
 
@@ -173,6 +173,10 @@ def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) 
     serve_http(app, options)
 
 
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The ``kioku`` parser's sub-command registry."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kioku`` command line: every command and flag, each with its help."""
     parser = argparse.ArgumentParser(
@@ -181,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="a scripted conversation through the memory graph")
     sub.add_parser("chat", help="chat with a real model (needs OPENAI_API_KEY)")
+    _add_mcp(sub)
+    _add_server_settings(sub)
+    _add_consolidate(sub)
+    _add_operations(sub)
+    return parser
+
+
+def _add_mcp(sub: _Commands) -> None:
+    """``kioku mcp``: transport, who the client acts for, read-only."""
     mcp = sub.add_parser("mcp", help="serve the memory tools over MCP (stdio by default)")
     mcp.add_argument(
         "--http",
@@ -222,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse every write (long-term memories and short-term summaries)",
     )
+
+def _add_server_settings(sub: _Commands) -> None:
+    """``kioku server-settings``."""
     server_settings = sub.add_parser(
         "server-settings", help="show a server's memory settings (JSON), or change them"
     )
@@ -231,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("on", "off"),
         help="let the model (and writable MCP clients) write long-term memories there, or not",
     )
+
+def _add_consolidate(sub: _Commands) -> None:
+    """``kioku consolidate``: scope, apply, saved plans."""
     consolidate = sub.add_parser(
         "consolidate",
         help="ask the chat model to merge duplicate and retire contradicted memories (a dry "
@@ -264,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="use the plan saved in FILE instead of asking the model (with --apply: carry "
         "out exactly it; actions on memories changed since are dropped)",
     )
+
+def _add_operations(sub: _Commands) -> None:
+    """``kioku setup``, ``reembed``, ``bench``, ``erase-user``, ``erase-server``, ``sweep``."""
     sub.add_parser("setup", help="create or upgrade the database schema")
     sub.add_parser(
         "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
@@ -285,8 +307,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # Scripts of releases that pruned checkpoint versions may still pass it.
     sweep.add_argument("--since-hours", type=float, help=argparse.SUPPRESS)
-    return parser
-
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kioku`` console script (exit 2, one line, for setup problems)."""

@@ -32,10 +32,11 @@ from kioku._db.schema import SchemaChange, serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema
 from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
+from kioku._domain.writes import ContentChange
 from kioku._embeddings import EmbedderSpec, embedder_from_settings
 from kioku._memory.cache import ScopeCache
 from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
-from kioku._memory.repository import ContentChange, MemoryRepository
+from kioku._memory.repository import MemoryRepository
 from kioku._search.access import AccessRecorder
 from kioku._search.aids import SearchAids
 

@@ -14,6 +14,7 @@ from kioku._context import PrivacyLevel, TurnContext
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.settings import ServerSettings
 from kioku._domain.statuses import CreateStatus as S
+from kioku._domain.writes import CreateOutcome, NewMemory
 from kioku._embeddings import embedding_text
 from kioku._memory.arguments import CreateArgs, parse_create_args
 from kioku._memory.flow import (
@@ -32,7 +33,7 @@ from kioku._memory.flow import (
     tool_flow,
 )
 from kioku._memory.notices import MemoryNotice, NoticeScope, footer_for
-from kioku._memory.repository import GLOBAL_LINEAGE, CreateOutcome, MemoryRepository, NewMemory
+from kioku._memory.repository import GLOBAL_LINEAGE, MemoryRepository
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
 from kioku._memory.sameness import same_meaning

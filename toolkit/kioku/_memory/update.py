@@ -14,6 +14,7 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.settings import ServerSettings
 from kioku._domain.statuses import UpdateStatus as S
+from kioku._domain.writes import ContentChange
 from kioku._memory.arguments import UpdateArgs, parse_update_args
 from kioku._memory.flow import (
     FlowCall,
@@ -33,7 +34,7 @@ from kioku._memory.flow import (
     tool_flow,
 )
 from kioku._memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_for
-from kioku._memory.repository import GLOBAL_LINEAGE, ContentChange, MemoryRepository
+from kioku._memory.repository import GLOBAL_LINEAGE, MemoryRepository
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
 from kioku._memory.text import SHOWS_AS_NOTHING, as_data, render_tokens, sanitise_content

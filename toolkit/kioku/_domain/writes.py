@@ -1,0 +1,77 @@
+"""What a memory write takes and gives back: plain records, no database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from kioku._domain.records import MemoryRecord
+from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A memory to save in ``scope``, with what the write needs to check and attribute it."""
+
+    scope: ServerScope | PersonalScope
+    content: str
+    server_key: str
+    """The server (or DM key) whose settings govern the write."""
+    server_name: str | None
+    is_dm: bool
+    default_limit: int
+    """The scope's limit unless the server's row overrides it."""
+    owner_name: str | None = None
+    """Display name of a personal memory's owner (their user row is created if missing)."""
+    owner_key: str | None = None
+    """``owner_name`` normalised for matching."""
+    persona_id: int | None = None
+    created_by: str | None = None
+    embedding: Sequence[float] | None = None
+    memory_type: str = "semantic"
+    importance: float = 0.5
+    decay_rate: float = 0.01
+    attributes: dict[str, Any] = field(default_factory=dict)
+    check_repeat: bool = True
+    """Answer an exact repeat with the existing memory (``already_saved``). Off for a scope
+    the turn cannot see, whose contents no answer may confirm (migration 0013)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOutcome:
+    """What :meth:`kioku._memory.repository.MemoryRepository.create_within_limit` did."""
+
+    outcome: Literal["saved", "already_saved", "disabled", "limit_reached"]
+    memory_id: int | None
+    """The new memory's id when ``outcome`` is ``saved``; the existing one's when the scope
+    already held exactly this content (``already_saved``, migration 0007)."""
+    count: int | None
+    """Active memories in the scope before the write (``None`` when disabled)."""
+    limit: int
+    personal_memories_enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ContentChange:
+    """A committed-to-be content update and the scope version it moved from and to."""
+
+    memory_id: int
+    content: str
+    changed_at: datetime | None
+    key: VersionKey | None
+    """The ``memory_counts`` key of the memory's scope."""
+    version_before: int | None
+    version_after: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedUpdate:
+    """What :meth:`kioku._memory.repository.MemoryRepository.update_in_scope` read and did."""
+
+    self_teaching_enabled: bool
+    personal_memories_enabled: bool
+    updated: tuple[MemoryRecord, ContentChange] | None
+    """The row as it was and the change; ``None`` when nothing was changed (the settings
+    forbade it, or the memory is not in the scope)."""

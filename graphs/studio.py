@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from kioku._context import AppContext
+from kioku._app_context import AppContext
 from kioku._models import openai_model_from_env
 from kioku._store import KiokuStore
 from kioku.graphs._turn import build_graph

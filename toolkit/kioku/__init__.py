@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kioku._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from kioku._app_context import AppContext
     from kioku._config import KiokuSettings, load_settings
     from kioku._consolidation.plan import ConsolidationPlan
     from kioku._consolidation.prompt import CONSOLIDATION_PROMPT
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from kioku._consolidation.scope import consolidation_context
     from kioku._context import (
         DEFAULT_PERSONA,
-        AppContext,
         Participant,
         Persona,
         PrivacyLevel,
@@ -172,7 +172,7 @@ _LAZY: dict[str, str] = {
     "KiokuMcp": "kioku._mcp_server",
     "build_server": "kioku._mcp_server",
     "StmMessage": "kioku._stm.model",
-    "AppContext": "kioku._context",
+    "AppContext": "kioku._app_context",
     "turn_context_of": "kioku._context",
     "PersonalScope": "kioku._domain.scopes",
     "ServerScope": "kioku._domain.scopes",

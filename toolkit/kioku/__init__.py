@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from kioku._tools.search import search_long_term_memory_tool
     from kioku._tools.stm import update_short_term_memory_tool
     from kioku.graphs._middleware import KiokuAgentState, KiokuMemoryMiddleware
+    from kioku.graphs._options import TurnOptions
     from kioku.graphs._state import TurnGraphState
     from kioku.graphs._turn import build_graph
 
@@ -105,6 +106,7 @@ __all__ = [
     "ToolResult",
     "TurnContext",
     "TurnGraphState",
+    "TurnOptions",
     "UpdateStatus",
     "UserDirectory",
     "arun_tool_call",
@@ -167,6 +169,7 @@ _LAZY: dict[str, str] = {
     "update_short_term_memory_tool": "kioku._tools.stm",
     "build_graph": "kioku.graphs._turn",
     "TurnGraphState": "kioku.graphs._state",
+    "TurnOptions": "kioku.graphs._options",
     "KiokuMemoryMiddleware": "kioku.graphs._middleware",
     "KiokuAgentState": "kioku.graphs._middleware",
     "KiokuMcp": "kioku._mcp_server",

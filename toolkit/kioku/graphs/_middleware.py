@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Unpack, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -50,15 +50,11 @@ from langgraph.types import Command
 
 from kioku._authorship import stamp_reply
 from kioku._awaiting import off_loop
-from kioku._context import NO_STM_PROVIDERS, TurnContext, require_turn_context
-from kioku._context_build.build import ContextBuilder
-from kioku._context_build.render import ContextBudgets
-from kioku._context_build.tokens import TokenCounter
-from kioku._intent import IntentGate
+from kioku._context import TurnContext, require_turn_context
 from kioku._state import TurnFlagKeys
-from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import TOOL_NAMES
+from kioku.graphs._options import TurnOptions
 from kioku.graphs._repair import with_answered_calls, without_unanswered_calls
 from kioku.graphs._state import BuiltContextKeys
 from kioku.graphs._steps import (
@@ -111,48 +107,22 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
 
     state_schema = KiokuAgentState
 
-    def __init__(
-        self,
-        store: KiokuStore,
-        *,
-        stm: ShortTermMemory | None = None,
-        max_tool_rounds: int = 3,
-        intent_gate: IntentGate | None = None,
-        budgets: ContextBudgets | None = None,
-        counter: TokenCounter | None = None,
-        no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
-        max_thread_messages: int | None = None,
-        context_builder: ContextBuilder | None = None,
-    ) -> None:
-        """Wrap ``store``; the arguments mean what they mean for ``build_graph``.
+    def __init__(self, store: KiokuStore, **options: Unpack[TurnOptions]) -> None:
+        """Wrap ``store``; the options mean what they mean for ``build_graph``.
 
         Args:
             store: the kioku store.
-            stm: short-term memory; the store's own (``store.short_term_memory()``, which
-                ``memory_tools(store)`` uses too) by default.
-            max_tool_rounds: rounds of memory tools allowed per turn.
-            intent_gate: the long-term-memory intent detector.
-            budgets: token budgets per memory block.
-            counter: token counter (tiktoken cl100k by default).
-            no_stm_providers: providers that cannot use the short-term-memory tool.
-            max_thread_messages: messages the agent's thread keeps after each turn's
-                capture (whole turns, the latest always); ``KIOKU_THREAD_MAX_MESSAGES`` by
-                default.
-            context_builder: the builder that renders each turn's context.
+            **options: ``stm`` (the store's own short-term memory, which
+                ``memory_tools(store)`` uses too, by default), ``max_tool_rounds``,
+                ``intent_gate``, ``budgets``, ``counter``, ``no_stm_providers``,
+                ``max_thread_messages``, ``context_builder``.
+
+        Raises:
+            ConfigurationError: an unknown option, or one out of range.
         """
         super().__init__()
-        self.steps = TurnSteps.assemble(
-            store,
-            stm or store.short_term_memory(),
-            system_prompt="",  # the agent's own system message comes first
-            max_tool_rounds=max_tool_rounds,
-            intent_gate=intent_gate,
-            budgets=budgets,
-            counter=counter,
-            no_stm_providers=no_stm_providers,
-            max_thread_messages=max_thread_messages,
-            context_builder=context_builder,
-        )
+        # The agent's own system message comes first: no system prompt of kioku's.
+        self.steps = TurnSteps.assemble(store, **options)
         self.tools: Sequence[BaseTool] = []
         self._tools_seen = False
         """Whether the agent's tools were checked for kioku's (once, on the first call)."""
@@ -225,10 +195,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         and ends the turn.
         """
         result = [
-            stamp_reply(m, view.context)
-            if isinstance(m, AIMessage)
-            else m
-            for m in response.result
+            stamp_reply(m, view.context) if isinstance(m, AIMessage) else m for m in response.result
         ]
         reply = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
         update = dict(view.update)

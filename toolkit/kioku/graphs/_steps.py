@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import psycopg
 from langchain_core.messages import (
@@ -32,16 +32,16 @@ from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext, sent_at_of
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.run import insert_tail_directive
-from kioku._context_build.tokens import TiktokenCounter, TokenCounter
+from kioku._context_build.tokens import TiktokenCounter
 from kioku._db.errors import describe
 from kioku._domain.statuses import StmStatus
-from kioku._errors import ConfigurationError
 from kioku._intent import IntentGate
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import LONG_TERM_WRITES, SEARCH_LTM, TOOL_NAMES, UPDATE_STM
+from kioku.graphs._options import TurnOptions, checked_options
 from kioku.graphs._repair import with_answered_calls
 from kioku.graphs._trim import trim_removals
 
@@ -178,46 +178,33 @@ class TurnSteps:
 
     @classmethod
     def assemble(
-        cls,
-        store: KiokuStore,
-        stm: ShortTermMemory,
-        *,
-        system_prompt: str = "",
-        max_tool_rounds: int = 3,
-        intent_gate: IntentGate | None = None,
-        budgets: ContextBudgets | None = None,
-        counter: TokenCounter | None = None,
-        no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
-        max_thread_messages: int | None = None,
-        context_builder: ContextBuilder | None = None,
+        cls, store: KiokuStore, system_prompt: str = "", **options: Unpack[TurnOptions]
     ) -> TurnSteps:
-        """The steps with ``build_graph``'s options and defaults (see there).
+        """The steps of ``store`` with ``options`` (:class:`TurnOptions`), defaults filled in.
 
         Raises:
-            ConfigurationError: ``max_thread_messages`` is below 1.
+            ConfigurationError: an unknown option, or one out of range.
         """
-        if max_thread_messages is not None and max_thread_messages < 1:
-            raise ConfigurationError("max_thread_messages must be at least 1")
+        given = checked_options(options)
+        stm = given.get("stm") or store.short_term_memory()
+        no_stm_providers = given.get("no_stm_providers", NO_STM_PROVIDERS)
+        builder = given.get("context_builder") or ContextBuilder(
+            store,
+            stm,
+            counter=given.get("counter") or TiktokenCounter(),
+            budgets=given.get("budgets") or ContextBudgets(),
+            no_stm_providers=no_stm_providers,
+        )
         store.start_sweeper()  # a process that runs turns is long-lived: retention, idle entries
         return cls(
             stm=stm,
-            builder=context_builder
-            or ContextBuilder(
-                store,
-                stm,
-                counter=counter or TiktokenCounter(),
-                budgets=budgets or ContextBudgets(),
-                no_stm_providers=no_stm_providers,
-            ),
-            intent_gate=intent_gate or IntentGate(),
+            builder=builder,
+            intent_gate=given.get("intent_gate") or IntentGate(),
             system_prompt=system_prompt,
-            max_tool_rounds=max_tool_rounds,
+            max_tool_rounds=given.get("max_tool_rounds", 3),
             no_stm_providers=no_stm_providers,
-            max_thread_messages=(
-                store.settings.thread_max_messages
-                if max_thread_messages is None
-                else max_thread_messages
-            ),
+            max_thread_messages=given.get("max_thread_messages")
+            or store.settings.thread_max_messages,
         )
 
     def open_turn(self, messages: Sequence[BaseMessage], context: TurnContext) -> TurnOpening:

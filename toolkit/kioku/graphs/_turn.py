@@ -6,7 +6,7 @@ intent gate → context build → generate ⇄ tools → STM-summary dedup → �
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -21,14 +21,11 @@ from langgraph.runtime import Runtime
 
 from kioku._authorship import stamp_reply
 from kioku._awaiting import off_loop
-from kioku._context import NO_STM_PROVIDERS, TurnContext, require_turn_context
-from kioku._context_build.build import ContextBuilder
-from kioku._context_build.render import ContextBudgets
-from kioku._context_build.tokens import TokenCounter
-from kioku._intent import IntentGate
+from kioku._context import TurnContext, require_turn_context
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import memory_tools
+from kioku.graphs._options import TurnOptions
 from kioku.graphs._state import TurnGraphState
 from kioku.graphs._steps import (
     TurnFlags,
@@ -150,16 +147,9 @@ def build_graph(
     store: KiokuStore,
     *,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
-    stm: ShortTermMemory | None = None,
     system_prompt: str = "",
-    max_tool_rounds: int = 3,
-    intent_gate: IntentGate | None = None,
-    budgets: ContextBudgets | None = None,
-    counter: TokenCounter | None = None,
-    no_stm_providers: frozenset[str] = NO_STM_PROVIDERS,
-    max_thread_messages: int | None = None,
-    context_builder: ContextBuilder | None = None,
     context_schema: type[Any] = TurnContext,
+    **options: Unpack[TurnOptions],
 ) -> CompiledStateGraph[TurnGraphState, Any, TurnGraphState, TurnGraphState]:
     """Compile the per-turn memory graph.
 
@@ -169,44 +159,33 @@ def build_graph(
         checkpointer: the graph's checkpointer (``store.checkpointer()`` for Postgres,
             ``InMemorySaver()`` for throwaway use, ``None`` for LangGraph Studio, which
             brings its own).
-        stm: short-term memory; by default kept in ``checkpointer``, or in the store's
-            ``PostgresSaver`` when the graph has none.
         system_prompt: the first item of the context.
-        max_tool_rounds: tool rounds allowed per turn.
-        intent_gate: the long-term-memory intent detector.
-        budgets: token budgets per memory block.
-        counter: token counter (tiktoken cl100k by default).
-        no_stm_providers: providers that cannot use the short-term-memory tool.
-        max_thread_messages: messages a conversation thread keeps after each turn's
-            capture (whole turns, the latest always); ``KIOKU_THREAD_MAX_MESSAGES``
-            (``store.settings.thread_max_messages``) by default.
-        context_builder: the builder that renders each turn's context, instead of one made
-            from ``stm``, ``counter``, ``budgets`` and ``no_stm_providers``.
         context_schema: the graph's context: ``TurnContext``, or a class whose instances
             stand for one (``as_turn_context()``, e.g. ``AppContext``).
+        **options: the memory options (:class:`~kioku.graphs._options.TurnOptions`):
+            ``stm`` (by default kept beside ``checkpointer``, or in the store's
+            ``PostgresSaver`` when the graph has none), ``max_tool_rounds`` (tool rounds
+            allowed per turn), ``intent_gate``, ``budgets``, ``counter``,
+            ``no_stm_providers``, ``max_thread_messages`` (``KIOKU_THREAD_MAX_MESSAGES``
+            by default) and ``context_builder``.
+
+    Raises:
+        ConfigurationError: an unknown option, or one out of range.
 
     Invoke it with ``context=TurnContext(...)`` and a ``thread_id`` per conversation.
     """
-    if stm is None:
-        stm = (
-            ShortTermMemory(store, checkpointer)
-            if checkpointer is not None
-            else store.short_term_memory()
-        )
-    steps = TurnSteps.assemble(
-        store,
-        stm,
-        system_prompt=system_prompt,
-        max_tool_rounds=max_tool_rounds,
-        intent_gate=intent_gate,
-        budgets=budgets,
-        counter=counter,
-        no_stm_providers=no_stm_providers,
-        max_thread_messages=max_thread_messages,
-        context_builder=context_builder,
-    )
-    tools = memory_tools(store, stm, no_stm_providers=no_stm_providers)
-    turn = TurnGraph(model, steps, tools)
+    if options.get("stm") is None and checkpointer is not None:
+        options["stm"] = ShortTermMemory(store, checkpointer)
+    steps = TurnSteps.assemble(store, system_prompt, **options)
+    tools = memory_tools(store, steps.stm, no_stm_providers=steps.no_stm_providers)
+    graph = _wired(TurnGraph(model, steps, tools), tools, context_schema)
+    return graph.compile(checkpointer=checkpointer, name="kioku_turn")
+
+
+def _wired(
+    turn: TurnGraph, tools: Sequence[BaseTool], context_schema: type[Any]
+) -> StateGraph[TurnGraphState, Any, TurnGraphState, TurnGraphState]:
+    """The graph's nodes and edges (module docstring)."""
     graph = StateGraph(TurnGraphState, context_schema=context_schema)
     graph.add_node("intent_gate", turn.intent_gate_node)
     graph.add_node("build_context", _both(turn.context_node, turn.acontext_node))
@@ -223,4 +202,4 @@ def build_graph(
     graph.add_edge("stm_dedup", "generate")
     graph.add_edge("close_calls", "capture")
     graph.add_edge("capture", END)
-    return graph.compile(checkpointer=checkpointer, name="kioku_turn")
+    return graph

@@ -18,8 +18,8 @@ from sqlalchemy.exc import IntegrityError
 
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.models import StmThread
+from kioku._stm import entries as entries_module
 from kioku._stm import registry as registry_module
-from kioku._stm import store as store_module
 from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
 from tests.helpers import World, make_world, msgs, server_key, user_key
@@ -51,14 +51,14 @@ def test_a_failed_second_entry_leaves_the_first_unwritten(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stm = ShortTermMemory(world.store)
-    real_params = store_module.record_params
+    real_params = entries_module.record_params
 
     def second_refused(entries: Any) -> Any:
         params = real_params(entries)
         params["kind"][1] = "neither"  # the database refuses the second entry's row
         return params
 
-    for module in (store_module, registry_module):  # the optimistic and the locked write
+    for module in (entries_module, registry_module):  # the optimistic and the locked write
         monkeypatch.setattr(module, "record_params", second_refused)
     with pytest.raises(IntegrityError):
         stm.write_summary(world.context(), "half of this must not stay")
@@ -215,14 +215,14 @@ def test_a_failed_one_round_trip_write_leaves_the_next_writes_working(
     written = [f"m{i}" for i in range(6)]
     for text_ in written:  # the first is written under lock, the rest in one round trip
         stm.capture(context, msgs(text_))
-    real_params = store_module.record_params
+    real_params = entries_module.record_params
 
     def refused(entries: Any) -> Any:
         params = real_params(entries)
         params["kind"][0] = "neither"
         return params
 
-    monkeypatch.setattr(store_module, "record_params", refused)
+    monkeypatch.setattr(entries_module, "record_params", refused)
     with pytest.raises(psycopg.errors.CheckViolation):
         stm.capture(context, msgs("refused"))
     monkeypatch.undo()
@@ -244,7 +244,7 @@ def test_an_error_building_the_write_sends_nothing(
     def cannot_build(entries: Any) -> Any:
         raise RuntimeError("the entries cannot be serialised")
 
-    monkeypatch.setattr(store_module, "record_params", cannot_build)
+    monkeypatch.setattr(entries_module, "record_params", cannot_build)
     with pytest.raises(RuntimeError):
         stm.capture(context, msgs("lost whole"))
     monkeypatch.undo()

@@ -159,9 +159,7 @@ class StmRegistry:
     def stored(self, keys: Sequence[StmKey]) -> dict[str, StmEntry]:
         """The stored entries among ``keys``, by thread id (missing ones left out)."""
         by_thread = {key.thread_id: key for key in keys}
-        rows = self.session.connection().exec_driver_sql(
-            STORED_SQL, {"threads": list(by_thread)}
-        )
+        rows = self.session.connection().exec_driver_sql(STORED_SQL, {"threads": list(by_thread)})
         found = (StmEntry.from_state(by_thread[thread], state) for thread, state in rows)
         return {entry.key.thread_id: entry for entry in found if entry is not None}
 

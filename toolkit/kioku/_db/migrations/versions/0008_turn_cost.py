@@ -5,7 +5,7 @@
   locks against the update tool and added entries to every index of ``memories``.
 - ``kioku_stm_lock(threads, expected)``: takes the short-term-memory write locks (one
   transaction advisory lock per thread, in thread-id order, the keys of
-  ``kioku._stm.store.WRITE_LOCK_SPACE``) and returns the threads' registry versions in
+  ``kioku._stm.entries.WRITE_LOCK_SPACE``) and returns the threads' registry versions in
   one round trip. With ``expected`` it instead raises SQLSTATE ``KIO01`` when a
   version differs, so a write computed from cached entries can be sent in the same
   round trip as its lock and is undone when another writer came first.

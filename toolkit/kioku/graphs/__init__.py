@@ -1,7 +1,8 @@
 """LangGraph graphs built on kioku: the per-turn memory graph.
 
-``TurnGraphState``, ``TurnOptions`` and ``build_graph`` are resolved lazily (PEP 562), so importing a
-``kioku.graphs`` submodule does not load the whole graph (and LangGraph) up front.
+``TurnGraphState``, ``TurnOptions`` and ``build_graph`` are resolved lazily (PEP 562), so
+importing a ``kioku.graphs`` submodule does not load the whole graph (and LangGraph) up
+front.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Create Date: 2026-11-22
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import pgvector.sqlalchemy
 import sqlalchemy as sa
@@ -21,6 +22,15 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.execute("CREATE EXTENSION IF NOT EXISTS vector")
     op.execute("CREATE SEQUENCE IF NOT EXISTS persona_lineage_seq START WITH 10000 MINVALUE 10000")
+    _memory_history()
+    _servers()
+    _users()
+    _memories()
+    _personas()
+    _server_members()
+
+
+def _memory_history() -> None:
     op.create_table(
         "memory_history",
         sa.Column("id", sa.BigInteger(), autoincrement=True, nullable=False),
@@ -42,6 +52,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memory_history")),
     )
     op.create_index("ix_memory_history_memory_id", "memory_history", ["memory_id"], unique=False)
+
+
+def _servers() -> None:
     op.create_table(
         "servers",
         sa.Column("id", sa.Text(), nullable=False),
@@ -74,6 +87,9 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_servers")),
     )
+
+
+def _users() -> None:
     op.create_table(
         "users",
         sa.Column("id", sa.Text(), nullable=False),
@@ -97,8 +113,10 @@ def upgrade() -> None:
         sa.CheckConstraint("privacy_level IN (0, 1, 2)", name=op.f("ck_users_privacy_level")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_users")),
     )
-    op.create_table(
-        "memories",
+
+
+def _memory_columns() -> list[sa.Column[Any]]:
+    return [
         sa.Column("id", sa.BigInteger(), autoincrement=True, nullable=False),
         sa.Column("scope", sa.Text(), nullable=False),
         sa.Column("server_id", sa.Text(), nullable=True),
@@ -132,6 +150,13 @@ def upgrade() -> None:
             server_default=sa.text("now()"),
             nullable=False,
         ),
+    ]
+
+
+def _memories() -> None:
+    op.create_table(
+        "memories",
+        *_memory_columns(),
         sa.CheckConstraint(
             "(scope = 'server' AND server_id IS NOT NULL)"
             " OR (scope = 'personal' AND user_id IS NOT NULL)",
@@ -172,6 +197,9 @@ def upgrade() -> None:
         unique=False,
         postgresql_where=sa.text("scope = 'server'"),
     )
+
+
+def _personas() -> None:
     op.create_table(
         "personas",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -198,6 +226,9 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_personas")),
     )
+
+
+def _server_members() -> None:
     op.create_table(
         "server_members",
         sa.Column("server_id", sa.Text(), nullable=False),

@@ -11,7 +11,6 @@ Revises: 0013
 Create Date: 2026-11-24
 """
 
-import importlib
 from collections.abc import Sequence
 
 from alembic import op
@@ -21,8 +20,6 @@ down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_previous = importlib.import_module("kioku._db.migrations.versions.0013_hidden_scope_creates")
-
 SAME_EVENT = """
 CREATE FUNCTION kioku_same_event(
     p_type text, p_when timestamptz, q_type text, q_when timestamptz
@@ -31,14 +28,190 @@ CREATE FUNCTION kioku_same_event(
         OR (p_when AT TIME ZONE 'UTC')::date = (q_when AT TIME ZONE 'UTC')::date
 $$;
 """
-_SAME_CONTENT = "      AND m.content = p_content\n"
-assert _previous.CREATE_MEMORY.count(_SAME_CONTENT) == 1, "0013's create function changed shape"
-CREATE_MEMORY = _previous.CREATE_MEMORY.replace(
-    _SAME_CONTENT,
-    _SAME_CONTENT + "      AND kioku_same_event(m.memory_type, m.happened_at, p_memory_type,\n"
-    "                           coalesce(kioku_event_time(p_attributes), now()))\n",
-    1,
-)
+
+CREATE_MEMORY = """
+CREATE OR REPLACE FUNCTION kioku_create_memory(
+    p_server_key text,
+    p_server_name text,
+    p_is_dm boolean,
+    p_scope text,
+    p_owner_id text,
+    p_owner_name text,
+    p_owner_key text,
+    p_lineage bigint,
+    p_lock_key text,
+    p_default_limit integer,
+    p_persona_id integer,
+    p_created_by text,
+    p_content text,
+    p_embedding halfvec,
+    p_memory_type text,
+    p_importance double precision,
+    p_decay_rate double precision,
+    p_attributes jsonb,
+    p_check_repeat boolean,
+    OUT outcome text,
+    OUT memory_id bigint,
+    OUT saved_count bigint,
+    OUT memory_limit integer,
+    OUT personal_memories_enabled boolean
+) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s record;
+BEGIN
+    SELECT * INTO s FROM kioku_server_settings(p_server_key, p_is_dm);
+    personal_memories_enabled := s.personal_memories_enabled;
+    memory_limit := COALESCE(CASE WHEN p_scope = 'server'
+        THEN s.max_server_memories ELSE s.max_personal_memories END, p_default_limit);
+    IF NOT s.self_teaching_enabled THEN
+        outcome := 'disabled';
+        RETURN;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));
+
+    IF p_check_repeat THEN
+    SELECT m.id INTO memory_id FROM memories m
+    WHERE m.status = 'active' AND m.scope = p_scope
+      AND m.persona_lineage_id IN (p_lineage, CASE WHEN p_scope = 'personal' THEN 0 END)
+      AND ((p_scope = 'server' AND m.server_id = p_owner_id)
+           OR (p_scope = 'personal' AND m.user_id = p_owner_id))
+      AND m.content = p_content
+      AND kioku_same_event(m.memory_type, m.happened_at, p_memory_type,
+                           coalesce(kioku_event_time(p_attributes), now()))
+    ORDER BY m.id LIMIT 1;
+    IF memory_id IS NOT NULL THEN
+        outcome := 'already_saved';
+        RETURN;
+    END IF;
+    END IF;
+    -- Read after the lock: a new snapshot sees every writer that committed before us.
+    -- Personal limits count the user's global (lineage 0) memories too.
+    SELECT COALESCE(sum(c.active), 0) INTO saved_count FROM memory_counts c
+    WHERE c.scope = p_scope AND c.owner_id = p_owner_id
+      AND c.persona_lineage_id IN (p_lineage, CASE WHEN p_scope = 'personal' THEN 0 END);
+    IF saved_count >= memory_limit THEN
+        outcome := 'limit_reached';
+        RETURN;
+    END IF;
+
+    IF NOT s.stored THEN
+        INSERT INTO servers (id, name, self_teaching_enabled)
+        VALUES (p_server_key, p_server_name, s.self_teaching_enabled)
+        ON CONFLICT (id) DO NOTHING;
+    END IF;
+    IF p_scope = 'personal' THEN
+        INSERT INTO users (id, display_name, display_name_key)
+        VALUES (p_owner_id, p_owner_name, p_owner_key)
+        ON CONFLICT (id) DO NOTHING;
+    END IF;
+    INSERT INTO memories (
+        scope, server_id, user_id, persona_lineage_id, persona_id, created_by, content,
+        embedding, needs_embedding, memory_type, importance, decay_rate, attributes
+    ) VALUES (
+        p_scope,
+        CASE WHEN p_scope = 'server' THEN p_owner_id END,
+        CASE WHEN p_scope = 'personal' THEN p_owner_id END,
+        p_lineage, p_persona_id, p_created_by, p_content,
+        p_embedding, p_embedding IS NULL, p_memory_type, p_importance, p_decay_rate,
+        p_attributes
+    ) RETURNING id INTO memory_id;
+    outcome := 'saved';
+END $$;
+"""
+"""Migration 0013's function, its exact-repeat check asking ``kioku_same_event``."""
+
+PREVIOUS_CREATE_MEMORY = """
+CREATE OR REPLACE FUNCTION kioku_create_memory(
+    p_server_key text,
+    p_server_name text,
+    p_is_dm boolean,
+    p_scope text,
+    p_owner_id text,
+    p_owner_name text,
+    p_owner_key text,
+    p_lineage bigint,
+    p_lock_key text,
+    p_default_limit integer,
+    p_persona_id integer,
+    p_created_by text,
+    p_content text,
+    p_embedding halfvec,
+    p_memory_type text,
+    p_importance double precision,
+    p_decay_rate double precision,
+    p_attributes jsonb,
+    p_check_repeat boolean,
+    OUT outcome text,
+    OUT memory_id bigint,
+    OUT saved_count bigint,
+    OUT memory_limit integer,
+    OUT personal_memories_enabled boolean
+) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s record;
+BEGIN
+    SELECT * INTO s FROM kioku_server_settings(p_server_key, p_is_dm);
+    personal_memories_enabled := s.personal_memories_enabled;
+    memory_limit := COALESCE(CASE WHEN p_scope = 'server'
+        THEN s.max_server_memories ELSE s.max_personal_memories END, p_default_limit);
+    IF NOT s.self_teaching_enabled THEN
+        outcome := 'disabled';
+        RETURN;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_lock_key, 0));
+
+    IF p_check_repeat THEN
+    SELECT m.id INTO memory_id FROM memories m
+    WHERE m.status = 'active' AND m.scope = p_scope
+      AND m.persona_lineage_id IN (p_lineage, CASE WHEN p_scope = 'personal' THEN 0 END)
+      AND ((p_scope = 'server' AND m.server_id = p_owner_id)
+           OR (p_scope = 'personal' AND m.user_id = p_owner_id))
+      AND m.content = p_content
+    ORDER BY m.id LIMIT 1;
+    IF memory_id IS NOT NULL THEN
+        outcome := 'already_saved';
+        RETURN;
+    END IF;
+    END IF;
+    -- Read after the lock: a new snapshot sees every writer that committed before us.
+    -- Personal limits count the user's global (lineage 0) memories too.
+    SELECT COALESCE(sum(c.active), 0) INTO saved_count FROM memory_counts c
+    WHERE c.scope = p_scope AND c.owner_id = p_owner_id
+      AND c.persona_lineage_id IN (p_lineage, CASE WHEN p_scope = 'personal' THEN 0 END);
+    IF saved_count >= memory_limit THEN
+        outcome := 'limit_reached';
+        RETURN;
+    END IF;
+
+    IF NOT s.stored THEN
+        INSERT INTO servers (id, name, self_teaching_enabled)
+        VALUES (p_server_key, p_server_name, s.self_teaching_enabled)
+        ON CONFLICT (id) DO NOTHING;
+    END IF;
+    IF p_scope = 'personal' THEN
+        INSERT INTO users (id, display_name, display_name_key)
+        VALUES (p_owner_id, p_owner_name, p_owner_key)
+        ON CONFLICT (id) DO NOTHING;
+    END IF;
+    INSERT INTO memories (
+        scope, server_id, user_id, persona_lineage_id, persona_id, created_by, content,
+        embedding, needs_embedding, memory_type, importance, decay_rate, attributes
+    ) VALUES (
+        p_scope,
+        CASE WHEN p_scope = 'server' THEN p_owner_id END,
+        CASE WHEN p_scope = 'personal' THEN p_owner_id END,
+        p_lineage, p_persona_id, p_created_by, p_content,
+        p_embedding, p_embedding IS NULL, p_memory_type, p_importance, p_decay_rate,
+        p_attributes
+    ) RETURNING id INTO memory_id;
+    outcome := 'saved';
+END $$;
+"""
+"""Migration 0013's function, restored by the downgrade."""
 
 
 def upgrade() -> None:
@@ -49,5 +222,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """0013's create function, then drop the rule."""
-    op.execute(_previous.CREATE_MEMORY)
+    op.execute(PREVIOUS_CREATE_MEMORY)
     op.execute("DROP FUNCTION kioku_same_event(text, timestamptz, text, timestamptz)")

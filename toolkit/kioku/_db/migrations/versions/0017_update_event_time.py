@@ -15,7 +15,6 @@ Create Date: 2026-11-27
 """
 
 from collections.abc import Sequence
-from importlib import import_module
 
 from alembic import op
 
@@ -24,46 +23,61 @@ down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_UPDATE_TEMPLATE = """
-CREATE {or_replace}FUNCTION kioku_update_memory(p_id bigint, p_content text,
-    p_embedding halfvec, p_actor text, p_persona integer{argument})
+UPDATE_MEMORY = """
+CREATE FUNCTION kioku_update_memory(p_id bigint, p_content text,
+    p_embedding halfvec, p_actor text, p_persona integer, p_event_time text)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
     v_found boolean;
 BEGIN
     PERFORM kioku_act_as(p_actor, p_persona);
     UPDATE memories SET content = p_content, embedding = p_embedding,
-        needs_embedding = p_embedding IS NULL, updated_at = now(){attributes}
+        needs_embedding = p_embedding IS NULL, updated_at = now(),
+        attributes = CASE WHEN p_event_time IS NULL THEN attributes
+            ELSE jsonb_set(COALESCE(attributes, '{}'::jsonb), '{event_time}',
+                to_jsonb(p_event_time))
+            END
     WHERE id = p_id;
     v_found := FOUND;
     PERFORM kioku_act_as(NULL, NULL);
     RETURN v_found;
 END $$;
 """
-"""``kioku_update_memory`` as migration 0006 made it, and with an event time."""
+"""``kioku_update_memory`` with an event time."""
 
-_SET_EVENT_TIME = """,
-        attributes = CASE WHEN p_event_time IS NULL THEN attributes
-            ELSE jsonb_set(COALESCE(attributes, '{}'::jsonb), '{event_time}',
-                to_jsonb(p_event_time))
-            END"""
-
-_VERSION_0009 = "kioku._db.migrations.versions.0009_versioned_update"
-_FIVE_ARGUMENTS = "p_actor text, p_persona integer)"
-_SIX_ARGUMENTS = "p_actor text, p_persona integer, p_event_time text)"
-
-
-def _versioned_with_event_time() -> str:
-    """Migration 0009's ``kioku_update_memory_versioned``, passing an event time on."""
-    text = str(import_module(_VERSION_0009).UPDATE_VERSIONED)
-    call = "kioku_update_memory(p_id, p_content, p_embedding, p_actor, p_persona)"
-    assert text.count(_FIVE_ARGUMENTS) == 1 and text.count(call) == 1
-    return (
-        text.replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", 1)
-        .replace(_FIVE_ARGUMENTS, _SIX_ARGUMENTS, 1)
-        .replace(call, call.replace("p_persona)", "p_persona,\n        p_event_time)"), 1)
-    )
-
+UPDATE_VERSIONED = """
+CREATE FUNCTION kioku_update_memory_versioned(p_id bigint, p_content text,
+    p_embedding halfvec, p_actor text, p_persona integer, p_event_time text)
+RETURNS TABLE(applied boolean, scope_kind text, scope_owner text, scope_lineage bigint,
+    version_before bigint, version_after bigint, changed_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_scope text;
+    v_owner text;
+    v_lineage bigint;
+BEGIN
+    SELECT m.scope, COALESCE(m.server_id, m.user_id), m.persona_lineage_id
+    INTO v_scope, v_owner, v_lineage FROM memories m WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT false, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+            NULL::bigint, NULL::timestamptz;
+        RETURN;
+    END IF;
+    SELECT c.version INTO version_before FROM memory_counts c
+    WHERE (c.scope, c.owner_id, c.persona_lineage_id) = (v_scope, v_owner, v_lineage)
+    FOR UPDATE;
+    applied := kioku_update_memory(p_id, p_content, p_embedding, p_actor, p_persona,
+        p_event_time);
+    SELECT c.version INTO version_after FROM memory_counts c
+    WHERE (c.scope, c.owner_id, c.persona_lineage_id) = (v_scope, v_owner, v_lineage);
+    SELECT m.updated_at INTO changed_at FROM memories m WHERE m.id = p_id;
+    scope_kind := v_scope;
+    scope_owner := v_owner;
+    scope_lineage := v_lineage;
+    RETURN NEXT;
+END $$;
+"""
+"""Migration 0009's ``kioku_update_memory_versioned``, passing an event time on."""
 
 _FORWARDERS = """
 CREATE OR REPLACE FUNCTION kioku_update_memory(p_id bigint, p_content text,
@@ -113,21 +127,68 @@ windows of its scope are read again (the scope's version moves)."""
 
 
 def upgrade() -> None:
-    op.execute(
-        _UPDATE_TEMPLATE.format(
-            or_replace="", argument=", p_event_time text", attributes=_SET_EVENT_TIME
-        )
-    )
-    op.execute(_versioned_with_event_time())
+    op.execute(UPDATE_MEMORY)
+    op.execute(UPDATE_VERSIONED)
     op.execute(_FORWARDERS)
     op.execute(_triggers(_CONTENT_OR_TIME_CHANGED, "content, attributes"))
 
 
+PREVIOUS_UPDATE_MEMORY = """
+CREATE OR REPLACE FUNCTION kioku_update_memory(p_id bigint, p_content text,
+    p_embedding halfvec, p_actor text, p_persona integer)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_found boolean;
+BEGIN
+    PERFORM kioku_act_as(p_actor, p_persona);
+    UPDATE memories SET content = p_content, embedding = p_embedding,
+        needs_embedding = p_embedding IS NULL, updated_at = now()
+    WHERE id = p_id;
+    v_found := FOUND;
+    PERFORM kioku_act_as(NULL, NULL);
+    RETURN v_found;
+END $$;
+"""
+"""Migration 0006's ``kioku_update_memory``, restored by the downgrade."""
+
+PREVIOUS_UPDATE_VERSIONED = """
+CREATE OR REPLACE FUNCTION kioku_update_memory_versioned(p_id bigint, p_content text,
+    p_embedding halfvec, p_actor text, p_persona integer)
+RETURNS TABLE(applied boolean, scope_kind text, scope_owner text, scope_lineage bigint,
+    version_before bigint, version_after bigint, changed_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_scope text;
+    v_owner text;
+    v_lineage bigint;
+BEGIN
+    SELECT m.scope, COALESCE(m.server_id, m.user_id), m.persona_lineage_id
+    INTO v_scope, v_owner, v_lineage FROM memories m WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT false, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+            NULL::bigint, NULL::timestamptz;
+        RETURN;
+    END IF;
+    SELECT c.version INTO version_before FROM memory_counts c
+    WHERE (c.scope, c.owner_id, c.persona_lineage_id) = (v_scope, v_owner, v_lineage)
+    FOR UPDATE;
+    applied := kioku_update_memory(p_id, p_content, p_embedding, p_actor, p_persona);
+    SELECT c.version INTO version_after FROM memory_counts c
+    WHERE (c.scope, c.owner_id, c.persona_lineage_id) = (v_scope, v_owner, v_lineage);
+    SELECT m.updated_at INTO changed_at FROM memories m WHERE m.id = p_id;
+    scope_kind := v_scope;
+    scope_owner := v_owner;
+    scope_lineage := v_lineage;
+    RETURN NEXT;
+END $$;
+"""
+"""Migration 0009's ``kioku_update_memory_versioned``, restored by the downgrade."""
+
+
 def downgrade() -> None:
-    previous = import_module(_VERSION_0009)
     op.execute(_triggers(_CONTENT_CHANGED, "content"))
-    op.execute(_UPDATE_TEMPLATE.format(or_replace="OR REPLACE ", argument="", attributes=""))
-    op.execute(previous.UPDATE_VERSIONED)
+    op.execute(PREVIOUS_UPDATE_MEMORY)
+    op.execute(PREVIOUS_UPDATE_VERSIONED)
     op.execute(
         "DROP FUNCTION kioku_update_memory_versioned(bigint, text, halfvec, text, integer, text)"
     )

@@ -1,0 +1,5 @@
+CREATE OR REPLACE FUNCTION kioku_update_memory(p_id bigint, p_content text,
+    p_embedding halfvec, p_actor text, p_persona integer)
+RETURNS boolean LANGUAGE sql AS $$
+    SELECT kioku_update_memory(p_id, p_content, p_embedding, p_actor, p_persona, NULL)
+$$;

@@ -1,0 +1,8 @@
+CREATE OR REPLACE FUNCTION kioku_update_memory_versioned(p_id bigint, p_content text,
+    p_embedding halfvec, p_actor text, p_persona integer)
+RETURNS TABLE(applied boolean, scope_kind text, scope_owner text, scope_lineage bigint,
+    version_before bigint, version_after bigint, changed_at timestamptz)
+LANGUAGE sql AS $$
+    SELECT * FROM kioku_update_memory_versioned(p_id, p_content, p_embedding, p_actor,
+        p_persona, NULL)
+$$;

@@ -25,6 +25,21 @@ PRIVATE = "kioku_private"
 """``additional_kwargs`` key: written in, or answering, a turn of a FULL-privacy person."""
 
 
+SUMMARY_SOURCE = "summarization"
+"""``additional_kwargs["lc_source"]`` of the message LangChain's ``SummarizationMiddleware``
+puts in place of the history it summarised: a user message nobody wrote."""
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is a summary of earlier history (``SummarizationMiddleware``)."""
+    return message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+
+
+def is_user_message(message: BaseMessage) -> bool:
+    """Whether ``message`` is something a user said: a human message, not a summary."""
+    return isinstance(message, HumanMessage) and not is_summary(message)
+
+
 def _stamped(message: BaseMessage, owner_id: str | None, private: bool) -> BaseMessage:
     kwargs = dict(message.additional_kwargs)
     kwargs[OWNER] = owner_id
@@ -69,6 +84,8 @@ def stamp_turn_input(
     changed = False
     answering: tuple[str | None, bool] = (context.user.user_id, _is_private(context))
     for index, message in enumerate(stamped):
+        if is_summary(message):
+            continue
         if isinstance(message, HumanMessage | AIMessage) and PRIVATE in message.additional_kwargs:
             if isinstance(message, HumanMessage):
                 answering = owner_of(message)

@@ -17,9 +17,10 @@ from datetime import UTC, date, datetime
 from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from sqlalchemy.orm import Session
 
+from kioku._authorship import is_user_message
 from kioku._context import TurnContext
 from kioku._context_build import loader
 from kioku._context_build.items import DIALOGUE, SYSTEM_PROMPT, BuiltContext, ContextItem, total
@@ -57,7 +58,7 @@ logger = logging.getLogger(__name__)
 def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
     """Text of the latest user message (the query when memories must be chosen)."""
     for message in reversed(dialogue):
-        if isinstance(message, HumanMessage):
+        if is_user_message(message):
             return message.text
     return ""
 
@@ -69,7 +70,7 @@ def insert_tail_directive(
     messages = list(dialogue)
     position = len(messages)
     for index in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[index], HumanMessage):
+        if is_user_message(messages[index]):
             position = index
             if index > 0 and isinstance(messages[index - 1], AIMessage):
                 position = index - 1

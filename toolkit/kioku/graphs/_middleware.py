@@ -39,7 +39,6 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
-    HumanMessage,
     ToolMessage,
 )
 from langchain_core.tools import BaseTool
@@ -48,7 +47,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from kioku._authorship import stamp_reply
+from kioku._authorship import is_user_message, stamp_reply
 from kioku._awaiting import off_loop
 from kioku._context import TurnContext, require_turn_context
 from kioku._state import TurnFlagKeys
@@ -140,7 +139,7 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         state = request.state
         context = _context_of(request.runtime)
         messages: list[AnyMessage] = list(state["messages"])
-        turn = _turn_id(messages)
+        turn = _turn_id(messages, cast("str | None", state.get(TURN_KEY)))
         update: dict[str, Any] = {}
         if state.get(TURN_KEY) != turn:
             # Calls an interrupted turn left open are taken off their message in place (an
@@ -295,9 +294,13 @@ def _tool_name(tool: BaseTool | dict[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
 
 
-def _turn_id(messages: Sequence[BaseMessage]) -> str:
-    """The id of the turn's user message (LangGraph gives every message of a thread one)."""
+def _turn_id(messages: Sequence[BaseMessage], current: str | None) -> str:
+    """The id of the turn's user message (LangGraph gives every message of a thread one).
+
+    When a summary (``SummarizationMiddleware``) replaced every user message, the turn
+    under way (``current``) goes on: no new user message came.
+    """
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if is_user_message(message):
             return message.id or ""
-    return ""
+    return current if current is not None else ""

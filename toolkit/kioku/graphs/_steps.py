@@ -27,7 +27,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from sqlalchemy.exc import SQLAlchemyError
 
-from kioku._authorship import owner_of, stamp_turn_input
+from kioku._authorship import is_user_message, owner_of, stamp_turn_input
 from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext, sent_at_of
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
@@ -58,13 +58,17 @@ def message_text(message: BaseMessage) -> str:
 def latest_human_text(messages: Sequence[BaseMessage]) -> str:
     """The text of the latest human message (``""`` if there is none)."""
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if is_user_message(message):
             return message_text(message)
     return ""
 
 
 def since_latest_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages after the latest human message: this turn's model and tool traffic."""
+    """The messages after the latest user message: this turn's model and tool traffic.
+
+    A summary standing for earlier history (``SummarizationMiddleware``) is no user
+    message: when it replaced this turn's start, the turn is what follows it.
+    """
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], HumanMessage):
             return list(messages[index + 1 :])
@@ -115,11 +119,11 @@ def round_limit_answer(call: ToolCall) -> ToolMessage:
 
 
 def dialogue(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Human messages and assistant replies with text (tool traffic left out)."""
+    """User messages and assistant replies with text (tool traffic and summaries left out)."""
     return [
         m
         for m in messages
-        if isinstance(m, HumanMessage)
+        if is_user_message(m)
         or (isinstance(m, AIMessage) and not m.tool_calls and message_text(m).strip())
     ]
 

@@ -20,12 +20,13 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import mcp.types as types
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp.server.lowlevel import Server
+from pydantic import ConfigDict, Field
 from sqlalchemy import select
 
 from kioku._accounts import AccountRepository
@@ -34,7 +35,7 @@ from kioku._context import Participant, Persona, TurnContext, check_user_space
 from kioku._db.errors import StorageError, storage_errors
 from kioku._db.models import Memory
 from kioku._domain.statuses import CreateStatus, GetStatus, SearchStatus, StmStatus, UpdateStatus
-from kioku._memory.arguments import ArgumentError, parse_memory_id
+from kioku._memory.arguments import ArgumentError, MemoryId, ToolArguments, validated
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
 from kioku._memory.flow import Flow
@@ -55,6 +56,7 @@ from kioku._tools.catalog import (
     UPDATE_STM,
     memory_tools,
 )
+from kioku._tools.schema import model_facing_schema
 from kioku._tools.search import (
     parse_search_args,
     render_hit,
@@ -65,11 +67,13 @@ from kioku._tools.stm import update_short_term_memory
 
 logger = logging.getLogger(__name__)
 
-GET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"memory_id": {"type": "integer", "description": "The N of ID:N."}},
-    "required": ["memory_id"],
-}
+
+class GetArgs(ToolArguments):
+    """Validated arguments of ``get_memory`` (only MCP has it)."""
+
+    model_config = ConfigDict(title="get_memory")
+
+    memory_id: Annotated[MemoryId, Field(description="The N of ID:N.")]
 
 
 UNKNOWN_TOOL = "unknown_tool"
@@ -175,7 +179,7 @@ class KiokuMcp:
         self._user = Participant(scope.user_id, scope.user_name)
         listed = {tool.name: mcp_tool(tool) for tool in memory_tools(store, self.stm)}
         listed[GET_MEMORY] = types.Tool(
-            name=GET_MEMORY, description=GET_DESCRIPTION, inputSchema=GET_SCHEMA
+            name=GET_MEMORY, description=GET_DESCRIPTION, inputSchema=model_facing_schema(GetArgs)
         )
         self._listed = [listed[name] for name in RULES]
         if scope.writable:  # the sweeper deletes expired rows: a read-only instance does not
@@ -221,7 +225,7 @@ class KiokuMcp:
         if name == SEARCH_LTM:
             return self._search(arguments)
         if name == GET_MEMORY:
-            return self._get(arguments.get("memory_id"))
+            return self._get(arguments)
         context = self.context(self._writable_persona())
         if name == UPDATE_STM:
             return update_short_term_memory(self.stm, context, {}, arguments).to_dict()
@@ -258,9 +262,9 @@ class KiokuMcp:
         payload, artifact = search_long_term_memory(self.store, self.context(persona), arguments)
         return {**payload, "records": artifact} if artifact else payload
 
-    def _get(self, memory_id: object) -> dict[str, Any]:
+    def _get(self, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            wanted = parse_memory_id(memory_id)
+            wanted = validated(GetArgs, arguments).memory_id
         except ArgumentError as exc:
             return ToolResult(GetStatus.INVALID_ARGS, str(exc)).to_dict()
         not_found = ToolResult(GetStatus.NOT_FOUND, f"No memory ID:{wanted} in this scope.")

@@ -1,4 +1,11 @@
-"""Parsing of the raw, model-supplied tool arguments: pure, never raises."""
+"""The model-supplied tool arguments: pydantic models, and the rules behind them (pure).
+
+Each tool's arguments are one :class:`ToolArguments` model: its fields give the JSON
+schema the model sees (:func:`kioku._tools.schema.model_facing_schema`) and validate a
+call (:func:`validated`, the one place a ``ValidationError`` becomes an
+:class:`ArgumentError` with a reason the model can act on; each flow answers it with its
+tool's ``…_invalid_args`` status).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,21 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from kioku._memory.text import echo, unstorable
 from kioku._memory.when import in_utc
@@ -16,35 +37,32 @@ MAX_NAME_LENGTH = 256
 """Characters in a person's name (``target_user``)."""
 MAX_LISTED_NAMES = 5
 """Unknown argument names a reason lists before ``and N more``."""
+MEMORY_ID_FORM = "memory_id must be the positive integer N shown as ID:N in your context"
 _ID_TEXT = re.compile(r"^\s*(?:id\s*[:#]?\s*)?(\d{1,16})\s*$", re.IGNORECASE)
 
 Scope = Literal["server_wide", "target_user"]
+Arguments = TypeVar("Arguments", bound="ToolArguments")
 
 
 class ArgumentError(ValueError):
     """Raised by the parsers below with a reason for the model."""
 
 
-@dataclass(frozen=True, slots=True)
-class CreateArgs:
-    """Validated arguments of ``create_long_term_memory``."""
+def check_storable(field: str, value: str) -> str:
+    """``value`` unchanged if PostgreSQL can store it (no NUL, no lone surrogate).
 
-    content: str
-    scope: Scope
-    target_user: str | None
-    event_time: datetime | None = None
-    """When what it records happened, if the model says."""
+    Raises:
+        ArgumentError: naming ``field`` and what is wrong (never repeating ``value``).
+    """
+    reason = _unstorable_reason(field, value)
+    if reason is not None:
+        raise ArgumentError(reason)
+    return value
 
 
-@dataclass(frozen=True, slots=True)
-class UpdateArgs:
-    """Validated arguments of ``update_long_term_memory``."""
-
-    memory_id: int
-    content: str
-    target_user: str | None
-    event_time: datetime | None = None
-    """A corrected time of the memory's event (UTC); ``None`` keeps its time."""
+def _unstorable_reason(field: str, value: str) -> str | None:
+    problem = unstorable(value)
+    return None if problem is None else f"{field} contains {problem}; remove it and call again"
 
 
 def check_text(field: str, value: str, max_length: int) -> str:
@@ -57,11 +75,13 @@ def check_text(field: str, value: str, max_length: int) -> str:
         ArgumentError: naming ``field`` and what is wrong (never repeating ``value``).
     """
     if len(value) > max_length:
-        raise ArgumentError(f"{field} is {len(value)} characters; the maximum is {max_length}")
-    problem = unstorable(value)
-    if problem is not None:
-        raise ArgumentError(f"{field} contains {problem}; remove it and call again")
-    return value
+        raise ArgumentError(too_long(field, len(value), max_length))
+    return check_storable(field, value)
+
+
+def too_long(field: str, length: int, max_length: int) -> str:
+    """The reason refusing a string of ``length`` characters."""
+    return f"{field} is {length} characters; the maximum is {max_length}"
 
 
 def reject_unknown(
@@ -82,16 +102,6 @@ def reject_unknown(
     raise ArgumentError(f"unknown {what} {listed}; allowed: {', '.join(sorted(known))}")
 
 
-def _optional_name(arguments: Mapping[str, Any], key: str) -> str | None:
-    value = arguments.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ArgumentError(f"{key} must be a string (the person's name as shown), or omitted")
-    check_text(key, value, MAX_NAME_LENGTH)
-    return value if value.strip() else None
-
-
 def parse_time(value: Any, name: str) -> datetime:
     """An ISO 8601 date or date-time, in UTC (taken as UTC when it names no offset).
 
@@ -108,35 +118,6 @@ def parse_time(value: Any, name: str) -> datetime:
     if moment is None:
         raise ArgumentError(f"{name} must lie between 0001-01-02 and 9999-12-30 (UTC)")
     return moment
-
-
-def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
-    """Validate ``create_long_term_memory`` arguments.
-
-    Raises:
-        ArgumentError: with a reason the model can act on.
-    """
-    reject_unknown(arguments, ("memory_content", "memory_scope", "target_user", "event_time"))
-    content = arguments.get("memory_content")
-    if not isinstance(content, str):
-        raise ArgumentError("memory_content is required and must be a string")
-    if not content.strip():
-        raise ArgumentError("memory_content is blank; write the fact to remember")
-    scope = arguments.get("memory_scope")
-    if scope not in ("server_wide", "target_user"):
-        raise ArgumentError("memory_scope must be 'server_wide' or 'target_user'")
-    target = _optional_name(arguments, "target_user")
-    if scope == "target_user" and target is None:
-        raise ArgumentError(
-            "target_user (the person's name) is required when memory_scope is 'target_user'"
-        )
-    event_time = arguments.get("event_time")
-    return CreateArgs(
-        content=content,
-        scope=scope,
-        target_user=target,
-        event_time=parse_time(event_time, "event_time") if event_time is not None else None,
-    )
 
 
 def parse_memory_id(value: Any) -> int:
@@ -156,10 +137,188 @@ def parse_memory_id(value: Any) -> int:
         match = _ID_TEXT.match(value)
         number = int(match.group(1)) if match else None
     if number is None or not 0 < number <= MAX_SAFE_INTEGER:
-        raise ArgumentError(
-            "memory_id must be the positive integer N shown as ID:N in your context"
-        )
+        raise ArgumentError(MEMORY_ID_FORM)
     return number
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """What a field accepts, as its reason when a value is missing or of another type.
+
+    Put in the field's ``Annotated`` metadata; the rules' own reasons (an
+    :class:`ArgumentError` raised by a validator) are used as they are.
+    """
+
+    reason: str
+
+
+class ToolArguments(BaseModel):
+    """Base of the tools' argument models: strict types, no unknown names, frozen."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+def validated(model: type[Arguments], arguments: Mapping[str, Any]) -> Arguments:
+    """``arguments`` validated by ``model``: the one place a ``ValidationError`` is read.
+
+    Unknown names are refused first (a few echoed, capped); then the first fault, in the
+    order of the model's fields, gives the reason.
+
+    Raises:
+        ArgumentError: with a reason the model can act on.
+    """
+    names = {field.alias or name: field for name, field in model.model_fields.items()}
+    reject_unknown(arguments, names)
+    try:
+        return model.model_validate(dict(arguments))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+    raise ArgumentError(_reason(error, names))
+
+
+def _reason(error: ErrorDetails, fields: Mapping[str, FieldInfo]) -> str:
+    kind, where = error["type"], error["loc"]
+    name = str(where[0]) if where else "arguments"
+    if kind == "value_error":  # a rule's own ArgumentError
+        return str(error.get("ctx", {}).get("error", error["msg"]))
+    value = error["input"]
+    if kind == "string_too_long" and isinstance(value, str):
+        return too_long(name, len(value), error.get("ctx", {}).get("max_length", 0))
+    if kind == "string_unicode" and isinstance(value, str):  # a surrogate, under a constraint
+        return _unstorable_reason(name, value) or f"{name} is not valid Unicode"
+    field = fields.get(name)
+    forms = [item for item in (field.metadata if field else ()) if isinstance(item, Form)]
+    return forms[0].reason if forms else f"{name} is not valid"
+
+
+def _moment(value: Any, info: ValidationInfo) -> datetime | None:
+    return None if value is None else parse_time(value, info.field_name or "time")
+
+
+def _person(value: str | None) -> str | None:
+    if value is None:
+        return None
+    check_storable("target_user", value)
+    return value if value.strip() else None
+
+
+def _fact(value: str) -> str:
+    if not value.strip():
+        raise ArgumentError("memory_content is blank; write the fact to remember")
+    return value
+
+
+Moment = Annotated[datetime | None, BeforeValidator(_moment), WithJsonSchema({"type": "string"})]
+"""An ISO 8601 date or date-time (:func:`parse_time`), ``None`` when omitted or null."""
+MemoryId = Annotated[int, Field(ge=1), BeforeValidator(parse_memory_id), Form(MEMORY_ID_FORM)]
+"""A memory's N of ``ID:N``: ``7``, ``"7"`` or ``"ID:7"`` (:func:`parse_memory_id`)."""
+PersonName = Annotated[
+    str | None,
+    Field(max_length=MAX_NAME_LENGTH),
+    AfterValidator(_person),
+    Form("target_user must be a string (the person's name as shown), or omitted"),
+]
+"""A person's name as shown in the conversation; blank is ``None``."""
+EVENT_TIME = (
+    "When what it records happened, as an ISO 8601 date or date-time (optional; "
+    "default: now). Give it for facts about past or planned events."
+)
+
+
+class CreateArgs(ToolArguments):
+    """Validated arguments of ``create_long_term_memory``."""
+
+    model_config = ConfigDict(title="create_long_term_memory")
+
+    content: Annotated[
+        str,
+        Field(
+            alias="memory_content",
+            description=(
+                "The fact to remember, third person, with {user}/{bot} tokens instead of "
+                "names, e.g. '{user} prefers tea over coffee'."
+            ),
+        ),
+        AfterValidator(_fact),
+        Form("memory_content is required and must be a string"),
+    ]
+    scope: Annotated[
+        Scope,
+        Field(
+            alias="memory_scope",
+            description=(
+                "'server_wide' for facts about this server or everyone; 'target_user' for a "
+                "personal fact about one person."
+            ),
+        ),
+        Form("memory_scope must be 'server_wide' or 'target_user'"),
+    ]
+    target_user: Annotated[
+        PersonName,
+        Field(
+            description=(
+                "Required when memory_scope is 'target_user': the name, as shown in the "
+                "conversation, of a person taking part in it (not an id)."
+            )
+        ),
+    ] = None
+    event_time: Annotated[Moment, Field(description=EVENT_TIME)] = None
+    """When what it records happened, if the model says."""
+
+    @model_validator(mode="after")
+    def _names_the_person(self) -> Self:
+        if self.scope == "target_user" and self.target_user is None:
+            raise ArgumentError(
+                "target_user (the person's name) is required when memory_scope is 'target_user'"
+            )
+        return self
+
+
+class UpdateArgs(ToolArguments):
+    """Validated arguments of ``update_long_term_memory``."""
+
+    model_config = ConfigDict(title="update_long_term_memory")
+
+    memory_id: Annotated[
+        MemoryId, Field(description="The N of the ID:N shown before the memory in your context.")
+    ]
+    content: Annotated[
+        str,
+        Field(
+            alias="memory_content",
+            description="Full replacement text; an empty string deletes the memory.",
+        ),
+        Form(
+            "memory_content is required and must be a string (an empty string deletes the memory)"
+        ),
+    ]
+    target_user: Annotated[
+        PersonName,
+        Field(
+            description=(
+                "Only for a personal memory: its owner's name as shown in the conversation."
+            )
+        ),
+    ] = None
+    event_time: Annotated[
+        Moment,
+        Field(
+            description=(
+                "Optional: correct when what it records happened (ISO 8601 date or "
+                "date-time); omitted, the memory keeps its time."
+            )
+        ),
+    ] = None
+    """A corrected time of the memory's event (UTC); ``None`` keeps its time."""
+
+
+def parse_create_args(arguments: Mapping[str, Any]) -> CreateArgs:
+    """Validate ``create_long_term_memory`` arguments.
+
+    Raises:
+        ArgumentError: with a reason the model can act on.
+    """
+    return validated(CreateArgs, arguments)
 
 
 def parse_update_args(arguments: Mapping[str, Any]) -> UpdateArgs:
@@ -168,17 +327,4 @@ def parse_update_args(arguments: Mapping[str, Any]) -> UpdateArgs:
     Raises:
         ArgumentError: with a reason the model can act on.
     """
-    reject_unknown(arguments, ("memory_id", "memory_content", "target_user", "event_time"))
-    memory_id = parse_memory_id(arguments.get("memory_id"))
-    content = arguments.get("memory_content")
-    if not isinstance(content, str):
-        raise ArgumentError(
-            "memory_content is required and must be a string (an empty string deletes the memory)"
-        )
-    event_time = arguments.get("event_time")
-    return UpdateArgs(
-        memory_id=memory_id,
-        content=content,
-        target_user=_optional_name(arguments, "target_user"),
-        event_time=None if event_time is None else parse_time(event_time, "event_time"),
-    )
+    return validated(UpdateArgs, arguments)

@@ -1,8 +1,10 @@
 """``create_long_term_memory`` and ``update_long_term_memory`` as LangChain ``StructuredTool``s.
 
-The model-facing schemas are plain JSON schemas, so malformed arguments reach the
-flow (which answers with ``…_invalid_args``) instead of failing validation inside
-the tool node. The turn context arrives through LangGraph's ``ToolRuntime``.
+The model-facing schemas are derived from the arguments' pydantic models
+(:mod:`kioku._memory.arguments`) but given to LangChain as JSON schemas, so malformed
+arguments reach the flow, which validates them with the same model and answers with
+``…_invalid_args`` instead of failing validation inside the tool node. The turn context
+arrives through LangGraph's ``ToolRuntime``.
 
 Each call is one unit of work in one ``Session``. Called asynchronously (``ainvoke``, an
 async graph or agent), the same function runs in a worker thread: the flow's database
@@ -23,12 +25,15 @@ from langgraph.prebuilt import ToolRuntime
 from kioku._context import latest_sent_at, turn_context_of
 from kioku._core import KiokuCore
 from kioku._domain.statuses import CreateStatus, UpdateStatus
+from kioku._memory.arguments import CreateArgs, ToolArguments, UpdateArgs
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
 from kioku._memory.flow import Flow
 from kioku._memory.results import ToolResult
+from kioku._memory.typed_arguments import CreateMemoryArgs
 from kioku._memory.update import update_long_term_memory
 from kioku._tools.safe import ArgumentSafeTool
+from kioku._tools.schema import model_facing_schema
 
 logger = logging.getLogger(__name__)
 
@@ -51,71 +56,6 @@ UPDATE_DESCRIPTION = (
     "with a status and, on failure, a reason."
 )
 
-CREATE_SCHEMA: dict[str, Any] = {
-    "title": "create_long_term_memory",
-    "type": "object",
-    "properties": {
-        "memory_content": {
-            "type": "string",
-            "description": (
-                "The fact to remember, third person, with {user}/{bot} tokens instead of "
-                "names, e.g. '{user} prefers tea over coffee'."
-            ),
-        },
-        "memory_scope": {
-            "type": "string",
-            "enum": ["server_wide", "target_user"],
-            "description": (
-                "'server_wide' for facts about this server or everyone; 'target_user' for a "
-                "personal fact about one person."
-            ),
-        },
-        "target_user": {
-            "type": "string",
-            "description": (
-                "Required when memory_scope is 'target_user': the name, as shown in the "
-                "conversation, of a person taking part in it (not an id)."
-            ),
-        },
-        "event_time": {
-            "type": "string",
-            "description": (
-                "When what it records happened, as an ISO 8601 date or date-time (optional; "
-                "default: now). Give it for facts about past or planned events."
-            ),
-        },
-    },
-    "required": ["memory_content", "memory_scope"],
-}
-UPDATE_SCHEMA: dict[str, Any] = {
-    "title": "update_long_term_memory",
-    "type": "object",
-    "properties": {
-        "memory_id": {
-            "type": "integer",
-            "description": "The N of the ID:N shown before the memory in your context.",
-        },
-        "memory_content": {
-            "type": "string",
-            "description": "Full replacement text; an empty string deletes the memory.",
-        },
-        "target_user": {
-            "type": "string",
-            "description": (
-                "Only for a personal memory: its owner's name as shown in the conversation."
-            ),
-        },
-        "event_time": {
-            "type": "string",
-            "description": (
-                "Optional: correct when what it records happened (ISO 8601 date or "
-                "date-time); omitted, the memory keeps its time."
-            ),
-        },
-    },
-    "required": ["memory_id", "memory_content"],
-}
-
 
 def _build(
     flow: Flow,
@@ -123,7 +63,7 @@ def _build(
     *,
     name: str,
     description: str,
-    schema: dict[str, Any],
+    model: type[ToolArguments],
     internal_error: str,
 ) -> StructuredTool:
     """Wrap ``flow`` as a tool; the session (the unit of work) is opened here, at the edge."""
@@ -142,7 +82,7 @@ def _build(
         func=run,
         name=name,
         description=description,
-        args_schema=schema,
+        args_schema=model_facing_schema(model),
         infer_schema=False,
     )
 
@@ -183,7 +123,7 @@ def create_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
         store,
         name="create_long_term_memory",
         description=CREATE_DESCRIPTION,
-        schema=CREATE_SCHEMA,
+        model=CreateArgs,
         internal_error=CreateStatus.INTERNAL_ERROR,
     )
 
@@ -195,7 +135,7 @@ def update_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
         store,
         name="update_long_term_memory",
         description=UPDATE_DESCRIPTION,
-        schema=UPDATE_SCHEMA,
+        model=UpdateArgs,
         internal_error=UpdateStatus.INTERNAL_ERROR,
     )
 
@@ -207,51 +147,6 @@ CREATE_MEMORY_DESCRIPTION = (
     "server and persona. 'embedding' is accepted for compatibility and ignored: kioku "
     "computes embeddings itself."
 )
-CREATE_MEMORY_SCHEMA: dict[str, Any] = {
-    "title": "create_memory",
-    "type": "object",
-    "properties": {
-        "memory_type": {
-            "type": "string",
-            "enum": ["episodic", "semantic", "procedural", "strategic"],
-            "description": "Type of memory to create",
-        },
-        "memory_content": {
-            "type": "string",
-            "description": "The main content/text of the memory",
-        },
-        "importance": {
-            "type": "number",
-            "description": "Importance score (0.0 to 1.0), default 0.5",
-        },
-        "event_time": {
-            "type": "string",
-            "description": (
-                "When what it records happened, as an ISO 8601 date or date-time (optional; "
-                "default: now). Give it for facts about past or planned events."
-            ),
-        },
-        "metadata": {
-            "type": "object",
-            "description": (
-                "Type-specific metadata: episodic action_taken, context, result (any JSON), "
-                "emotional_valence (-1..1), event_time (ISO 8601), verification_status "
-                "(true/false); semantic "
-                "confidence (0..1), category, related_concepts, source_references, "
-                "contradictions; procedural steps (required), prerequisites, success_count, "
-                "total_attempts, failure_points; strategic pattern_description, "
-                "confidence_score (0..1), supporting_evidence, success_metrics, "
-                "adaptation_history, context_applicability; any type: decay_rate (per day)."
-            ),
-        },
-        "embedding": {
-            "type": "array",
-            "items": {"type": "number"},
-            "description": "Ignored: kioku embeds the content itself.",
-        },
-    },
-    "required": ["memory_type", "memory_content"],
-}
 
 
 def create_memory_tool(store: KiokuCore) -> StructuredTool:
@@ -261,7 +156,7 @@ def create_memory_tool(store: KiokuCore) -> StructuredTool:
         store,
         name="create_memory",
         description=CREATE_MEMORY_DESCRIPTION,
-        schema=CREATE_MEMORY_SCHEMA,
+        model=CreateMemoryArgs,
         internal_error=CreateStatus.INTERNAL_ERROR,
     )
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Self
 
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
@@ -22,9 +23,17 @@ from kioku._db.errors import StorageError, storage_errors
 from kioku._domain.statuses import SearchStatus
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import embedding_text
-from kioku._memory.arguments import ArgumentError, check_text, parse_time, reject_unknown
+from kioku._memory.arguments import (
+    ArgumentError,
+    Form,
+    Moment,
+    ToolArguments,
+    check_storable,
+    validated,
+)
 from kioku._memory.text import as_data, echo
 from kioku._memory.typed import MEMORY_TYPES
+from kioku._memory.typed_arguments import MemoryType
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
 from kioku._search.engine import rank_candidates
@@ -32,6 +41,7 @@ from kioku._search.rows import SearchHit
 from kioku._search.when import narrowing, time_phrase
 from kioku._stm.model import utc_now
 from kioku._tools.safe import ArgumentSafeTool
+from kioku._tools.schema import model_facing_schema
 
 logger = logging.getLogger(__name__)
 
@@ -47,41 +57,6 @@ DESCRIPTION = (
     "memories exist than are shown, or when you need something specific. Returns the best "
     "matches as 'ID:N content'."
 )
-SCHEMA: dict[str, Any] = {
-    "title": "search_long_term_memory",
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "What to look for, in plain words."},
-        "memory_type": {
-            "type": "string",
-            "enum": list(MEMORY_TYPES),
-            "description": "Only memories of this type (optional).",
-        },
-        "min_importance": {
-            "type": "number",
-            "minimum": 0,
-            "maximum": 1,
-            "description": "Only memories at least this important, 0 to 1 (optional).",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
-            "description": f"How many memories to return (default {DEFAULT_LIMIT}).",
-        },
-        "since": {
-            "type": "string",
-            "description": (
-                "Only memories of events on or after this ISO 8601 date or date-time (optional)."
-            ),
-        },
-        "until": {
-            "type": "string",
-            "description": "Only memories of events before this ISO 8601 date or date-time.",
-        },
-    },
-    "required": ["query"],
-}
 
 
 def visibility_for(session: Session, context: TurnContext) -> Visibility:
@@ -102,64 +77,85 @@ def render_hit(hit: SearchHit, context: TurnContext, now: datetime) -> str:
     return f"ID:{hit.id} ({when_label(hit.happened_at, now)}) {as_data(text)}"
 
 
-@dataclass(frozen=True)
-class SearchArgs:
+def _query(value: str) -> str:
+    if not value.strip():
+        raise ArgumentError(QUERY_FORM)
+    return check_storable("query", value).strip()
+
+
+def _limit(value: Any) -> Any:
+    return DEFAULT_LIMIT if value is None else value  # null, as models send for "omitted"
+
+
+QUERY_FORM = "query is required: a few words describing what to find"
+
+
+class SearchArgs(ToolArguments):
     """Validated search arguments."""
 
-    query: str
-    memory_type: str | None
-    min_importance: float | None
-    limit: int
-    since: datetime | None = None
-    until: datetime | None = None
+    model_config = ConfigDict(title="search_long_term_memory")
+
+    query: Annotated[
+        str,
+        Field(max_length=MAX_QUERY_LENGTH, description="What to look for, in plain words."),
+        AfterValidator(_query),
+        Form(QUERY_FORM),
+    ]
+    memory_type: Annotated[
+        MemoryType | None,
+        Field(description="Only memories of this type (optional)."),
+        Form(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted"),
+    ] = None
+    min_importance: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            le=1,
+            allow_inf_nan=False,
+            description="Only memories at least this important, 0 to 1 (optional).",
+        ),
+        Form("min_importance must be a number from 0 to 1, or omitted"),
+    ] = None
+    limit: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_LIMIT,
+            description=f"How many memories to return (default {DEFAULT_LIMIT}).",
+        ),
+        BeforeValidator(_limit),
+        Form(f"limit must be a whole number from 1 to {MAX_LIMIT}, or omitted"),
+    ] = DEFAULT_LIMIT
+    since: Annotated[
+        Moment,
+        Field(
+            description=(
+                "Only memories of events on or after this ISO 8601 date or date-time (optional)."
+            )
+        ),
+    ] = None
+    until: Annotated[
+        Moment,
+        Field(description="Only memories of events before this ISO 8601 date or date-time."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _since_before_until(self) -> Self:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ArgumentError(
+                "since must be before until (until is not included: for one day, pass the next "
+                "day as until)"
+            )
+        return self
 
 
-ARGUMENTS = ("query", "memory_type", "min_importance", "limit", "since", "until")
-
-
-def parse_search_args(arguments: dict[str, Any]) -> SearchArgs:
+def parse_search_args(arguments: Mapping[str, Any]) -> SearchArgs:
     """Validate the search arguments.
 
     Raises:
         ArgumentError: with a reason naming the argument.
     """
-    reject_unknown(arguments, ARGUMENTS)
-    query = arguments.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise ArgumentError("query is required: a few words describing what to find")
-    check_text("query", query, MAX_QUERY_LENGTH)
-    memory_type = arguments.get("memory_type")
-    if memory_type is not None and memory_type not in MEMORY_TYPES:
-        raise ArgumentError(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, or omitted")
-    min_importance = arguments.get("min_importance")
-    if min_importance is not None and (
-        isinstance(min_importance, bool)
-        or not isinstance(min_importance, int | float)
-        or not 0 <= min_importance <= 1
-    ):
-        raise ArgumentError("min_importance must be a number from 0 to 1, or omitted")
-    limit = arguments.get("limit")
-    if limit is None:  # omitted, or null as models send for an optional argument
-        limit = DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ArgumentError(f"limit must be a whole number from 1 to {MAX_LIMIT}, or omitted")
-    since, until = (
-        parse_time(arguments[name], name) if arguments.get(name) is not None else None
-        for name in ("since", "until")
-    )
-    if since is not None and until is not None and since >= until:
-        raise ArgumentError(
-            "since must be before until (until is not included: for one day, pass the next "
-            "day as until)"
-        )
-    return SearchArgs(
-        query.strip(),
-        memory_type,
-        float(min_importance) if min_importance is not None else None,
-        limit,
-        since,
-        until,
-    )
+    return validated(SearchArgs, arguments)
 
 
 def search_long_term_memory(
@@ -232,7 +228,7 @@ def search_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
         func=run,
         name="search_long_term_memory",
         description=DESCRIPTION,
-        args_schema=SCHEMA,
+        args_schema=model_facing_schema(SearchArgs),
         infer_schema=False,
         response_format="content_and_artifact",
     )

@@ -8,15 +8,17 @@ reason and told not to retry.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import psycopg
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
+from pydantic import ConfigDict, Field
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._context import NO_STM_PROVIDERS, TurnContext, turn_context_of
 from kioku._domain.statuses import StmStatus
+from kioku._memory.arguments import ArgumentError, Form, ToolArguments, validated
 from kioku._memory.results import ToolResult
 from kioku._memory.text import sanitise_content
 from kioku._stm.availability import (
@@ -27,6 +29,7 @@ from kioku._stm.availability import (
 )
 from kioku._stm.store import ShortTermMemory
 from kioku._tools.safe import ArgumentSafeTool
+from kioku._tools.schema import model_facing_schema
 
 logger = logging.getLogger(__name__)
 
@@ -37,17 +40,18 @@ DESCRIPTION = (
     "silently after responding, when the topic changed or when asked to. Not for things "
     "the user asks you to remember long-term: use create_long_term_memory for those."
 )
-SCHEMA: dict[str, Any] = {
-    "title": "update_short_term_memory",
-    "type": "object",
-    "properties": {
-        "summary": {
-            "type": "string",
-            "description": "The new summary of the ongoing conversation, a few sentences.",
-        }
-    },
-    "required": ["summary"],
-}
+
+
+class StmArgs(ToolArguments):
+    """Validated arguments of ``update_short_term_memory``."""
+
+    model_config = ConfigDict(title="update_short_term_memory")
+
+    summary: Annotated[
+        str,
+        Field(description="The new summary of the ongoing conversation, a few sentences."),
+        Form("summary is required: the summary text (a string)"),
+    ]
 
 
 def update_short_term_memory(
@@ -73,11 +77,10 @@ def update_short_term_memory(
     )
     if refusal is not None:
         return ToolResult(StmStatus.REFUSED, f"{refusal} Do not call this tool again this turn.")
-    extra = sorted(k for k in arguments if k != "summary")
-    summary = arguments.get("summary")
-    if extra or not isinstance(summary, str):
-        return ToolResult(StmStatus.INVALID_ARGS, "Pass exactly one argument, summary (a string).")
-    summary = sanitise_content(summary)
+    try:
+        summary = sanitise_content(validated(StmArgs, arguments).summary)
+    except ArgumentError as exc:
+        return ToolResult(StmStatus.INVALID_ARGS, str(exc))
     if not summary:
         return ToolResult(StmStatus.INVALID_ARGS, "summary is blank; write the summary text.")
     claim = summary_claim_key(context.turn_id, state)
@@ -122,6 +125,6 @@ def update_short_term_memory_tool(
         func=run,
         name="update_short_term_memory",
         description=DESCRIPTION,
-        args_schema=SCHEMA,
+        args_schema=model_facing_schema(StmArgs),
         infer_schema=False,
     )

@@ -18,11 +18,10 @@ class NewMemory:
     scope: ServerScope | PersonalScope
     content: str
     server_key: str
-    """The server (or DM key) whose settings govern the write."""
+    """The server (or DM key) the memory is saved under; registered if it has no row."""
     server_name: str | None
-    is_dm: bool
-    default_limit: int
-    """The scope's limit unless the server's row overrides it."""
+    limit: int
+    """How many memories the scope may hold (decided: :mod:`kioku._memory.write_decision`)."""
     owner_name: str | None = None
     """Display name of a personal memory's owner (their user row is created if missing)."""
     owner_key: str | None = None
@@ -36,21 +35,19 @@ class NewMemory:
     attributes: dict[str, Any] = field(default_factory=dict)
     check_repeat: bool = True
     """Answer an exact repeat with the existing memory (``already_saved``). Off for a scope
-    the turn cannot see, whose contents no answer may confirm (migration 0013)."""
+    the turn cannot see, whose contents no answer may confirm."""
 
 
 @dataclass(frozen=True, slots=True)
 class CreateOutcome:
     """What :meth:`kioku._memory.repository.MemoryRepository.create_within_limit` did."""
 
-    outcome: Literal["saved", "already_saved", "disabled", "limit_reached"]
+    outcome: Literal["saved", "already_saved", "limit_reached"]
     memory_id: int | None
     """The new memory's id when ``outcome`` is ``saved``; the existing one's when the scope
-    already held exactly this content (``already_saved``, migration 0007)."""
+    already held exactly this content (``already_saved``)."""
     count: int | None
-    """Active memories in the scope before the write (``None`` when disabled)."""
-    limit: int
-    personal_memories_enabled: bool
+    """Active memories in the scope before the write (``None`` for an exact repeat)."""
 
 
 @dataclass(frozen=True, slots=True)

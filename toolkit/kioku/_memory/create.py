@@ -9,16 +9,14 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._accounts import AccountRepository
-from kioku._calibration import calibration_for
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._domain.scopes import PersonalScope, ServerScope
-from kioku._domain.settings import ServerSettings
 from kioku._domain.statuses import CreateStatus as S
 from kioku._domain.writes import CreateOutcome, NewMemory
-from kioku._embeddings import embedding_text
 from kioku._memory.arguments import CreateArgs, parse_create_args
 from kioku._memory.flow import (
     FlowCall,
+    FlowFailure,
     FlowStatuses,
     confirm_outcome,
     connection_lost,
@@ -33,22 +31,21 @@ from kioku._memory.flow import (
     tool_flow,
 )
 from kioku._memory.notices import MemoryNotice, NoticeScope, footer_for
+from kioku._memory.repeats import refuse_repeat
 from kioku._memory.repository import GLOBAL_LINEAGE, MemoryRepository
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
-from kioku._memory.sameness import same_meaning
 from kioku._memory.text import (
     SHOWS_AS_NOTHING,
     as_data,
     name_key,
-    quoted_data,
     render_tokens,
     sanitise_content,
     with_bridge_name,
 )
 from kioku._memory.typed import TypedFields
+from kioku._memory.write_decision import Decision, Write, decide
 from kioku._reach import reach_of
-from kioku._search.candidates import nearest
 
 logger = logging.getLogger("kioku._memory")
 
@@ -115,8 +112,9 @@ def save(
 ) -> ToolResult:
     """Insert within the limit, commit, then invalidate the cache and emit the notice.
 
-    Whether self-teaching is on is decided here, by the write itself (SPEC §3 step 2 for
-    a call that passed every other check), so a successful save reads no settings first.
+    Whether the write may happen is decided here (:mod:`kioku._memory.write_decision`), on
+    the settings read with the scope's lock: SPEC §3 step 2 for a call that passed every
+    other check (a failed check reads them in :func:`settings_first`).
     A memory without an ``event_time`` happened when the turn's message was sent, if the
     context knows (else when it is saved).
     """
@@ -124,9 +122,9 @@ def save(
     sent = context.message_time_utc()
     if sent is not None and "event_time" not in typed.attributes:
         typed = replace(typed, attributes={**typed.attributes, "event_time": sent.isoformat()})
-    saved, id_withheld = _insert(call, context, scope, target, content, typed)
+    saved, decision, id_withheld = _insert(call, context, scope, target, content, typed)
     assert saved.memory_id is not None  # saved and already_saved carry the id
-    record_id, personal_enabled = saved.memory_id, saved.personal_memories_enabled
+    record_id, personal_enabled = saved.memory_id, decision.personal_memories_enabled
     effective: NoticeScope = "target_user" if target is not None else "server_wide"
     data: dict[str, Any] = {"memory_id": record_id, "memory_scope": effective, "content": content}
     if target is not None:
@@ -167,103 +165,6 @@ def save(
 def _typed(typed: TypedFields) -> bool:
     """Whether a create carries a type or metadata (``create_memory``), not only a time."""
     return typed.memory_type != "semantic" or bool(set(typed.attributes) - {"event_time"})
-
-
-def _personal_settings(
-    call: FlowCall, context: TurnContext, scope: ServerScope | PersonalScope
-) -> ServerSettings | None:
-    """The server's settings, read before the write for a personal scope only.
-
-    Whether the turn sees a personal scope depends on them (:func:`_shown_to`).
-    """
-    if not isinstance(scope, PersonalScope):
-        return None
-    return AccountRepository(call.session).settings_for(context)
-
-
-def _shown_to(
-    context: TurnContext, scope: ServerScope | PersonalScope, settings: ServerSettings | None
-) -> bool:
-    """Whether this turn sees ``scope``'s memories (:mod:`kioku._reach` decides)."""
-    if not isinstance(scope, PersonalScope) or settings is None:
-        return True
-    reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
-    return reach.shows_personal(scope.user_id)
-
-
-DUPLICATE_CANDIDATES = 10
-"""Nearest memories of the scope compared with a new one (near-misses can crowd the
-one it repeats: "drinks 3 cups of tea" … "drinks 7 cups" around "drinks two cups")."""
-
-
-def _refuse_repeat(
-    call: FlowCall,
-    context: TurnContext,
-    scope: ServerScope | PersonalScope,
-    target: Person | None,
-    content: str,
-    embedding: list[float],
-    typed: TypedFields,
-    settings: ServerSettings | None,
-) -> None:
-    """Refuse a memory that means the same as one already in ``scope`` (which the turn sees).
-
-    Identical text is left to the write, which answers ``already_saved``. ``settings``:
-    the server's, when already read.
-    """
-    store = call.store
-    threshold = store.settings.duplicate_similarity
-    if threshold is None:
-        threshold = calibration_for(store.embedder.model).duplicate
-    rows = nearest(
-        call.session,
-        scope.visibility(),
-        embedding,
-        limit=DUPLICATE_CANDIDATES,
-        sizes=store.search_aids.sizes,
-    )
-    names = {
-        "user_name": target.display_name if target is not None else "User",
-        "bot_name": context.persona.name,
-    }
-    # Compared as the context shows them: "{user} likes tea" for Alice is "Alice likes
-    # tea", and full-width letters are plain ones (folded as embeddings are).
-    new_text = embedding_text(render_tokens(content, **names))
-    for row in rows:
-        identical = row.content == content
-        shown = render_tokens(row.content, **names)
-        old_text = embedding_text(shown)
-        if (
-            identical
-            or _folded(old_text) == _folded(new_text)
-            or same_meaning(old_text, new_text, 1.0 - row.score, threshold)
-        ):
-            repository = MemoryRepository(call.session)
-            if not repository.same_event(row.id, typed.memory_type, typed.attributes):
-                continue  # the same words, of an episode on another day
-            if identical or repository.holds(scope, content, typed.memory_type, typed.attributes):
-                return  # an exact repeat (maybe of a memory not embedded yet): already_saved
-            # Read only now, on this rare path: a disabled server answers as disabled.
-            settings = settings or AccountRepository(call.session).settings_for(context)
-            if not settings.self_teaching_enabled:
-                raise disabled(STATUSES)
-            owner = {} if target is None else {"target_user": target.display_name}
-            with_owner = "".join(f' and target_user "{name}"' for name in owner.values())
-            raise fail(
-                S.DUPLICATE,
-                f"This means the same as ID:{row.id}, already saved: {quoted_data(shown)}. "
-                "Nothing was saved. To change or add to it, call update_long_term_memory with "
-                f"memory_id {row.id}{with_owner} and the full new text; if it is a different "
-                "fact, say what sets it apart (who, when, how much).",
-                memory_id=row.id,
-                existing_content=as_data(shown),
-                **owner,
-            )
-
-
-def _folded(text: str) -> str:
-    """``text`` without differences of case or spacing."""
-    return " ".join(text.casefold().split())
 
 
 create_long_term_memory = tool_flow("create_long_term_memory", STATUSES, _create)
@@ -311,38 +212,28 @@ def _insert(
     target: Person | None,
     content: str,
     typed: TypedFields,
-) -> tuple[CreateOutcome, bool]:
+) -> tuple[CreateOutcome, Decision, bool]:
     """Save (committed) through the one-call create, or find the identical memory.
 
-    A disabled server or a full scope ends the flow. The flag: the id must not be shown
-    (a lost reply in a scope the turn cannot see, where the row found may be an earlier
-    memory that no answer may confirm).
+    A refusal of the write decision or a full scope ends the flow. The flag: the id must
+    not be shown (a lost reply in a scope the turn cannot see, where the row found may be
+    an earlier memory that no answer may confirm).
     """
-    defaults = call.store.settings
-    personal = isinstance(scope, PersonalScope)
     embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
+    decision = _decided(call, context, scope, compare=embedding is not None)
     # In a scope the turn cannot see, no answer may confirm what a memory says: neither a
     # refusal naming it nor "already saved" with its id; the create is a plain insert.
-    settings = _personal_settings(call, context, scope)
-    shown = _shown_to(context, scope, settings)
-    if embedding is not None and shown:
-        # Under the scope's write lock, so that of two writers saving the same fact at once
-        # the second compares with the first one's memory.
-        MemoryRepository(call.session).lock_scope(scope)
-        _refuse_repeat(call, context, scope, target, content, embedding, typed, settings)
-    else:
-        on_its_own(call.session)  # nothing to compare: the create is atomic on its own
+    if embedding is not None and decision.shown:
+        refuse_repeat(call, context, scope, target, content, embedding, typed)
+    owner_name = target.display_name if target is not None else None
     new = NewMemory(
         scope=scope,
         content=content,
         server_key=context.memory_server_key,
         server_name=context.server_name,
-        is_dm=context.is_dm,
-        default_limit=(
-            defaults.max_personal_memories if personal else defaults.max_server_memories
-        ),
-        owner_name=target.display_name if target is not None else None,
-        owner_key=name_key(target.display_name if target is not None else None),
+        limit=decision.limit,
+        owner_name=owner_name,
+        owner_key=name_key(owner_name),
         persona_id=context.persona.persona_id,
         created_by=context.user.user_id,
         embedding=embedding,
@@ -350,8 +241,49 @@ def _insert(
         importance=typed.importance,
         decay_rate=typed.decay_rate,
         attributes=typed.attributes,
-        check_repeat=shown,
+        check_repeat=decision.shown,
     )
+    saved, withheld = _written(call, new)
+    if saved.outcome == "limit_reached":
+        raise _limit_reached(scope, target, saved.count, decision.limit)
+    return saved, decision, withheld
+
+
+def _decided(
+    call: FlowCall, context: TurnContext, scope: ServerScope | PersonalScope, *, compare: bool
+) -> Decision:
+    """The write decision, on the server's settings read now; a refusal ends the flow.
+
+    ``compare``: the new memory will be compared with the scope's, so the settings are read
+    as the scope's write lock is taken, that of two writers saving the same fact at once
+    the second compares with the first one's memory. Otherwise the create is atomic on its
+    own, and so is this read.
+    """
+    if compare:
+        settings = MemoryRepository(call.session).settings_locking(
+            scope, context.memory_server_key, is_dm=context.is_dm
+        )
+    else:
+        on_its_own(call.session)
+        settings = AccountRepository(call.session).settings_for(context)
+    defaults = call.store.settings
+    personal = isinstance(scope, PersonalScope)
+    write = Write(
+        "create",
+        owner_id=scope.owner_id if personal else None,
+        default_limit=defaults.max_personal_memories if personal else defaults.max_server_memories,
+    )
+    decision = decide(write, settings, context)
+    if not decision.allowed:
+        raise disabled(STATUSES)
+    return decision
+
+
+def _written(call: FlowCall, new: NewMemory) -> tuple[CreateOutcome, bool]:
+    """Run the create and commit; after a lost reply, find out what it did.
+
+    The flag: the id must not be shown (see :func:`_insert`).
+    """
     call.session.connection()  # a failure to connect means nothing was sent
     try:
         saved = MemoryRepository(call.session).create_within_limit(new)
@@ -369,22 +301,23 @@ def _insert(
         if saved.outcome == "already_saved":
             # Almost surely the row this call committed before its reply was lost.
             saved = replace(saved, outcome="saved")
-        withheld = not shown and saved.outcome == "saved"
-    else:
-        withheld = False
-    if saved.outcome == "disabled":
-        raise disabled(STATUSES)
-    if saved.outcome == "limit_reached":
-        what = (
-            f"personal memories for {target.display_name if target else 'this user'}"
-            if personal
-            else "server-wide memories for this server"
-        )
-        raise fail(
-            S.LIMIT_EXCEEDED,
-            f"The limit of {saved.limit} {what} is reached ({saved.count} saved). Nothing was "
-            "saved; a person can delete memories (or ask you to) to make room.",
-            limit=saved.limit,
-            count=saved.count,
-        )
-    return saved, withheld
+        return saved, not new.check_repeat and saved.outcome == "saved"
+    return saved, False
+
+
+def _limit_reached(
+    scope: ServerScope | PersonalScope, target: Person | None, count: int | None, limit: int
+) -> FlowFailure:
+    """The refusal of a create into a full scope."""
+    what = (
+        f"personal memories for {target.display_name if target else 'this user'}"
+        if isinstance(scope, PersonalScope)
+        else "server-wide memories for this server"
+    )
+    return fail(
+        S.LIMIT_EXCEEDED,
+        f"The limit of {limit} {what} is reached ({count} saved). Nothing was "
+        "saved; a person can delete memories (or ask you to) to make room.",
+        limit=limit,
+        count=count,
+    )

@@ -35,6 +35,7 @@ from kioku._memory.resolution import (
 )
 from kioku._memory.results import ToolResult
 from kioku._memory.text import echo, normalise_name
+from kioku._memory.write_decision import Refusal, decide
 
 logger = logging.getLogger("kioku._memory")
 
@@ -231,10 +232,10 @@ def commit_or_confirm(
 
 
 def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, ServerSettings]:
-    """The turn context and server settings, once self-teaching is known to be on."""
+    """The turn context and server settings, once the write decision allows writing at all."""
     context = require_context(call, statuses)
     settings = _settings(call, context)
-    if not settings.self_teaching_enabled:
+    if decide(None, settings, context).refusal is Refusal.DISABLED:
         raise disabled(statuses)
     return context, settings
 
@@ -259,13 +260,14 @@ def require_context(call: FlowCall, statuses: FlowStatuses) -> TurnContext:
 def settings_first(call: FlowCall, context: TurnContext, statuses: FlowStatuses) -> Iterator[None]:
     """Let a disabled server's answer win over the failures of the checks inside.
 
-    For flows whose write re-checks self-teaching itself: the settings are read only when
-    a check fails, so the spec's order holds without a read on the successful path.
+    For flows that read the settings with their write: the settings are read here only
+    when a check fails, so the spec's order holds without a read on the successful path;
+    the write decision (:func:`kioku._memory.write_decision.decide`) says which answer wins.
     """
     try:
         yield
     except (FlowFailure, ArgumentError):
-        if not _settings(call, context).self_teaching_enabled:
+        if decide(None, _settings(call, context), context).refusal is Refusal.DISABLED:
             raise disabled(statuses) from None
         raise
 

@@ -11,13 +11,14 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import ColumnElement, TextClause, func, select, text
 from sqlalchemy.orm import Session
 
-from kioku._accounts import SETTINGS_SOURCE, settings_params
+from kioku._accounts import SETTINGS_SOURCE, settings_from_row, settings_params
 from kioku._context import GLOBAL_LINEAGE
 from kioku._db.driver import fetch_all
 from kioku._db.models import Memory, MemoryHistory
 from kioku._db.vectors import halfvec_text
 from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
+from kioku._domain.settings import ServerSettings
 from kioku._domain.writes import ContentChange, CreateOutcome, NewMemory, ScopedUpdate
 from kioku._search.query import owner_filters, owners_sql
 from kioku._search.sql import search_params
@@ -58,7 +59,11 @@ def _record(row: Memory) -> MemoryRecord:
 
 
 _LOCK_SCOPE = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-"""The lock ``kioku_create_memory`` takes on ``p_lock_key`` (migrations 0005 to 0007)."""
+"""The lock ``kioku_create_memory_within_limit`` takes on ``p_lock_key``."""
+_SETTINGS_LOCKING = text(
+    f"SELECT s.*, pg_advisory_xact_lock(hashtextextended(:lock, 0)) FROM {SETTINGS_SOURCE} AS s"
+)
+"""The server's settings, read as the scope's lock (:data:`_LOCK_SCOPE`) is taken."""
 
 
 def _same_event_as(memory_type: str, attributes: dict[str, Any]) -> ColumnElement[bool]:
@@ -75,17 +80,19 @@ def _same_event_as(memory_type: str, attributes: dict[str, Any]) -> ColumnElemen
     )
 
 
-_CREATE_MEMORY = "SELECT * FROM kioku_create_memory({})".format(", ".join(["%s"] * 19))
-"""The one-round-trip create (migrations 0005, 0006), sent as driver SQL: the hot write path skips
-statement compilation and SQLAlchemy's parameter processing."""
+_CREATE_MEMORY = "SELECT * FROM kioku_create_memory_within_limit({})".format(", ".join(["%s"] * 18))
+"""The one-round-trip create (``kioku/_db/sql/kioku_create_memory_within_limit.sql``), sent
+as driver SQL: the hot write path skips statement compilation and SQLAlchemy's parameter
+processing."""
 
 
 _UPDATE_ALLOWED = (
-    "s.self_teaching_enabled AND (s.personal_memories_enabled "
-    "OR CAST(:allowed_without_personal AS boolean))"
+    "(CAST(:allowed AS boolean[]))"
+    "[1 + 2 * s.self_teaching_enabled::int + s.personal_memories_enabled::int]"
 )
-"""Whether the server's settings ``s`` allow an update: self-teaching on, and personal
-memories on unless the turn's reach lets the change stand without them."""
+"""Whether the update may happen with the server's settings ``s``: the answer the write
+decision gave for them (:func:`kioku._memory.write_decision.decisions_by_settings`), looked
+up, not decided again."""
 
 _UPDATE_IN_SCOPE = (
     "WITH settings AS MATERIALIZED (SELECT self_teaching_enabled, personal_memories_enabled "
@@ -98,12 +105,12 @@ _UPDATE_IN_SCOPE = (
     "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
     ":actor, :persona, CAST(:event_time AS text)) AS versioned) AS changed ON true"
 )
-"""Read the server's settings; if they allow the change, lock the memory if it lies in the
-scope and update it: new content and embedding (and event time, when given), its history
-row (a trigger) naming the actor (migrations 0006, 0009, 0017). One statement, atomic on
-its own: answers with the two settings that decide, and, when it changed the memory, the
-row as it was and the scope version the update replaced and made (otherwise those columns
-are ``NULL``)."""
+"""Read the server's settings; if the write decision allows the change with them, lock the
+memory if it lies in the scope and update it: new content and embedding (and event time,
+when given), its history row (a trigger) naming the actor. One statement, atomic on its
+own: answers with the two settings read, and, when it changed the memory, the row as it
+was and the scope version the update replaced and made (otherwise those columns are
+``NULL``)."""
 
 
 @lru_cache(maxsize=8)
@@ -206,13 +213,15 @@ class MemoryRepository:
         return [MemoryRecord(*cast(tuple[Any, ...], row)) for row in rows]
 
     def create_within_limit(self, new: NewMemory) -> CreateOutcome:
-        """Save ``new`` unless self-teaching is off or its scope is full: one round trip.
+        """Save ``new`` unless its scope is full or holds it already: one round trip.
 
-        The server-side ``kioku_create_memory`` (migrations 0005 to 0013) reads the server's
-        settings, takes the scope's advisory lock (serialising writers, so the limit holds
-        under concurrency), counts, inserts the row and its ``create`` history row, and
-        inserts the server (and the owner of a personal memory) when missing. Without an
-        embedding the row is queued for re-embedding (``needs_embedding``).
+        The server-side ``kioku_create_memory_within_limit`` receives what the write
+        decision decided (the limit, whether to look for an exact repeat) and reads no
+        settings: it takes the scope's advisory lock (serialising writers, so the limit
+        holds under concurrency), looks for the exact repeat, counts, inserts the row (its
+        ``create`` history row by trigger), and inserts the server (and the owner of a
+        personal memory) when missing. Without an embedding the row is queued for
+        re-embedding (``needs_embedding``).
 
         Run it as its own statement outside a transaction (it is atomic) or inside one.
         """
@@ -220,14 +229,13 @@ class MemoryRepository:
         parameters = (
             new.server_key,
             new.server_name,
-            new.is_dm,
             scope.kind,
             scope.owner_id,
             new.owner_name,
             new.owner_key,
             scope.lineage_id,
             scope.lock_key,
-            new.default_limit,
+            new.limit,
             new.persona_id,
             new.created_by,
             new.content,
@@ -239,13 +247,21 @@ class MemoryRepository:
             new.check_repeat,
         )
         row = self.session.connection().exec_driver_sql(_CREATE_MEMORY, parameters).one()
-        return CreateOutcome(
-            outcome=row.outcome,
-            memory_id=row.memory_id,
-            count=row.saved_count,
-            limit=row.memory_limit,
-            personal_memories_enabled=row.personal_memories_enabled,
-        )
+        return CreateOutcome(outcome=row.outcome, memory_id=row.memory_id, count=row.saved_count)
+
+    def settings_locking(
+        self, scope: ServerScope | PersonalScope, server_key: str, *, is_dm: bool
+    ) -> ServerSettings:
+        """The settings of the server ``server_key``, read as the scope's write lock is taken.
+
+        The lock is :meth:`lock_scope`'s, held until the transaction ends: one round trip
+        for the settings the write decision needs and the lock a comparison with the
+        scope's memories needs.
+        """
+        row = self.session.execute(
+            _SETTINGS_LOCKING, {**settings_params(server_key, is_dm), "lock": scope.lock_key}
+        ).one()
+        return settings_from_row(row)
 
     def lock_scope(self, scope: ServerScope | PersonalScope) -> None:
         """Take the scope's write lock until the transaction ends (``create_within_limit``'s).
@@ -292,7 +308,7 @@ class MemoryRepository:
         *,
         settings_key: str,
         is_dm: bool,
-        allowed_without_personal: bool,
+        allowed: Sequence[bool],
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
@@ -300,9 +316,9 @@ class MemoryRepository:
     ) -> ScopedUpdate:
         """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
 
-        One statement reads the settings of the server ``settings_key`` and, when they
-        allow it (self-teaching on, and personal memories on unless
-        ``allowed_without_personal``: the turn's reach decides that), locks the row (as
+        One statement reads the settings of the server ``settings_key`` and, when the
+        write decision allows the update with them (``allowed``: its answers by settings,
+        :func:`kioku._memory.write_decision.decisions_by_settings`), locks the row (as
         :meth:`find_for_update`) and updates it (``created_at`` kept; a trigger logs it).
         Atomic on its own, so it may run outside a transaction. ``event_time`` (UTC), when
         given, becomes the memory's ``attributes.event_time``.
@@ -314,7 +330,7 @@ class MemoryRepository:
             {
                 **search_params(visibility),
                 **settings_params(settings_key, is_dm),
-                "allowed_without_personal": allowed_without_personal,
+                "allowed": list(allowed),
                 "id": memory_id,
                 "content": new,
                 "embedding": halfvec_text(embedding) if embedding is not None else None,
@@ -335,23 +351,6 @@ class MemoryRepository:
                 ),
             )
         return ScopedUpdate(row.self_teaching_enabled, row.personal_memories_enabled, updated)
-
-    def update_allowed(
-        self, *, settings_key: str, is_dm: bool, allowed_without_personal: bool
-    ) -> tuple[bool, bool]:
-        """Whether an update is allowed now, and whether personal memories are on.
-
-        Reads the settings of the server ``settings_key`` and decides as
-        :meth:`update_in_scope` does.
-        """
-        row = self.session.execute(
-            text(f"SELECT {_UPDATE_ALLOWED}, s.personal_memories_enabled FROM {SETTINGS_SOURCE} s"),
-            {
-                **settings_params(settings_key, is_dm),
-                "allowed_without_personal": allowed_without_personal,
-            },
-        ).one()
-        return bool(row[0]), bool(row[1])
 
     def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:
         """Delete the memory (its ``delete`` history row names ``actor``)."""

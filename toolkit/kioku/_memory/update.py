@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from kioku._accounts import AccountRepository
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope
@@ -38,6 +39,13 @@ from kioku._memory.repository import GLOBAL_LINEAGE, MemoryRepository
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
 from kioku._memory.text import SHOWS_AS_NOTHING, as_data, render_tokens, sanitise_content
+from kioku._memory.write_decision import (
+    Decision,
+    Refusal,
+    Write,
+    decide,
+    decisions_by_settings,
+)
 from kioku._reach import Reach, reach_of
 
 logger = logging.getLogger("kioku._memory")
@@ -54,62 +62,66 @@ def _update(call: FlowCall) -> ToolResult:
     args = parse_update_args(call.arguments)
     context = require_context(call, STATUSES)
     content = sanitise_content(args.content)
-    deleting = not content
     # A delete locks the row, then deletes it: a transaction, opened by reading the
     # settings. An update is one statement that reads them itself.
-    if deleting:
-        known: ServerSettings | None = open_turn(call, STATUSES)[1]
-        owner = _checked_owner(call, context, args, content, known)
-    else:
-        known = None
-        with settings_first(call, context, STATUSES):
-            owner = _checked_owner(call, context, args, content, known)
-    scope: ServerScope | PersonalScope = (
-        PersonalScope(owner.user_id, context.persona.lineage_id)
-        if owner is not None
-        else ServerScope(context.memory_server_key, context.persona.lineage_id)
-    )
-    if known is not None:
-        old, change = _delete(call, context, args.memory_id, scope, known), None
-        personal_on = known.personal_memories_enabled
-    else:
-        embedding = embed_or_queue(call.store, content)  # before the row lock
-        # Whether the change stands with personal memories off: the reach decides, and the
-        # statement applies it to the settings it reads.
-        without_personal = owner is None or reach_of(
-            context, personal_memories_enabled=False
-        ).may_change_personal(owner.user_id)
-        old, change, personal_on = _change(
-            call,
-            context,
-            args.memory_id,
-            scope,
-            Revision(content, embedding, args.event_time),
-            without_personal,
-        )
+    if not content:
+        settings = open_turn(call, STATUSES)[1]
+        owner = _checked_owner(call, context, args, content, settings)
+        scope = _scope_of(context, owner)
+        old = _delete(call, context, args.memory_id, scope, settings)
+        decision = decide(Write("delete", _owner_id(owner)), settings, context)
+        call.store.invalidate(scope)
+        return _changed(call, context, args, owner, old.content, decision)
+    with settings_first(call, context, STATUSES):
+        owner = _checked_owner(call, context, args, content, None)
+    scope = _scope_of(context, owner)
+    embedding = embed_or_queue(call.store, content)  # before the row lock
+    revision = Revision(content, embedding, args.event_time)
+    old, change, decision = _change(call, context, args.memory_id, scope, revision, owner)
     if change is not None and args.event_time is None:
         call.store.applied_update(scope, change)
     else:  # a new time moves the memory in time: its window is read again
         call.store.invalidate(scope)
-    reach = reach_of(context, personal_memories_enabled=personal_on)
+    return _changed(call, context, args, owner, content, decision)
+
+
+def _scope_of(context: TurnContext, owner: Person | None) -> ServerScope | PersonalScope:
+    """The scope of the memory the call names: the owner's, else the server's."""
+    if owner is not None:
+        return PersonalScope(owner.user_id, context.persona.lineage_id)
+    return ServerScope(context.memory_server_key, context.persona.lineage_id)
+
+
+def _owner_id(owner: Person | None) -> str | None:
+    return owner.user_id if owner is not None else None
+
+
+def _changed(
+    call: FlowCall,
+    context: TurnContext,
+    args: UpdateArgs,
+    owner: Person | None,
+    text: str,
+    decision: Decision,
+) -> ToolResult:
+    """Emit the notice of a committed change and answer it (``text``: the new or deleted one).
+
+    The deleted text is shown only where the memory was: the triggering user deleting
+    their own unshown memory (FULL privacy, personal memories off) gets no echo of it.
+    """
+    deleting = not sanitise_content(args.content)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"
-    owner_name = owner.display_name if owner is not None else "User"
     persona_name = context.persona.name
-    # The deleted text is shown only where the memory was: the triggering user deleting
-    # their own unshown memory (FULL privacy, personal memories off) gets no echo of it.
-    shown = owner is None or reach.shows_personal(owner.user_id)
-    text = old.content if deleting else content
+    owner_name = owner.display_name if owner is not None else "User"
+    rendered = render_tokens(text, user_name=owner_name, bot_name=persona_name)
+    personal_on = decision.personal_memories_enabled
     notify(
         MemoryNotice(
             kind=kind,
             scope=effective,
             memory_id=args.memory_id,
-            content=(
-                render_tokens(text, user_name=owner_name, bot_name=persona_name)
-                if shown
-                else HIDDEN_TEXT
-            ),
+            content=rendered if decision.shown else HIDDEN_TEXT,
             persona_name=persona_name,
             target_user=owner.display_name if owner is not None else None,
             footer=footer_for(kind, effective, persona_name, args.memory_id, personal_on),
@@ -119,12 +131,12 @@ def _update(call: FlowCall) -> ToolResult:
     )
     data: dict[str, Any] = {"memory_id": args.memory_id, "memory_scope": effective}
     if deleting:
-        if shown:
-            data["deleted_content"] = old.content
+        if decision.shown:
+            data["deleted_content"] = text
         return ToolResult(S.DELETED, f"ID:{args.memory_id} deleted.", data)
     if args.event_time is not None:
         data["event_time"] = args.event_time.isoformat()
-    return ToolResult(S.UPDATED, f"ID:{args.memory_id} updated.", {**data, "content": content})
+    return ToolResult(S.UPDATED, f"ID:{args.memory_id} updated.", {**data, "content": text})
 
 
 update_long_term_memory = tool_flow("update_long_term_memory", STATUSES, _update)
@@ -186,8 +198,9 @@ def _resolve_owner(
     """The owner named by ``target_user`` (``None``: the server-wide path).
 
     Memories of people out of the turn's reach answer exactly like a missing id. Without
-    ``settings``, reach is judged as if personal memories were on; the update's statement
-    refuses the rest.
+    ``settings`` (an update), the owner is refused when no settings would let the write
+    decision allow the change; the update's statement applies its answer for the settings
+    it reads.
     """
     if args.target_user is None:
         return None
@@ -204,8 +217,12 @@ def _resolve_owner(
             "There are no personal memories about yourself; memories about you are "
             "server-wide (omit target_user).",
         )
-    enabled = settings is None or settings.personal_memories_enabled
-    if not reach_of(context, personal_memories_enabled=enabled).may_change_personal(person.user_id):
+    write = Write("delete" if deleting else "update", person.user_id)
+    if not (
+        decide(write, settings, context).allowed
+        if settings is not None
+        else any(decisions_by_settings(write, context))
+    ):
         raise fail(S.NOT_FOUND, not_found_reason(args.memory_id))
     if not deleting and person.privacy != PrivacyLevel.MINIMAL:
         raise fail(
@@ -230,13 +247,14 @@ def _change(
     memory_id: int,
     scope: ServerScope | PersonalScope,
     revision: Revision,
-    allowed_without_personal: bool,
-) -> tuple[MemoryRecord, ContentChange | None, bool]:
+    owner: Person | None,
+) -> tuple[MemoryRecord, ContentChange | None, Decision]:
     """Update the row inside ``scope`` in one statement, committed.
 
     Returns the row as it was, the change (``None`` when a lost reply was checked instead)
-    and whether the server's personal memories are on.
+    and the write decision on the settings the statement read.
     """
+    write = Write("update", _owner_id(owner))
     on_its_own(call.session)
     memories = MemoryRepository(call.session)
     call.session.connection()  # a failure to connect means nothing was sent
@@ -247,7 +265,7 @@ def _change(
             revision.content,
             settings_key=context.memory_server_key,
             is_dm=context.is_dm,
-            allowed_without_personal=allowed_without_personal,
+            allowed=decisions_by_settings(write, context),
             actor=context.user.user_id,
             persona_id=context.persona.persona_id,
             embedding=revision.embedding,
@@ -258,14 +276,19 @@ def _change(
         if not connection_lost(exc):
             raise
         logger.warning("kioku: the reply to an update was lost (%s); checking", exc)
-        return _confirmed(call, context, memory_id, scope, revision, allowed_without_personal)
-    if not outcome.self_teaching_enabled:
+        return _confirmed(call, context, memory_id, scope, revision, write)
+    read = ServerSettings(
+        self_teaching_enabled=outcome.self_teaching_enabled,
+        personal_memories_enabled=outcome.personal_memories_enabled,
+    )
+    decision = decide(write, read, context)
+    if decision.refusal is Refusal.DISABLED:
         raise disabled(STATUSES)
-    if outcome.updated is None:  # out of the scope, or of reach with personal memories off
+    if outcome.updated is None:  # out of the scope, or of reach with these settings
         reach = reach_of(context, personal_memories_enabled=outcome.personal_memories_enabled)
         raise fail(S.NOT_FOUND, _where_else(memories, context, reach, memory_id, scope))
     old, change = outcome.updated
-    return old, change, outcome.personal_memories_enabled
+    return old, change, decision
 
 
 def _confirmed(
@@ -274,31 +297,26 @@ def _confirmed(
     memory_id: int,
     scope: ServerScope | PersonalScope,
     revision: Revision,
-    allowed_without_personal: bool,
-) -> tuple[MemoryRecord, None, bool]:
+    write: Write,
+) -> tuple[MemoryRecord, None, Decision]:
     """What an update whose reply was lost did, asked on a fresh connection.
 
     It happened when the memory, in ``scope``, now holds the revision's text (and event
-    time) and the settings allow what the statement checked (one that refused changed
+    time) and the write decision allows it on the settings now (one that refused changed
     nothing). A writer that changed the memory again in between makes it read as not done.
     """
 
-    def check(session: Session) -> tuple[MemoryRecord, bool] | None:
-        memories = MemoryRepository(session)
-        row = memories.find_for_update(memory_id, scope)
+    def check(session: Session) -> tuple[MemoryRecord, Decision] | None:
+        row = MemoryRepository(session).find_for_update(memory_id, scope)
         if row is None or row.content != revision.content:
             return None
         if revision.event_time is not None and row.event_time != revision.event_time:
             return None
-        allowed, personal_on = memories.update_allowed(
-            settings_key=context.memory_server_key,
-            is_dm=context.is_dm,
-            allowed_without_personal=allowed_without_personal,
-        )
-        return (row, personal_on) if allowed else None
+        decision = decide(write, AccountRepository(session).settings_for(context), context)
+        return (row, decision) if decision.allowed else None
 
-    row, personal_on = confirm_outcome(call, STATUSES, check)
-    return row, None, personal_on
+    row, decision = confirm_outcome(call, STATUSES, check)
+    return row, None, decision
 
 
 def _delete(

@@ -23,6 +23,7 @@ from langchain_core.embeddings import Embeddings
 from kioku._config import KiokuSettings
 from kioku._errors import ConfigurationError, one_line
 from kioku._models import openai_base_url, openai_key_set
+from kioku._spaceless import is_run, pairs, split_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -31,7 +32,9 @@ class HashingEmbeddings(Embeddings):
     """Feature hashing of words and character trigrams into a fixed-size unit vector.
 
     Deterministic and dependency-free: texts that share words or word pieces get similar
-    vectors. Good for tests and as a fallback; use a learned model for real recall.
+    vectors. Scripts written without spaces (Japanese, Chinese, Korean, Thai, …) give
+    their characters and character pairs instead (:mod:`kioku._spaceless`). Good for
+    tests and as a fallback; use a learned model for real recall.
     """
 
     def __init__(self, dimension: int = 384) -> None:
@@ -41,9 +44,16 @@ class HashingEmbeddings(Embeddings):
         self.dimension = dimension
 
     def _features(self, text: str) -> list[str]:
-        words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-        grams = [f"#{w[i : i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
-        return words + grams
+        """Words and their character trigrams; in spaceless scripts, characters and pairs."""
+        features: list[str] = []
+        for part in split_runs(unicodedata.normalize("NFKC", text).casefold()):
+            if is_run(part):
+                features += [*part, *pairs(part)]
+                continue
+            words = _WORD.findall(part)
+            features += words
+            features += [f"#{w[i : i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
+        return features
 
     def _embed(self, text: str) -> list[float]:
         vector = [0.0] * self.dimension

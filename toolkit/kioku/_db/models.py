@@ -157,7 +157,7 @@ class Memory(Base):
     )
     """Saved while the embedder failed; ``kioku reembed`` fills the vector in later."""
     search_vector: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
+        TSVECTOR, Computed("to_tsvector('english', kioku_search_text(content))", persisted=True)
     )
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

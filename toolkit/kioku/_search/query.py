@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
 from kioku._context import GLOBAL_LINEAGE
 from kioku._db.models import Memory
 from kioku._domain.visibility import Visibility
+from kioku._spaceless import terms
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
@@ -101,8 +102,13 @@ def scope_condition(visibility: Visibility, memory_type: str | None = None) -> C
 
 
 def query_words(text: str) -> list[str]:
-    """The distinct words of ``text``, lower-cased, in order (at most ``MAX_TERMS``)."""
-    return list(dict.fromkeys(w.lower() for w in _TERM.findall(text)))[:MAX_TERMS]
+    """The distinct words of ``text``, lower-cased, in order (at most ``MAX_TERMS``).
+
+    Runs of scripts written without spaces count as their character pairs
+    (:mod:`kioku._spaceless`), as the database indexes them.
+    """
+    found = terms(text, _TERM.findall)
+    return list(dict.fromkeys(w.lower() for w in found))[:MAX_TERMS]
 
 
 def or_tsquery(text: str, terms: Sequence[str] | None = None) -> str | None:

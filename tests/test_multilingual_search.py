@@ -1,0 +1,107 @@
+"""Literal words are found in every script (issue #38): a query sharing a word with a
+memory finds it, in languages written with and without spaces, with the hashing embedder
+and no API key."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+import pytest
+
+from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._tools.invoke import run_tool_call
+from kioku._tools.search import search_long_term_memory_tool
+from tests.helpers import World, make_world, run_tool
+
+FACTS: dict[str, list[tuple[str, str]]] = {
+    # language: (memory, a query sharing a word with it only)
+    "ja": [
+        ("{user}は緑茶が大好きです", "緑茶"),
+        ("{user}の猫の名前はミケです", "猫の名前は？"),
+        ("{user}は毎週土曜日に大阪でテニスをします", "テニス"),
+    ],
+    "zh": [
+        ("{user}喜欢喝乌龙茶", "乌龙茶"),
+        ("{user}的女儿在北京上大学", "北京"),
+        ("{user}每天早上跑步五公里", "跑步"),
+    ],
+    "ko": [
+        ("{user}의 고양이 이름은 나비입니다", "고양이"),
+        ("{user}는 서울에서 간호사로 일합니다", "간호사"),
+        ("{user}의 고향은 부산입니다", "부산"),
+    ],
+    "th": [
+        ("{user}ชอบกินข้าวมันไก่", "ข้าวมันไก่"),
+        ("{user}มีสุนัขชื่อโบ", "สุนัข"),
+        ("{user}ทำงานเป็นครูที่เชียงใหม่", "เชียงใหม่"),
+    ],
+    "en": [
+        ("{user} plays the cello in a quartet", "cello"),
+        ("{user} is allergic to shellfish", "shellfish"),
+        ("{user} grew up in Halifax", "Halifax"),
+    ],
+    "de": [
+        ("{user} trinkt morgens immer Pfefferminztee", "Pfefferminztee"),
+        ("{user} wohnt in Heidelberg", "Heidelberg"),
+        ("{user} spielt Handball im Verein", "Handball"),
+    ],
+    "es": [
+        ("{user} tiene una tortuga llamada Lola", "tortuga"),
+        ("{user} trabaja como panadera en Sevilla", "panadera"),
+        ("{user} colecciona sellos antiguos", "sellos"),
+    ],
+}
+
+
+@pytest.fixture
+def world(store: KiokuStore) -> World:
+    world = make_world(store)
+    create = create_long_term_memory_tool(store)
+    for facts in FACTS.values():
+        for content, _ in facts:
+            args = {
+                "memory_content": content,
+                "memory_scope": "target_user",
+                "target_user": "Alice",
+            }
+            saved = run_tool(create, args, world.context()).result
+            assert saved["status"] == "memory_saved_successfully", (content, saved)
+    return world
+
+
+def _search(world: World, query: str) -> dict[str, Any]:
+    outcome = run_tool_call(
+        [search_long_term_memory_tool(world.store)],
+        "search_long_term_memory",
+        {"query": query, "limit": 5},
+        world.context(),
+    )
+    return dict(json.loads(str(outcome.message.content)))
+
+
+@pytest.mark.parametrize("language", sorted(FACTS))
+def test_a_shared_word_finds_the_memory(world: World, language: str) -> None:
+    for content, query in FACTS[language]:
+        payload = _search(world, query)
+        assert payload["status"] == "memories_found", (query, payload)
+        shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
+        assert any(line.endswith(shown) for line in payload["memories"][:5]), (query, payload)
+
+
+UNRELATED = {
+    "ja": "自転車の色は？",
+    "zh": "他喜欢什么咖啡？",
+    "ko": "자동차 색깔",
+    "th": "รถยนต์สีอะไร",
+    "en": "which bicycle does she ride?",
+    "de": "Welches Fahrrad fährt sie?",
+    "es": "¿Qué bicicleta usa?",
+}
+
+
+@pytest.mark.parametrize("language", sorted(UNRELATED))
+def test_a_query_about_nothing_in_memory_finds_nothing(world: World, language: str) -> None:
+    payload = _search(world, UNRELATED[language])
+    assert payload["status"] == "no_memories_found", payload

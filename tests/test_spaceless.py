@@ -1,0 +1,57 @@
+"""Scripts written without spaces read as characters and pairs, in Python and in SQL alike."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+import kioku
+from kioku._search.query import query_words
+from kioku._spaceless import RUN_CLASS, pairs, split_runs, terms
+
+SQL = Path(kioku.__path__[0]) / "_db" / "sql" / "kioku_search_text.sql"
+
+
+def test_runs_are_cut_where_the_script_changes() -> None:
+    assert split_runs("aliceは緑茶が大好き!") == ["alice", "は緑茶が大好き", "!"]
+    assert pairs("緑茶") == ["緑茶"]
+    assert pairs("テニス") == ["テニ", "ニス"]
+    assert pairs("猫") == ["猫"]
+
+
+def test_query_words_pair_spaceless_runs_and_keep_other_words() -> None:
+    assert query_words("Does Alice like 緑茶?") == ["does", "alice", "like", "緑茶"]
+    assert query_words("猫の名前は？") == ["猫の", "の名", "名前", "前は"]
+    assert query_words("ﾃﾆｽ") == ["テニ", "ニス"]  # half-width kana read as full-width
+    assert terms("กินข้าว", str.split) == ["กิ", "ิน", "นข", "ข้", "้า", "าว"]  # marks kept
+
+
+def test_the_database_uses_the_same_scripts() -> None:
+    """The SQL function's character class is :data:`RUN_CLASS`, to the letter."""
+    sql = re.sub(r"'\s*\|\|\s*'", "", SQL.read_text())
+    assert f"'{RUN_CLASS}'" in sql
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{user}は緑茶が大好きです",
+        "{user}의 고양이 이름은 나비입니다",
+        "ผมชอบแมว",
+        "Alice likes tea",
+    ],
+)
+def test_every_query_term_of_a_memory_is_in_its_index(engine: Engine, content: str) -> None:
+    with engine.connect() as connection:
+        lexemes = connection.execute(
+            text("SELECT tsvector_to_array(to_tsvector('english', kioku_search_text(:c)))"),
+            {"c": content},
+        ).scalar_one()
+        stems = connection.execute(
+            text("SELECT tsvector_to_array(to_tsvector('english', :t))"),
+            {"t": " ".join(query_words(content))},
+        ).scalar_one()
+    assert set(stems) <= set(lexemes)

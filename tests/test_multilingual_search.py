@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
+from sqlalchemy import insert
 
 from kioku import KiokuStore, create_long_term_memory_tool
+from kioku._context_build.build import ContextBuilder
+from kioku._core import MEMORY_WINDOW
+from kioku._db.models import Memory
 from kioku._tools.invoke import run_tool_call
 from kioku._tools.search import search_long_term_memory_tool
-from tests.helpers import World, make_world, run_tool
+from tests.helpers import T0, World, make_world, run_tool
 
 FACTS: dict[str, list[tuple[str, str]]] = {
     # language: (memory, a query sharing a word with it only)
@@ -105,3 +111,25 @@ UNRELATED = {
 def test_a_query_about_nothing_in_memory_finds_nothing(world: World, language: str) -> None:
     payload = _search(world, UNRELATED[language])
     assert payload["status"] == "no_memories_found", payload
+
+
+def test_an_overflowing_block_shows_the_memory_sharing_a_word(store: KiokuStore) -> None:
+    """The context build ranks an overflowing block by the message in Japanese too."""
+    world = make_world(store)
+    rows = [
+        {
+            "scope": "server",
+            "server_id": "srv-a",
+            "persona_lineage_id": world.persona.lineage_id,
+            "content": f"毎週の予定についてのメモ、その{i}番",
+            "created_at": T0 + timedelta(minutes=i),
+        }
+        for i in range(MEMORY_WINDOW + 300)
+    ]
+    rows[0]["content"] = "Wi-Fiのパスワードは青いバインダーに書いてあります"  # the oldest of all
+    with store.transaction() as session:
+        session.execute(insert(Memory), rows)
+    built = ContextBuilder(store).build(
+        world.context(), [HumanMessage("パスワードはどこ？", name="Alice")]
+    )
+    assert "青いバインダー" in "\n".join(item.text for item in built.items)

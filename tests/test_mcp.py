@@ -529,3 +529,36 @@ def test_a_read_only_instance_does_not_count_what_it_finds(store: KiokuStore) ->
     writer.call("search_long_term_memory", {"query": "sencha"})  # the process still counts
     store.access.flush()
     assert _snapshot(store)["counts"]["memory_access"] == 1
+
+
+def test_the_server_is_fastmcp_answering_with_kioku_statuses(store: KiokuStore) -> None:
+    """FastMCP carries the protocol; the tool list and every answer are kioku's."""
+    from mcp.server.fastmcp import FastMCP
+
+    from kioku._mcp_server import build_server
+
+    app = KiokuMcp(store, McpScope(writable=False))
+    server = build_server(app)
+    assert isinstance(server, FastMCP)
+
+    async def run() -> list[Any]:
+        listed = await server.list_tools()
+        return [
+            [tool.name for tool in listed],
+            await server.call_tool("drop_all_memories", {}),
+            await server.call_tool("get_memory", {"memory_id": "seven"}),
+            await server.call_tool("get_memory", {"memory_id": 1, "server_id": "other"}),
+            await server.call_tool("search_long_term_memory", {"query": "tea"}),
+        ]
+
+    names, unknown, invalid, extra, found = asyncio.run(run())
+    assert names == TOOL_NAMES
+    for result, status in (
+        (unknown, "unknown_tool"),
+        (invalid, "get_failed_invalid_args"),
+        (extra, "get_failed_invalid_args"),
+    ):
+        assert result.isError and json.loads(result.content[0].text)["status"] == status
+    assert "unknown argument(s) server_id" in extra.content[0].text
+    assert not found.isError
+    assert json.loads(found.content[0].text)["status"] == "no_memories_found"

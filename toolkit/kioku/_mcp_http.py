@@ -1,18 +1,18 @@
 """``kioku mcp --http``: the MCP server over streamable HTTP.
 
-Behind a bearer token (``KIOKU_MCP_TOKEN``) and Host/Origin allow-lists.
+Behind a bearer token (``KIOKU_MCP_TOKEN``) and Host/Origin allow-lists. The transport is
+FastMCP's; the token check is kioku's own middleware, because FastMCP's bearer hook
+(``token_verifier``) comes with OAuth resource-server settings (an issuer URL, scopes)
+that one shared token does not have.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import ipaddress
 import secrets
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -110,32 +110,13 @@ def _bearer(headers: Headers) -> bytes | None:
 
 
 def http_app(app: KiokuMcp, options: HttpOptions) -> ASGIApp:
-    """The ASGI application serving ``app`` at ``/mcp`` behind the token and allow-lists."""
-    from starlette.applications import Starlette
-    from starlette.routing import Route
+    """The ASGI application serving ``app`` at ``/mcp`` behind the token and allow-lists.
 
-    manager = StreamableHTTPSessionManager(
-        app=build_server(app), stateless=True, security_settings=transport_security(options)
-    )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
-            yield
-
-    # A Route, not a Mount: /mcp itself answers (a Mount redirects it to /mcp/).
-    endpoint = Route("/mcp", endpoint=_Endpoint(manager))
-    return BearerAuth(Starlette(routes=[endpoint], lifespan=lifespan), options.token)
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    """The session manager as a raw ASGI endpoint (Starlette wraps functions and methods)."""
-
-    manager: StreamableHTTPSessionManager
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.manager.handle_request(scope, receive, send)
+    FastMCP's streamable HTTP application (its session manager, run by the application's
+    lifespan), wrapped in :class:`BearerAuth`.
+    """
+    server = build_server(app, transport_security=transport_security(options))
+    return BearerAuth(server.streamable_http_app(), options.token)
 
 
 def serve_http(app: KiokuMcp, options: HttpOptions) -> None:

@@ -1,4 +1,4 @@
-"""``kioku mcp``: the memory tools over MCP (stdio, or streamable HTTP).
+"""``kioku mcp``: the memory tools over MCP (stdio, or streamable HTTP) on the SDK's FastMCP.
 
 The scope — server, channel, persona, user — is fixed by the server's configuration; a
 client (or the model behind it) never chooses it. Every tool answers with the same JSON
@@ -25,7 +25,8 @@ from typing import Annotated, Any
 import mcp.types as types
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from mcp.server.lowlevel import Server
+from mcp.server.fastmcp import FastMCP
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ConfigDict, Field
 from sqlalchemy import select
 
@@ -323,31 +324,56 @@ def call_result(result: Mapping[str, Any]) -> types.CallToolResult:
     )
 
 
-def build_server(app: KiokuMcp) -> Server[Any, Any]:
-    """The MCP server; calls run in a worker thread so the event loop stays free."""
-    server: Server[Any, Any] = Server("kioku")
+class KiokuServer(FastMCP[Any]):
+    """FastMCP serving kioku's tools: FastMCP's transports, kioku's tool list and calls.
 
-    @server.list_tools()  # type: ignore[untyped-decorator, no-untyped-call]
-    async def list_tools() -> list[types.Tool]:
-        return app.tools()
+    FastMCP's own tools validate arguments against a function's signature and report a
+    failure (or an unknown tool) as ``Error executing tool …`` text; kioku's contract is a
+    status object with a reason for any input, from the same validation as the LangChain
+    tools. So the two handlers FastMCP installs for tools are answered by :class:`KiokuMcp`.
+    """
 
-    # Input is validated by kioku's flows, which answer with a status the model can act on.
-    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
-    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    def __init__(self, app: KiokuMcp, **settings: Any) -> None:
+        """Serve ``app``; ``settings`` are FastMCP's (e.g. ``transport_security``)."""
+        super().__init__("kioku", log_level="WARNING", **settings)
+        self.app = app
+
+    async def list_tools(self) -> list[types.Tool]:
+        """The tool list: the LangChain tools' names, descriptions and schemas."""
+        return self.app.tools()
+
+    # The low-level handler FastMCP registers takes a CallToolResult too: only it can carry
+    # isError with kioku's status text.
+    async def call_tool(  # type: ignore[override]
+        self, name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """Run one tool in a worker thread (the event loop stays free); always a status."""
         try:
-            result = await off_loop(app.call, name, arguments)
+            result = await off_loop(self.app.call, name, arguments)
         except Exception:  # the exception's text is not for the client
             logger.exception("kioku: unexpected error in MCP tool %s", name)
             result = {"status": INTERNAL_ERROR, "reason": "An internal error occurred."}
         return call_result(result)
 
-    return server
+
+def build_server(
+    app: KiokuMcp, *, transport_security: TransportSecuritySettings | None = None
+) -> FastMCP[Any]:
+    """The MCP server (the SDK's ``FastMCP``) for ``app``, stateless over HTTP at ``/mcp``.
+
+    Args:
+        app: the dispatcher of the tool calls.
+        transport_security: the Host and Origin allow-lists of streamable HTTP.
+
+    Returns:
+        A server to run over stdio (``run_stdio_async``) or mount over streamable HTTP
+        (``streamable_http_app``).
+    """
+    return KiokuServer(
+        app, stateless_http=True, streamable_http_path="/mcp", transport_security=transport_security
+    )
 
 
 async def serve_stdio(app: KiokuMcp) -> None:
     """Serve over stdin/stdout."""
-    from mcp.server.stdio import stdio_server
-
-    server = build_server(app)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    await build_server(app).run_stdio_async()

@@ -8,6 +8,7 @@ send several together.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -127,64 +128,97 @@ def text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
     return or_tsquery(query, words)
 
 
+@dataclass(frozen=True)
+class CandidateSearch:
+    """What a search's candidates must be: near ``query_vector``, or matching ``terms``."""
+
+    visibility: Visibility
+    query_vector: Sequence[float] | None
+    terms: str | None
+    """The text query (:func:`text_terms`); ``None``: no text candidates."""
+    memory_type: str | None
+    pool: int
+    """Candidates kept of each source (and of each scope kind, for vectors)."""
+    min_importance: float | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    details: bool = True
+    """Rows hold :data:`DETAIL_COLUMNS`, else :data:`RANKING_COLUMNS`."""
+
+    @property
+    def timed(self) -> bool:
+        """Whether only memories whose event happened in a range are wanted."""
+        return self.since is not None or self.until is not None
+
+    @property
+    def filtered(self) -> bool:
+        """Whether the search also filters by type, importance or time."""
+        return self.memory_type is not None or self.min_importance is not None or self.timed
+
+    def params(self) -> dict[str, Any]:
+        """The candidates statement's parameters, whatever its vector plan."""
+        return search_params(
+            self.visibility,
+            memory_type=self.memory_type,
+            min_importance=self.min_importance,
+            vector=self.query_vector,
+            terms=self.terms,
+            pool=self.pool,
+            since=self.since,
+            until=self.until,
+        )
+
+    def statement(self, plan: VectorPlans | None, params: dict[str, Any]) -> Statement:
+        """The candidates statement, its vector candidates found as ``plan`` says."""
+        shape = SearchShape.of(
+            self.visibility,
+            memory_type=self.memory_type,
+            vector=plan,
+            text=self.terms is not None,
+            min_importance=self.min_importance,
+            timed=self.timed,
+            details=self.details,
+            pool=self.pool,
+        )
+        return candidates_sql(shape), params
+
+
 def _candidates(
     session: Session,
-    visibility: Visibility,
+    search: CandidateSearch,
     *,
-    query_vector: Sequence[float] | None,
-    terms: str | None,
-    memory_type: str | None,
-    pool: int,
-    min_importance: float | None = None,
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
 ) -> dict[str, list[CandidateRow]]:
     """Vector and text candidates in one statement: rows per source, best first."""
-    return run_steps(
-        session,
-        row_steps(
-            session,
-            visibility,
-            CandidateRow._make,
-            details=True,
-            query_vector=query_vector,
-            terms=terms,
-            memory_type=memory_type,
-            pool=pool,
-            min_importance=min_importance,
-            exact_max_rows=exact_max_rows,
-            sizes=sizes,
-            since=since,
-            until=until,
-        ),
+    steps = row_steps(
+        session, search, CandidateRow._make, exact_max_rows=exact_max_rows, sizes=sizes
     )
+    return run_steps(session, steps)
+
+
+def _by_source(rows: Iterable[Any], make: Callable[[Iterable[Any]], Row]) -> dict[str, list[Row]]:
+    found: dict[str, list[Row]] = {"vector": [], "text": []}
+    for row in rows:
+        candidate = make(row)
+        found[candidate.source].append(candidate)
+    return found
 
 
 def row_steps(
     session: Session,
-    visibility: Visibility,
+    search: CandidateSearch,
     make: Callable[[Iterable[Any]], Row],
     *,
-    details: bool,
-    query_vector: Sequence[float] | None,
-    terms: str | None,
-    memory_type: str | None,
-    pool: int,
-    min_importance: float | None = None,
     exact_max_rows: int = EXACT_SEARCH_MAX_ROWS,
     sizes: ScopeSizes | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
 ) -> Steps[dict[str, list[Row]]]:
-    """:func:`_candidates`, rows built by ``make``; the candidates statement is yielded.
+    """``search``'s candidates per source, best first, built by ``make``; its statement yielded.
 
-    Rows hold :data:`DETAIL_COLUMNS` with ``details``, else :data:`RANKING_COLUMNS`. An
-    index search that comes back with fewer than ``pool`` vector rows (its walk reached
+    An index search that comes back with fewer than ``pool`` vector rows (its walk reached
     ``hnsw.max_scan_tuples`` first) is done again exactly, so no search comes back short.
     """
-    timed = since is not None or until is not None
+    visibility, pool = search.visibility, search.pool
     plan = (
         vector_plan(
             session,
@@ -192,43 +226,13 @@ def row_steps(
             pool=pool,
             exact_max_rows=exact_max_rows,
             sizes=sizes,
-            filtered=memory_type is not None or min_importance is not None or timed,
+            filtered=search.filtered,
         )
-        if query_vector is not None
+        if search.query_vector is not None
         else None
     )
-    params = search_params(
-        visibility,
-        memory_type=memory_type,
-        min_importance=min_importance,
-        vector=query_vector,
-        terms=terms,
-        pool=pool,
-        since=since,
-        until=until,
-    )
-
-    def statement(plan: VectorPlans | None) -> Statement:
-        shape = SearchShape.of(
-            visibility,
-            memory_type=memory_type,
-            vector=plan,
-            text=terms is not None,
-            min_importance=min_importance,
-            timed=timed,
-            details=details,
-            pool=pool,
-        )
-        return candidates_sql(shape), params
-
-    def candidates(rows: Iterable[Any]) -> dict[str, list[Row]]:
-        found: dict[str, list[Row]] = {"vector": [], "text": []}
-        for row in rows:
-            candidate = make(row)
-            found[candidate.source].append(candidate)
-        return found
-
-    found = candidates((yield statement(plan)))
+    params = search.params()
+    found = _by_source((yield search.statement(plan, params)), make)
     if (
         plan is not None
         and "hnsw" in plan
@@ -239,7 +243,7 @@ def row_steps(
             pool,
         )
     ):
-        found = candidates((yield statement(tuple("exact" for _ in plan))))
+        found = _by_source((yield search.statement(tuple("exact" for _ in plan), params)), make)
     # Vector scores are distances (smaller is better); text scores are ranks.
     found["vector"].sort(key=lambda row: (row.score, row.id))
     found["text"].sort(key=lambda row: (-row.score, row.id))
@@ -262,16 +266,10 @@ def nearest(
     pgvector's iterative index scan, which keeps walking the HNSW graph until enough rows
     pass the scope filter, so a filter selecting 1% of rows still yields ``limit`` results.
     """
-    return _candidates(
-        session,
-        visibility,
-        query_vector=query_vector,
-        terms=None,
-        memory_type=memory_type,
-        pool=limit,
-        exact_max_rows=exact_max_rows,
-        sizes=sizes,
-    )["vector"]
+    search = CandidateSearch(
+        visibility, query_vector=query_vector, terms=None, memory_type=memory_type, pool=limit
+    )
+    return _candidates(session, search, exact_max_rows=exact_max_rows, sizes=sizes)["vector"]
 
 
 def vector_candidates(
@@ -301,12 +299,8 @@ def text_candidates(
     session: Session, visibility: Visibility, query: str, *, memory_type: str | None, limit: int
 ) -> list[int]:
     """Memories matching any query word (English stemming), best ``ts_rank_cd`` first."""
-    found = _candidates(
-        session,
-        visibility,
-        query_vector=None,
-        terms=or_tsquery(query),
-        memory_type=memory_type,
-        pool=limit,
+    search = CandidateSearch(
+        visibility, query_vector=None, terms=or_tsquery(query), memory_type=memory_type, pool=limit
     )
+    found = _candidates(session, search)
     return [row.id for row in found["text"]]

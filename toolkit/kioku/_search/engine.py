@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from kioku._db.driver import Steps, run_steps
 from kioku._domain.visibility import Visibility
 from kioku._search.aids import SearchAids
-from kioku._search.candidates import row_steps, text_terms
+from kioku._search.candidates import CandidateSearch, row_steps, text_terms
+from kioku._search.fusion import Fusion, clears_floor, fuse_candidates, query_time
 from kioku._search.rows import CandidateRow, RankedRow, Row, SearchHit
-from kioku._search.scoring import FusionWeights, fuse, relevance
-from kioku._search.when import narrowing, time_phrase
+from kioku._search.scoring import FusionWeights
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,18 @@ class Ranking:
     text_rank: dict[int, int]
     limit: int
     """How many memories the search asked for."""
+
+    @classmethod
+    def of(cls, fusion: Fusion[CandidateRow], limit: int) -> Ranking:
+        """``fusion``'s order, for a search that asked for ``limit`` memories."""
+        return cls(
+            fusion.order,
+            fusion.rows,
+            fusion.relevance,
+            {memory_id: rank for rank, memory_id in enumerate(fusion.by_vector, start=1)},
+            {memory_id: rank for rank, memory_id in enumerate(fusion.by_text, start=1)},
+            limit,
+        )
 
     def best(self, limit: int) -> list[CandidateRow]:
         """The ``limit`` best candidates, best first."""
@@ -101,12 +113,12 @@ def rank_candidates_steps(
     store's ``search_aids``) remembers scope sizes and word statistics between searches:
     without them every search counts its scope and searches by every word.
 
-    ``min_similarity`` is the relevance floor: unless some memory is at least this similar
-    to the query (cosine), a query about nothing stored finds nothing instead of the least
-    unrelated memories; a memory holding ``min_matched`` of the
-    query's words lifts the floor too, as does, for a query asking only what happened at
-    some time ("what happened last week"), one that happened then. When there is nothing
-    to compare vectors with (no query vector, no embedded memory), any text match counts.
+    ``min_similarity`` is the relevance floor: unless some memory is at least this similar to
+    the query (cosine), a query about nothing stored finds nothing instead of the least
+    unrelated memories; a memory holding ``min_matched`` of the query's words lifts the floor
+    too, as does, for a query asking only what happened at some time ("what happened last
+    week"), one that happened then. When there is nothing to compare vectors with (no query
+    vector, no embedded memory), any text match counts.
 
     ``since`` / ``until`` keep memories whose event happened in that range; a time phrase
     in the query ("last week", "in May", "3 days ago") ranks the candidates of its window
@@ -134,14 +146,7 @@ def rank_candidates_steps(
         since=since,
         until=until,
     )
-    return Ranking(
-        fused.order,
-        fused.rows,
-        fused.relevance,
-        {memory_id: rank for rank, memory_id in enumerate(fused.by_vector, start=1)},
-        {memory_id: rank for rank, memory_id in enumerate(fused.by_text, start=1)},
-        limit,
-    )
+    return Ranking.of(fused, limit)
 
 
 def rank_ids(
@@ -188,15 +193,6 @@ def rank_ids_steps(
     return [memory_id for memory_id, _ in fused.order[:limit]]
 
 
-@dataclass(frozen=True)
-class _Fusion(Generic[Row]):
-    order: list[tuple[int, float]]
-    rows: dict[int, Row]
-    relevance: dict[int, float]
-    by_vector: list[int]
-    by_text: list[int]
-
-
 def _fused_steps(
     session: Session,
     visibility: Visibility,
@@ -216,7 +212,7 @@ def _fused_steps(
     min_matched: float = MIN_MATCHED_SHARE,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> Steps[_Fusion[Row]]:
+) -> Steps[Fusion[Row]]:
     """The one ranking behind :func:`rank_candidates` and :func:`rank_ids`.
 
     Its statements are yielded (:mod:`kioku._db.driver`'s steps), so that a caller may
@@ -227,71 +223,31 @@ def _fused_steps(
     # filtered HNSW scan costs grow with it (measured in bench/RESULTS.md).
     pool = max(candidates or 2 * limit, limit, 20)
     shares = aids.term_shares.get(session, visibility) if aids is not None else None
-    phrase = time_phrase(query, now)
-    window = phrase.window if phrase is not None else None
-    # "what happened last week": only then, and any memory of then is about it
-    when_only = window if phrase is not None and phrase.asks_only_when else None
-    narrowed = narrowing(phrase, since, until)
-    if narrowed is not None:
-        since, until = narrowed.since, narrowed.until
+    asked = query_time(query, now, since, until)
     found = yield from row_steps(
         session,
-        visibility,
+        CandidateSearch(
+            visibility,
+            query_vector=query_vector,
+            terms=text_terms(asked.about, shares),
+            memory_type=memory_type,
+            min_importance=min_importance,
+            pool=pool,
+            since=asked.since,
+            until=asked.until,
+            details=details,
+        ),
         make,
-        details=details,
-        query_vector=query_vector,
-        # A time phrase's words ("May 2025", "last week") say when, not what.
-        terms=text_terms(phrase.rest if phrase is not None else query, shares),
-        memory_type=memory_type,
-        min_importance=min_importance,
-        pool=pool,
         sizes=aids.sizes if aids is not None else None,
-        since=since,
-        until=until,
     )
     vector_rows, text_rows = found["vector"], found["text"]
-    if (
-        min_similarity is not None
-        and vector_rows  # without vectors to compare, any text match counts
-        and not (
-            any(1.0 - row.score >= min_similarity for row in vector_rows)
-            or any((row.matched or 0.0) >= min_matched for row in text_rows)
-            or (
-                when_only is not None
-                and any(when_only.holds(r.happened_at) for r in (*vector_rows, *text_rows))
-            )
-        )
+    if not clears_floor(
+        vector_rows,
+        text_rows,
+        min_similarity=min_similarity,
+        min_matched=min_matched,
+        only_when=asked.only_when,
     ):
-        # The relevance floor: when no memory is this similar to the query, nor holds
-        # enough of its words, nor happened when a query about nothing else asks, nothing
-        # stored is about it.
+        # Nothing stored is about the query.
         vector_rows, text_rows = [], []
-    rows = {row.id: row for row in (*vector_rows, *text_rows)}
-    by_vector = [row.id for row in vector_rows]
-    by_text = [row.id for row in text_rows]
-    scores = {
-        memory_id: relevance(
-            row.importance, row.decay_rate, (now - row.created_at).total_seconds() / 86400
-        )
-        for memory_id, row in rows.items()
-    }
-    by_relevance = sorted(rows, key=lambda memory_id: (-scores[memory_id], memory_id))
-    in_window = (
-        [
-            memory_id
-            for memory_id in dict.fromkeys([*by_vector, *by_text])
-            if window.holds(rows[memory_id].happened_at)
-        ]
-        if window is not None
-        else []
-    )
-    order = fuse(
-        {"vector": by_vector, "text": by_text, "relevance": by_relevance, "time": in_window},
-        {
-            "vector": weights.vector,
-            "text": weights.text,
-            "relevance": weights.relevance,
-            "time": weights.time,
-        },
-    )
-    return _Fusion(order, rows, scores, by_vector, by_text)
+    return fuse_candidates(vector_rows, text_rows, now=now, window=asked.window, weights=weights)

@@ -8,6 +8,7 @@ privacy rules, length limit, history rows, cache invalidation and notices all ap
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -19,7 +20,7 @@ from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationRep
 from kioku._consolidation.saved import SavedPlan, changed_since
 from kioku._consolidation.scope import consolidation_context
 from kioku._context import TurnContext
-from kioku._core import KiokuCore
+from kioku._core import KiokuCore, MemoryWindow
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.statuses import UpdateStatus
 from kioku._errors import ConfigurationError
@@ -47,6 +48,27 @@ def consolidate(
 
     With ``plan`` (a saved one) no model is asked: see :mod:`kioku._consolidation.saved`.
     """
+    _check_source(scope, model, plan)
+    context = context or consolidation_context(store, scope)
+    check_context(scope, context)
+    run = _Pass(store, scope, context, describe(scope, context), store.memory_window(scope), apply)
+    refusal = _privacy_refusal(store, scope, context)
+    if refusal is not None:
+        return run.report((), ConsolidationPlan(error=refusal), None)
+    if plan is not None:
+        return run.with_saved_plan(plan)
+    assert model is not None  # checked by _check_source
+    return run.with_model(model)
+
+
+def _check_source(
+    scope: ServerScope | PersonalScope, model: BaseChatModel | None, plan: SavedPlan | None
+) -> None:
+    """Refuse a pass with neither a model nor a saved plan, or with another scope's plan.
+
+    Raises:
+        ConfigurationError: no model and no plan, or the plan is for another scope.
+    """
     if plan is not None:
         if plan.scope != scope:
             raise ConfigurationError(
@@ -56,56 +78,74 @@ def consolidate(
             )
     elif model is None:
         raise ConfigurationError("consolidate needs a chat model, or a saved plan to apply")
-    context = context or consolidation_context(store, scope)
-    check_context(scope, context)
-    description = describe(scope, context)
-    window = store.memory_window(scope)
-    refusal = _privacy_refusal(store, scope, context)
-    if refusal is not None:
-        refused = ConsolidationPlan(error=refusal)
-        return ConsolidationReport(scope, description, (), window.total, refused, None, apply)
-    max_length = store.settings.max_memory_length
-    if plan is not None:
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One consolidation pass over a scope whose memories have been read."""
+
+    store: KiokuCore
+    scope: ServerScope | PersonalScope
+    context: TurnContext
+    description: str
+    window: MemoryWindow
+    apply: bool
+
+    def report(
+        self,
+        shown: tuple[int, ...],
+        plan: ConsolidationPlan,
+        reply: str | None,
+        outcomes: tuple[ChangeOutcome, ...] = (),
+        texts: tuple[str, ...] = (),
+        *,
+        from_saved_plan: bool = False,
+    ) -> ConsolidationReport:
+        """The pass's report: ``shown`` memories (their ``texts``), the plan and its outcomes."""
+        return ConsolidationReport(
+            self.scope,
+            self.description,
+            shown,
+            self.window.total,
+            plan,
+            reply,
+            self.apply,
+            outcomes,
+            texts,
+            from_saved_plan=from_saved_plan,
+        )
+
+    def with_saved_plan(self, plan: SavedPlan) -> ConsolidationReport:
+        """Check ``plan`` against the memories as they are now; apply it if asked."""
+        max_length = self.store.settings.max_memory_length
         # Only memories still as they were shown count as shown: ids a file adds, or
         # memories changed since, neither widen the one-pass limit nor reach the flow.
-        checked, still = _checked_against_now(store, scope, plan, max_length)
-        outcomes = apply_plan(store, scope, context, checked) if apply else ()
-        return ConsolidationReport(
-            scope,
-            description,
-            tuple(still),
-            window.total,
-            checked,
-            plan.reply,
-            apply,
-            outcomes,
-            tuple(still.values()),
-            from_saved_plan=True,
+        checked, still = _checked_against_now(self.store, self.scope, plan, max_length)
+        outcomes = apply_plan(self.store, self.scope, self.context, checked) if self.apply else ()
+        texts = tuple(still.values())
+        return self.report(tuple(still), checked, plan.reply, outcomes, texts, from_saved_plan=True)
+
+    def with_model(self, model: BaseChatModel) -> ConsolidationReport:
+        """Ask ``model`` once for a plan over the window's memories; apply it if asked."""
+        records = self.window.records
+        shown = tuple(record.id for record in records)
+        texts = tuple(record.content for record in records)
+        if len(shown) < MIN_MEMORIES:
+            return self.report(shown, ConsolidationPlan(), None)
+        max_length = self.store.settings.max_memory_length
+        messages = consolidation_messages(
+            records, scope_description=self.description, max_length=max_length
         )
-    shown = tuple(record.id for record in window.records)
-    texts = tuple(record.content for record in window.records)
-    if len(shown) < MIN_MEMORIES:
-        return ConsolidationReport(
-            scope, description, shown, window.total, ConsolidationPlan(), None, apply
-        )
-    assert model is not None  # checked above
-    messages = consolidation_messages(
-        window.records, scope_description=description, max_length=max_length
-    )
-    reply = ask_model(model, messages)
-    if not apply:
-        parsed = parse_plan(reply, shown, max_length=max_length)
-        return ConsolidationReport(
-            scope, description, shown, window.total, parsed, reply, apply, (), texts
-        )
-    # The model may think for a while: a memory changed or deleted meanwhile (by a turn of
-    # another worker) is not merged or removed on the strength of its old text.
-    asked = SavedPlan(scope, reply, dict(zip(shown, texts, strict=True)))
-    parsed, _ = _checked_against_now(store, scope, asked, max_length)
-    outcomes = apply_plan(store, scope, context, parsed)
-    return ConsolidationReport(
-        scope, description, shown, window.total, parsed, reply, apply, outcomes, texts
-    )
+        reply = ask_model(model, messages)
+        if not self.apply:
+            parsed = parse_plan(reply, shown, max_length=max_length)
+            return self.report(shown, parsed, reply, (), texts)
+        # The model may think for a while: a memory changed or deleted meanwhile (by a turn of
+        # another worker) is not merged or removed on the strength of its old text.
+        asked = SavedPlan(self.scope, reply, dict(zip(shown, texts, strict=True)))
+        parsed, _ = _checked_against_now(self.store, self.scope, asked, max_length)
+        outcomes = apply_plan(self.store, self.scope, self.context, parsed)
+        return self.report(shown, parsed, reply, outcomes, texts)
 
 
 def _checked_against_now(

@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kioku._accounts import AccountRepository
+    from kioku._consolidation.report import ConsolidationReport
     from kioku._consolidation.saved import SavedPlan
     from kioku._context import Persona
+    from kioku._domain.scopes import PersonalScope, ServerScope
     from kioku._store import KiokuStore
 
 NO_MODEL = (
@@ -60,6 +62,27 @@ def run_consolidate(
     """
     from kioku._consolidation.run import consolidate
     from kioku._consolidation.scope import consolidation_context
+
+    scope, persona = _scope(store, server_id, persona_name, user_id)
+    context = consolidation_context(store, scope, server_id=server_id, persona=persona)
+    plan = read_plan(Path(saved_plan)) if saved_plan is not None else None
+    if save_plan is not None:  # checked before the model is asked
+        _check_new_file(save_plan)
+    with console.status("Applying the saved plan…" if plan else "Asking the model…"):
+        report = consolidate(store, scope, model, apply=apply, context=context, plan=plan)
+    console.print(report.render(), markup=False, highlight=False, soft_wrap=True)
+    if save_plan is not None:
+        _save_plan(console, report, save_plan)
+
+
+def _scope(
+    store: KiokuStore, server_id: str, persona_name: str | None, user_id: str | None
+) -> tuple[ServerScope | PersonalScope, Persona]:
+    """The scope to consolidate (``user_id``'s personal one, else the server's), its persona.
+
+    Raises:
+        ConfigurationError: the server, persona or user is unknown.
+    """
     from kioku._context import server_key
     from kioku._db.models import Server, User
     from kioku._domain.scopes import PersonalScope, ServerScope
@@ -78,28 +101,34 @@ def run_consolidate(
         if user_id is not None
         else ServerScope(server_key(server_id), lineage)
     )
-    context = consolidation_context(store, scope, server_id=server_id, persona=persona)
-    plan = read_plan(Path(saved_plan)) if saved_plan is not None else None
-    if save_plan is not None:  # checked before the model is asked
-        if os.path.lexists(save_plan):
-            raise ConfigurationError(_EXISTS.format(path=save_plan))
-        if not Path(save_plan).absolute().parent.is_dir():
-            raise ConfigurationError(f"cannot create {save_plan}: its folder does not exist")
-    with console.status("Applying the saved plan…" if plan else "Asking the model…"):
-        report = consolidate(store, scope, model, apply=apply, context=context, plan=plan)
-    console.print(report.render(), markup=False, highlight=False, soft_wrap=True)
-    if save_plan is not None:
-        kept = report.saved_plan()
-        if kept is None:
-            console.print("No plan to save: the model was not asked.", markup=False)
-            return
-        write_plan(Path(save_plan), kept)
-        console.print(
-            f"Plan saved to {save_plan}; apply exactly it with --apply --plan {save_plan}.",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    return scope, persona
+
+
+def _check_new_file(path: str) -> None:
+    """Refuse a ``--save-plan`` file that exists, or whose folder does not.
+
+    Raises:
+        ConfigurationError: the file cannot be created.
+    """
+    if os.path.lexists(path):
+        raise ConfigurationError(_EXISTS.format(path=path))
+    if not Path(path).absolute().parent.is_dir():
+        raise ConfigurationError(f"cannot create {path}: its folder does not exist")
+
+
+def _save_plan(console: Console, report: ConsolidationReport, path: str) -> None:
+    """Write the plan ``report`` holds to ``path``, or say there is none."""
+    kept = report.saved_plan()
+    if kept is None:
+        console.print("No plan to save: the model was not asked.", markup=False)
+        return
+    write_plan(Path(path), kept)
+    console.print(
+        f"Plan saved to {path}; apply exactly it with --apply --plan {path}.",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 _EXISTS = "{path} already exists: remove it or name a new file for --save-plan"

@@ -30,6 +30,27 @@ def reembed(store: KiokuCore, *, batch_size: int = 64, progress: Progress | None
             rest stays queued for the next run.
     """
     spec = store.embedder
+    _queue(store, spec)
+    with store.sessions() as session:
+        total = int(session.scalar(select(func.count()).where(Memory.needs_embedding)) or 0)
+    done = 0
+    while embedded := _embed_batch(store, spec, batch_size, done=done, total=total):
+        done += embedded
+        if progress is not None:
+            progress(done, total)
+    with store.engine.begin() as connection:
+        connection.execute(text("ANALYZE memories"))
+    return done
+
+
+def _queue(store: KiokuCore, spec: EmbedderSpec) -> None:
+    """Queue the memories without a vector; after an embedder switch, every memory.
+
+    A switch retypes the column for ``spec``'s dimension first.
+
+    Raises:
+        ConfigurationError: ``spec`` cannot be switched to (nothing is changed).
+    """
     with serialised_setup(store.engine):
         upgrade_schema(store.engine)
         with store.engine.begin() as connection:
@@ -46,40 +67,41 @@ def reembed(store: KiokuCore, *, batch_size: int = 64, progress: Progress | None
             connection.execute(
                 update(Memory).where(Memory.embedding.is_(None)).values(needs_embedding=True)
             )
-    with store.sessions() as session:
-        total = int(session.scalar(select(func.count()).where(Memory.needs_embedding)) or 0)
-    done = 0
-    while True:
-        with store.transaction() as session:
-            rows = session.execute(
-                select(Memory.id, Memory.content)
-                .where(Memory.needs_embedding)
-                .order_by(Memory.id)
-                .limit(batch_size)
-                .with_for_update(skip_locked=True)
-            ).all()
-            if not rows:
-                break
-            try:
-                texts = [embedding_text(content) for _, content in rows]
-                vectors = spec.embeddings.embed_documents(texts)
-            except Exception as exc:
-                raise ConfigurationError(
-                    f"embedding with {spec.model} failed after {done} of {total} memories "
-                    f"({one_line(exc)}); the rest stay queued: run `kioku reembed` again"
-                ) from exc
-            for (memory_id, _), vector in zip(rows, vectors, strict=True):
-                session.execute(
-                    update(Memory)
-                    .where(Memory.id == memory_id)
-                    .values(embedding=list(vector), needs_embedding=False)
-                )
-        done += len(rows)
-        if progress is not None:
-            progress(done, total)
-    with store.engine.begin() as connection:
-        connection.execute(text("ANALYZE memories"))
-    return done
+
+
+def _embed_batch(
+    store: KiokuCore, spec: EmbedderSpec, batch_size: int, *, done: int, total: int
+) -> int:
+    """Embed up to ``batch_size`` queued memories in one transaction; how many there were.
+
+    Raises:
+        ConfigurationError: the embedder failed (``done`` of ``total`` were embedded before).
+    """
+    with store.transaction() as session:
+        rows = session.execute(
+            select(Memory.id, Memory.content)
+            .where(Memory.needs_embedding)
+            .order_by(Memory.id)
+            .limit(batch_size)
+            .with_for_update(skip_locked=True)
+        ).all()
+        if not rows:
+            return 0
+        try:
+            texts = [embedding_text(content) for _, content in rows]
+            vectors = spec.embeddings.embed_documents(texts)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"embedding with {spec.model} failed after {done} of {total} memories "
+                f"({one_line(exc)}); the rest stay queued: run `kioku reembed` again"
+            ) from exc
+        for (memory_id, _), vector in zip(rows, vectors, strict=True):
+            session.execute(
+                update(Memory)
+                .where(Memory.id == memory_id)
+                .values(embedding=list(vector), needs_embedding=False)
+            )
+    return len(rows)
 
 
 def _try_embedder(spec: EmbedderSpec) -> None:

@@ -268,19 +268,19 @@ def caches(
     counter: TiktokenCounter, stm: ShortTermMemory, builder: ContextBuilder
 ) -> dict[str, int]:
     """Entries held by each per-process cache a turn reaches (all bounded)."""
-    store = stm.store
+    deps = stm.deps
     return {
         "token_counts": counter.cache_len,
         "token_count_chars": counter.cached_chars,
         "stm_entries": len(stm._entries),
         "stm_summarised_turns": len(stm._summarised_turns),
-        "memory_windows": len(store.cache),
+        "memory_windows": len(deps.windows.cache),
         "rendered_lines": builder.cached_lines(),
-        "scope_sizes": len(store.search_aids.sizes),
+        "scope_sizes": len(deps.search_aids.sizes),
         "as_data": as_data.cache_info().currsize,
         "candidates_sql": candidates_sql.cache_info().currsize,
         "scope_size_sql": scope_size_sql.cache_info().currsize,
-        "access_pending": store.access.pending,
+        "access_pending": deps.access.pending,
     }
 
 

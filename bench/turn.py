@@ -320,7 +320,7 @@ def stm_contenders(scenario: Scenario) -> dict[str, Callable[[], object]]:
     def kioku_lookup() -> None:
         with store.sessions() as session:
             settings = AccountRepository(session).settings_for(context)
-            loader.load_other_channel_entries(session, store, stm, context, settings)
+            loader.load_other_channel_entries(session, store.deps, stm, context, settings)
 
     def peer_lookup() -> None:
         peer.search(("stm", SERVER), limit=4)

@@ -9,9 +9,9 @@ from sqlalchemy import insert
 
 from kioku import KiokuStore
 from kioku._context_build.build import ContextBuilder
-from kioku._core import MEMORY_WINDOW
 from kioku._db.models import Memory
 from kioku._domain.scopes import ServerScope
+from kioku._memory.windows import MEMORY_WINDOW
 from tests.helpers import T0, make_world
 
 

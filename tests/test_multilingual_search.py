@@ -15,8 +15,8 @@ from sqlalchemy import insert
 
 from kioku import KiokuStore, create_long_term_memory_tool
 from kioku._context_build.build import ContextBuilder
-from kioku._core import MEMORY_WINDOW
 from kioku._db.models import Memory
+from kioku._memory.windows import MEMORY_WINDOW
 from kioku._tools.invoke import run_tool_call
 from kioku._tools.search import search_long_term_memory_tool
 from tests.helpers import T0, World, make_world, run_tool

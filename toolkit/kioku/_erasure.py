@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from kioku._context import server_key, user_space
 from kioku._conversations import conversation_threads, forget_in_threads
-from kioku._core import KiokuCore
+from kioku._deps import KiokuDeps
 from kioku._memory.text import normalise_name
 from kioku._redaction import memory_fragments
 from kioku._stm.store import ForgetReport, ShortTermMemory
@@ -95,7 +96,8 @@ def _fragments(session: Session, scope: str, owner: str) -> frozenset[str]:
 
 
 def _scrub_chats(
-    store: KiokuCore,
+    deps: KiokuDeps,
+    checkpointer: BaseCheckpointSaver[Any],
     *,
     user_id: str | None,
     names: frozenset[str],
@@ -107,11 +109,10 @@ def _scrub_chats(
     A failure here leaves the names and texts to find them by for a retry. Returns the
     receipt's counts for the chats.
     """
-    checkpointer = store.checkpointer()
-    stm = ShortTermMemory(store)
+    stm = ShortTermMemory(deps)
     dropped = stm.forget_server(server_id) if server_id is not None else ForgetReport()
     report = stm.forget(user_id, names, fragments)
-    threads = conversation_threads(store.engine)
+    threads = conversation_threads(deps.engine)
     return {
         "stm_entries_deleted": dropped.entries_deleted + report.entries_deleted,
         "stm_entries_rewritten": report.entries_scrubbed,
@@ -122,13 +123,18 @@ def _scrub_chats(
     }
 
 
-def erase_user(store: KiokuCore, user_id: str) -> ErasureReceipt:
-    """Forget everything kioku holds about ``user_id``; see the module docstring."""
-    with store.sessions() as session:
+def erase_user(
+    deps: KiokuDeps, checkpointer: BaseCheckpointSaver[Any], user_id: str
+) -> ErasureReceipt:
+    """Forget everything kioku holds about ``user_id``; see the module docstring.
+
+    ``checkpointer`` holds the conversation threads to scrub.
+    """
+    with deps.sessions() as session:
         names = _name_keys(session, user_id)
         fragments = _fragments(session, "personal", user_id)
-    chats = _scrub_chats(store, user_id=user_id, names=names, fragments=fragments)
-    with store.transaction() as session:
+    chats = _scrub_chats(deps, checkpointer, user_id=user_id, names=names, fragments=fragments)
+    with deps.transaction() as session:
         rows = {
             "memories_deleted": _count(
                 session, "DELETE FROM memories WHERE scope = 'personal' AND user_id = :u", u=user_id
@@ -139,20 +145,31 @@ def erase_user(store: KiokuCore, user_id: str) -> ErasureReceipt:
             ),
             "directory_rows_deleted": _count(session, "DELETE FROM users WHERE id = :u", u=user_id),
         }
-    own = erase_server(store, user_space(user_id))  # their own space (TurnContext.for_user)
+    # their own space (TurnContext.for_user)
+    own = erase_server(deps, checkpointer, user_space(user_id))
     counts = {name: count + getattr(own, name) for name, count in {**rows, **chats}.items()}
     return ErasureReceipt("user", user_id, **counts)
 
 
-def erase_server(store: KiokuCore, server_id: str) -> ErasureReceipt:
-    """Forget everything kioku holds about the server ``server_id``."""
+def erase_server(
+    deps: KiokuDeps, checkpointer: BaseCheckpointSaver[Any], server_id: str
+) -> ErasureReceipt:
+    """Forget everything kioku holds about the server ``server_id``.
+
+    ``checkpointer`` holds the conversation threads to scrub.
+    """
     key = server_key(server_id)
-    with store.sessions() as session:
+    with deps.sessions() as session:
         fragments = _fragments(session, "server", key)
     chats = _scrub_chats(
-        store, user_id=None, names=frozenset(), fragments=fragments, server_id=server_id
+        deps,
+        checkpointer,
+        user_id=None,
+        names=frozenset(),
+        fragments=fragments,
+        server_id=server_id,
     )
-    with store.transaction() as session:
+    with deps.transaction() as session:
         rows = {
             "memories_deleted": _count(
                 session, "DELETE FROM memories WHERE scope = 'server' AND server_id = :k", k=key

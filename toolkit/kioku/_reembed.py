@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from sqlalchemy import func, select, text, update
 
-from kioku._core import KiokuCore
 from kioku._db.models import Memory
 from kioku._db.schema import serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, set_vector_schema, stored_embedder
+from kioku._deps import HasDeps, KiokuDeps
 from kioku._embeddings import EmbedderSpec, embedding_text
 from kioku._errors import ConfigurationError, one_line
 
@@ -17,7 +17,7 @@ Progress = Callable[[int, int], None]
 """Called with (done, total) after each batch."""
 
 
-def reembed(store: KiokuCore, *, batch_size: int = 64, progress: Progress | None = None) -> int:
+def reembed(store: HasDeps, *, batch_size: int = 64, progress: Progress | None = None) -> int:
     """Bring every vector in line with ``store.embedder``; returns how many were embedded.
 
     When the configured embedder differs from the one the database records, the column is
@@ -29,21 +29,22 @@ def reembed(store: KiokuCore, *, batch_size: int = 64, progress: Progress | None
             embedder is tried first); during the embedding, what is done stays done and the
             rest stays queued for the next run.
     """
-    spec = store.embedder
-    _queue(store, spec)
-    with store.sessions() as session:
+    deps = store.deps
+    spec = deps.embedder
+    _queue(deps, spec)
+    with deps.sessions() as session:
         total = int(session.scalar(select(func.count()).where(Memory.needs_embedding)) or 0)
     done = 0
-    while embedded := _embed_batch(store, spec, batch_size, done=done, total=total):
+    while embedded := _embed_batch(deps, spec, batch_size, done=done, total=total):
         done += embedded
         if progress is not None:
             progress(done, total)
-    with store.engine.begin() as connection:
+    with deps.engine.begin() as connection:
         connection.execute(text("ANALYZE memories"))
     return done
 
 
-def _queue(store: KiokuCore, spec: EmbedderSpec) -> None:
+def _queue(store: KiokuDeps, spec: EmbedderSpec) -> None:
     """Queue the memories without a vector; after an embedder switch, every memory.
 
     A switch retypes the column for ``spec``'s dimension first.
@@ -70,7 +71,7 @@ def _queue(store: KiokuCore, spec: EmbedderSpec) -> None:
 
 
 def _embed_batch(
-    store: KiokuCore, spec: EmbedderSpec, batch_size: int, *, done: int, total: int
+    store: KiokuDeps, spec: EmbedderSpec, batch_size: int, *, done: int, total: int
 ) -> int:
     """Embed up to ``batch_size`` queued memories in one transaction; how many there were.
 

@@ -16,13 +16,14 @@ from kioku._consolidation.report import ConsolidationReport
 from kioku._consolidation.run import consolidate
 from kioku._consolidation.saved import SavedPlan
 from kioku._context import TurnContext
-from kioku._core import CacheKey, KiokuCore
+from kioku._core import KiokuCore
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import check_pgvector, make_engine
 from kioku._db.vectors import refuse_other_embedder
 from kioku._embeddings import EmbedderSpec
 from kioku._erasure import ErasureReceipt, erase_server, erase_user
 from kioku._memory.directory import UserDirectory
+from kioku._memory.windows import CacheKey
 from kioku._stm.store import ShortTermMemory
 from kioku._sweeper import SweepTimer
 
@@ -143,7 +144,7 @@ class KiokuStore(KiokuCore):
         Returns:
             An :class:`~kioku._erasure.ErasureReceipt` with counts per kind.
         """
-        return erase_user(self, user_id)
+        return erase_user(self.deps, self.checkpointer(), user_id)
 
     async def aerase_user(self, user_id: str) -> ErasureReceipt:
         """Async twin of :meth:`erase_user` (runs in a worker thread)."""
@@ -155,7 +156,7 @@ class KiokuStore(KiokuCore):
         Its server-wide memories in every lineage and their history text, its channels'
         short-term memory, its members, personas and settings.
         """
-        return erase_server(self, server_id)
+        return erase_server(self.deps, self.checkpointer(), server_id)
 
     async def aerase_server(self, server_id: str) -> ErasureReceipt:
         """Async twin of :meth:`erase_server` (runs in a worker thread)."""
@@ -203,4 +204,4 @@ class KiokuStore(KiokuCore):
             ModelCallError: the model call failed or its answer was not a reply (its own
                 exception is the ``__cause__``); nothing is changed.
         """
-        return consolidate(self, scope, model, apply=apply, context=context, plan=plan)
+        return consolidate(self.deps, scope, model, apply=apply, context=context, plan=plan)

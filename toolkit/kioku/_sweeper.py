@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from sqlalchemy import text
 
-from kioku._core import KiokuCore
+from kioku._deps import HasDeps
 from kioku._stm.store import ShortTermMemory
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class SweepResult:
     history_rows_deleted: int = 0
 
 
-def sweep(store: KiokuCore) -> SweepResult:
+def sweep(store: HasDeps) -> SweepResult:
     """Run one sweep unless another process is running one.
 
     Deletes history rows older than ``KIOKU_HISTORY_RETENTION_DAYS`` and short-term memory
@@ -43,24 +43,25 @@ def sweep(store: KiokuCore) -> SweepResult:
     under a transaction-scoped advisory lock (so it holds behind a pooler in transaction
     mode, where a session lock could be taken and released on different connections).
     """
-    settings = store.settings
-    with store.transaction() as session:
+    deps = store.deps
+    settings = deps.settings
+    with deps.transaction() as session:
         if not session.execute(_TRY_LOCK, {"k": _SWEEP_LOCK_KEY}).scalar():
             return SweepResult(ran=False)
         seconds = timedelta(days=settings.history_retention_days).total_seconds()
         expired = session.execute(_EXPIRE_HISTORY, {"seconds": seconds})
         history = int(getattr(expired, "rowcount", 0))
         retention = timedelta(days=settings.stm_retention_days)
-        deleted = ShortTermMemory(store).sweep(retention=retention, session=session)
+        deleted = ShortTermMemory(deps).sweep(retention=retention, session=session)
     return SweepResult(True, deleted.deleted_threads, history)
 
 
 class SweepTimer:
     """Runs :func:`sweep` every ``interval`` in a daemon thread until stopped."""
 
-    def __init__(self, store: KiokuCore, interval: timedelta) -> None:
+    def __init__(self, store: HasDeps, interval: timedelta) -> None:
         """Sweep ``store`` every ``interval`` (the first sweep after one interval)."""
-        self.store = store
+        self.deps = store.deps
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kioku-sweeper", daemon=True)
@@ -78,7 +79,7 @@ class SweepTimer:
     def _run(self) -> None:
         while not self._stop.wait(self.interval.total_seconds()):
             try:
-                result = sweep(self.store)
+                result = sweep(self.deps)
             except Exception as exc:  # the next round tries again
                 logger.warning("kioku: sweep failed (%s); retrying in %s", exc, self.interval)
                 continue

@@ -60,7 +60,6 @@ def run_consolidate(
         ConfigurationError: the server, persona or user is unknown; a plan file cannot be
             read or written, or is for another scope.
     """
-    from kioku._consolidation.run import consolidate
     from kioku._consolidation.scope import consolidation_context
 
     scope, persona = _scope(store, server_id, persona_name, user_id)
@@ -69,7 +68,7 @@ def run_consolidate(
     if save_plan is not None:  # checked before the model is asked
         _check_new_file(save_plan)
     with console.status("Applying the saved plan…" if plan else "Asking the model…"):
-        report = consolidate(store, scope, model, apply=apply, context=context, plan=plan)
+        report = store.consolidate(scope, model, apply=apply, context=context, plan=plan)
     console.print(report.render(), markup=False, highlight=False, soft_wrap=True)
     if save_plan is not None:
         _save_plan(console, report, save_plan)

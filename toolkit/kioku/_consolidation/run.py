@@ -20,12 +20,13 @@ from kioku._consolidation.report import SKIPPED, ChangeOutcome, ConsolidationRep
 from kioku._consolidation.saved import SavedPlan, changed_since
 from kioku._consolidation.scope import consolidation_context
 from kioku._context import TurnContext
-from kioku._core import KiokuCore, MemoryWindow
+from kioku._deps import KiokuDeps
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.statuses import UpdateStatus
 from kioku._errors import ConfigurationError
 from kioku._memory.results import ToolResult
 from kioku._memory.update import update_long_term_memory
+from kioku._memory.windows import MemoryWindow
 from kioku._models import ask_model
 from kioku._reach import reach_of
 
@@ -36,7 +37,7 @@ MIN_MEMORIES = 2
 
 
 def consolidate(
-    store: KiokuCore,
+    deps: KiokuDeps,
     scope: ServerScope | PersonalScope,
     model: BaseChatModel | None,
     *,
@@ -44,15 +45,15 @@ def consolidate(
     context: TurnContext | None = None,
     plan: SavedPlan | None = None,
 ) -> ConsolidationReport:
-    """Run one consolidation pass over ``scope`` (see :meth:`KiokuCore.consolidate`).
+    """Run one consolidation pass over ``scope`` (see :meth:`kioku.KiokuStore.consolidate`).
 
     With ``plan`` (a saved one) no model is asked: see :mod:`kioku._consolidation.saved`.
     """
     _check_source(scope, model, plan)
-    context = context or consolidation_context(store, scope)
+    context = context or consolidation_context(deps, scope)
     check_context(scope, context)
-    run = _Pass(store, scope, context, describe(scope, context), store.memory_window(scope), apply)
-    refusal = _privacy_refusal(store, scope, context)
+    run = _Pass(deps, scope, context, describe(scope, context), deps.windows.window(scope), apply)
+    refusal = _privacy_refusal(deps, scope, context)
     if refusal is not None:
         return run.report((), ConsolidationPlan(error=refusal), None)
     if plan is not None:
@@ -84,7 +85,7 @@ def _check_source(
 class _Pass:
     """One consolidation pass over a scope whose memories have been read."""
 
-    store: KiokuCore
+    deps: KiokuDeps
     scope: ServerScope | PersonalScope
     context: TurnContext
     description: str
@@ -117,11 +118,11 @@ class _Pass:
 
     def with_saved_plan(self, plan: SavedPlan) -> ConsolidationReport:
         """Check ``plan`` against the memories as they are now; apply it if asked."""
-        max_length = self.store.settings.max_memory_length
+        max_length = self.deps.settings.max_memory_length
         # Only memories still as they were shown count as shown: ids a file adds, or
         # memories changed since, neither widen the one-pass limit nor reach the flow.
-        checked, still = _checked_against_now(self.store, self.scope, plan, max_length)
-        outcomes = apply_plan(self.store, self.scope, self.context, checked) if self.apply else ()
+        checked, still = _checked_against_now(self.deps, self.scope, plan, max_length)
+        outcomes = apply_plan(self.deps, self.scope, self.context, checked) if self.apply else ()
         texts = tuple(still.values())
         return self.report(tuple(still), checked, plan.reply, outcomes, texts, from_saved_plan=True)
 
@@ -132,7 +133,7 @@ class _Pass:
         texts = tuple(record.content for record in records)
         if len(shown) < MIN_MEMORIES:
             return self.report(shown, ConsolidationPlan(), None)
-        max_length = self.store.settings.max_memory_length
+        max_length = self.deps.settings.max_memory_length
         messages = consolidation_messages(
             records, scope_description=self.description, max_length=max_length
         )
@@ -143,20 +144,20 @@ class _Pass:
         # The model may think for a while: a memory changed or deleted meanwhile (by a turn of
         # another worker) is not merged or removed on the strength of its old text.
         asked = SavedPlan(self.scope, reply, dict(zip(shown, texts, strict=True)))
-        parsed, _ = _checked_against_now(self.store, self.scope, asked, max_length)
-        outcomes = apply_plan(self.store, self.scope, self.context, parsed)
+        parsed, _ = _checked_against_now(self.deps, self.scope, asked, max_length)
+        outcomes = apply_plan(self.deps, self.scope, self.context, parsed)
         return self.report(shown, parsed, reply, outcomes, texts)
 
 
 def _checked_against_now(
-    store: KiokuCore, scope: ServerScope | PersonalScope, plan: SavedPlan, max_length: int
+    deps: KiokuDeps, scope: ServerScope | PersonalScope, plan: SavedPlan, max_length: int
 ) -> tuple[ConsolidationPlan, dict[int, str]]:
     """``plan``'s reply read over the memories still as they were shown, and those memories.
 
     The scope is read again: an action naming a memory whose text changed, or that is gone,
     since the model saw it is rejected with the reason.
     """
-    current = {record.id: record.content for record in store.memory_window(scope).records}
+    current = {record.id: record.content for record in deps.windows.window(scope).records}
     changed = changed_since(plan, current)
     still = {i: text for i, text in plan.shown.items() if i not in changed}
     checked = parse_plan(plan.reply, tuple(still), max_length=max_length, why_not=changed)
@@ -198,7 +199,7 @@ def describe(scope: ServerScope | PersonalScope, context: TurnContext) -> str:
 
 
 def _privacy_refusal(
-    store: KiokuCore, scope: ServerScope | PersonalScope, context: TurnContext
+    deps: KiokuDeps, scope: ServerScope | PersonalScope, context: TurnContext
 ) -> str | None:
     """Why a personal scope's memories may not be shown to a model, or ``None``.
 
@@ -207,7 +208,7 @@ def _privacy_refusal(
     """
     if not isinstance(scope, PersonalScope):
         return None
-    with store.sessions() as session:
+    with deps.sessions() as session:
         settings = AccountRepository(session).settings_for(context)
     reach = reach_of(context, personal_memories_enabled=settings.personal_memories_enabled)
     if reach.shows_personal(scope.user_id):
@@ -219,7 +220,7 @@ def _privacy_refusal(
 
 
 def apply_plan(
-    store: KiokuCore,
+    deps: KiokuDeps,
     scope: ServerScope | PersonalScope,
     context: TurnContext,
     plan: ConsolidationPlan,
@@ -236,7 +237,7 @@ def apply_plan(
 
     def change(kind: ActionKind, index: int, memory_id: int, content: str) -> ChangeOutcome:
         arguments = {"memory_id": memory_id, "memory_content": content, **owner}
-        result = _run_update(store, context, arguments)
+        result = _run_update(deps, context, arguments)
         made: Literal["update", "delete"] = "update" if content else "delete"
         return ChangeOutcome(kind, index, memory_id, made, result.status, result.reason)
 
@@ -257,11 +258,11 @@ def apply_plan(
     return tuple(outcomes)
 
 
-def _run_update(store: KiokuCore, context: TurnContext, arguments: dict[str, Any]) -> ToolResult:
+def _run_update(deps: KiokuDeps, context: TurnContext, arguments: dict[str, Any]) -> ToolResult:
     """One ``update_long_term_memory`` call, its session opened as the tool opens it."""
     try:
-        with store.sessions() as session:
-            return update_long_term_memory(session, store, context, arguments)
+        with deps.sessions() as session:
+            return update_long_term_memory(session, deps, context, arguments)
     except Exception:
         logger.exception("kioku: a consolidation change failed while opening its session")
         return ToolResult(UpdateStatus.INTERNAL_ERROR, "An internal error occurred.")

@@ -19,8 +19,8 @@ from kioku._context import (
     server_key,
     user_space,
 )
-from kioku._core import KiokuCore
 from kioku._db.models import PersonaRow, Server, User
+from kioku._deps import HasDeps
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._errors import ConfigurationError
 from kioku._memory.notices import MemoryNotice
@@ -34,7 +34,7 @@ Notifier = Callable[[MemoryNotice], object]
 
 
 def consolidation_context(
-    store: KiokuCore,
+    store: HasDeps,
     scope: ServerScope | PersonalScope,
     *,
     server_id: str | None = None,
@@ -50,7 +50,7 @@ def consolidation_context(
     the privacy the ``users`` table gives them), so privacy rules apply as to any turn.
 
     Args:
-        store: the store.
+        store: the store (or its dependencies).
         scope: the memories to consolidate.
         server_id: for a personal scope, the server whose settings govern the writes
             (default: the user's own space, :func:`kioku.user_space`); for a server scope
@@ -67,7 +67,7 @@ def consolidation_context(
             f"persona {persona.name!r} has lineage {persona.lineage_id}, the scope "
             f"{scope.lineage_id}"
         )
-    with store.sessions() as session:
+    with store.deps.sessions() as session:
         if isinstance(scope, ServerScope):
             return _server_context(session, scope, server_id, persona, notifier)
         key = server_key(server_id or user_space(scope.user_id))

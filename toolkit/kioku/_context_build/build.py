@@ -20,7 +20,7 @@ from kioku._context_build.render import ContextBudgets, Names
 from kioku._context_build.run import BuildRun, TurnFacts
 from kioku._context_build.stages import RankingThreads
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
-from kioku._core import KiokuCore
+from kioku._deps import HasDeps, KiokuDeps
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory
 
@@ -33,7 +33,8 @@ class ContextBuilder:
     whose loading or rendering fails is logged and contributes nothing.
     """
 
-    store: KiokuCore
+    store: HasDeps
+    """A :class:`kioku.KiokuStore` (or its dependencies)."""
     stm: ShortTermMemory | None = None
     """Short-term memory; ``None`` leaves the STM stages out."""
     counter: TokenCounter = field(default_factory=TiktokenCounter)
@@ -51,7 +52,12 @@ class ContextBuilder:
     """Participant sets whose names (and rendered lines) are kept; all are dropped beyond."""
 
     def __post_init__(self) -> None:
-        self.rankings_beside = RankingThreads(self.store.reads)
+        self.rankings_beside = RankingThreads(self.deps.reads)
+
+    @property
+    def deps(self) -> KiokuDeps:
+        """What the build reads with: sessions, settings, embedder, caches."""
+        return self.store.deps
 
     def cached_lines(self) -> int:
         """Rendered texts and memory lines kept for later builds (bounded)."""
@@ -87,6 +93,6 @@ class ContextBuilder:
             private_recent,
             now or (self.stm.clock() if self.stm is not None else utc_now()),
         )
-        with self.store.reads() as session:
+        with self.deps.reads() as session:
             run = BuildRun(self, session, context, dialogue, facts, self._names_for(context))
             return run.build()

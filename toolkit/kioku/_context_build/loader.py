@@ -16,13 +16,14 @@ from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
-from kioku._core import KiokuCore, MemoryWindow
 from kioku._db.driver import Steps, fetch_all
+from kioku._deps import KiokuDeps
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import embedding_text
 from kioku._memory.repository import VERSIONS_SQL, version_params, versions_of
+from kioku._memory.windows import MemoryWindow
 from kioku._reach import (
     Reach,
     invisible_people,
@@ -136,7 +137,7 @@ class LoadedMemories:
 
 
 def load_memories(
-    session: Session, store: KiokuCore, reach: Reach, state: TurnState | None = None
+    session: Session, store: KiokuDeps, reach: Reach, state: TurnState | None = None
 ) -> LoadedMemories:
     """The server's memories and those of the people the turn shows (:mod:`kioku._reach`).
 
@@ -144,7 +145,7 @@ def load_memories(
     versions (``state``'s, else read in one query).
     """
     server, personal = _scopes(reach)
-    windows = store.memory_windows(
+    windows = store.windows.windows(
         session, [server, *personal.values()], state.versions if state is not None else None
     )
     return LoadedMemories(
@@ -154,7 +155,7 @@ def load_memories(
 
 def load_other_channel_entries(
     session: Session,
-    store: KiokuCore,
+    store: KiokuDeps,
     stm: ShortTermMemory,
     context: TurnContext,
     settings: ServerSettings,
@@ -252,7 +253,7 @@ Ranked = tuple[list[int], list[CandidateRow]]
 
 def ranking_steps(
     session: Session,
-    store: KiokuCore,
+    store: KiokuDeps,
     need: RankingNeed,
     query: str,
     vector: list[float] | None,
@@ -285,7 +286,7 @@ class _RankingOptions(TypedDict):
     min_similarity: float | None
 
 
-def _ranked(store: KiokuCore, count: int, now: datetime) -> _RankingOptions:
+def _ranked(store: KiokuDeps, count: int, now: datetime) -> _RankingOptions:
     """How the context build ranks at ``now``: ``count`` candidates per search, the floor."""
     return {
         "now": now,
@@ -297,7 +298,7 @@ def _ranked(store: KiokuCore, count: int, now: datetime) -> _RankingOptions:
     }
 
 
-def query_vector(store: KiokuCore, query: str) -> list[float] | None:
+def query_vector(store: KiokuDeps, query: str) -> list[float] | None:
     """``query`` embedded by the store's embedder; ``None`` when the embedder fails."""
     try:
         return embed_query(store.embedder.embeddings, embedding_text(query))

@@ -38,11 +38,11 @@ from kioku._context_build.render_memories import (
 from kioku._context_build.render_stm import other_channels_stage, same_channel_stage
 from kioku._context_build.stages import MemoryStage, run_memory_stages
 from kioku._context_build.tokens import MemoCounter
-from kioku._core import MEMORY_WINDOW
 from kioku._db.driver import Steps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
+from kioku._memory.windows import MEMORY_WINDOW
 from kioku._reach import Reach, reach_of
 from kioku._search.planning import HNSW_EF_SEARCH
 from kioku._search.rows import CandidateRow
@@ -189,25 +189,25 @@ class BuildRun:
     @cached_property
     def memories(self) -> loader.LoadedMemories:
         """The memory windows of both blocks (loaded once per build)."""
-        return loader.load_memories(self.session, self.builder.store, self.reach, self.state)
+        return loader.load_memories(self.session, self.builder.deps, self.reach, self.state)
 
     @cached_property
     def query_vector(self) -> list[float] | None:
         """The message embedded once per build: both blocks rank by it."""
-        return loader.query_vector(self.builder.store, self.query)
+        return loader.query_vector(self.builder.deps, self.query)
 
     def ranking(self, need: loader.RankingNeed) -> Steps[loader.Ranked]:
         """``need``'s ranking, as statements for the build's session."""
         return loader.ranking_steps(
-            self.session, self.builder.store, need, self.query, self.query_vector, self.facts.now
+            self.session, self.builder.deps, need, self.query, self.query_vector, self.facts.now
         )
 
     def beside(self, need: loader.RankingNeed) -> Future[loader.Ranked]:
         """``need``'s ranking started on a connection of its own."""
         vector, query, now = self.query_vector, self.query, self.facts.now
-        store = self.builder.store
+        deps = self.builder.deps
         return self.builder.rankings_beside.start(
-            lambda own: loader.ranking_steps(own, store, need, query, vector, now)
+            lambda own: loader.ranking_steps(own, deps, need, query, vector, now)
         )
 
     # the stages ---------------------------------------------------------------------------
@@ -302,7 +302,7 @@ class BuildRun:
         if self.state is None:  # the private channels are unknown: fail closed
             raise RuntimeError("the server's settings could not be read")
         entries = loader.load_other_channel_entries(
-            self.session, self.builder.store, stm, self.context, self.settings, self.state
+            self.session, self.builder.deps, stm, self.context, self.settings, self.state
         )
         return other_channels_stage(
             entries,
@@ -332,7 +332,7 @@ class BuildRun:
             self.counter,
             self.builder.budgets.stm_same_channel,
             stm_tool_available=stm_available,
-            min_messages_for_summary=self.builder.store.settings.stm_min_messages_for_summary,
+            min_messages_for_summary=self.builder.deps.settings.stm_min_messages_for_summary,
         )
 
     # the whole build ----------------------------------------------------------------------
@@ -372,7 +372,7 @@ class BuildRun:
             if rendered.omitted:
                 omitted[name] = rendered.omitted
             tail = rendered.tail_directive or tail
-        self.builder.store.access.record(shown_memories)
+        self.builder.deps.access.record(shown_memories)
         tokens: dict[str, int] = {}
         for item in items:
             tokens[item.tag] = tokens.get(item.tag, 0) + item.tokens

@@ -87,7 +87,7 @@ def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: st
         raise fail(S.INVALID_CONTENT, f"{field} is empty after removing invalid characters")
     if not as_data(content):
         raise fail(S.INVALID_CONTENT, f"{field} {SHOWS_AS_NOTHING}")
-    max_length = call.store.settings.max_memory_length
+    max_length = call.deps.settings.max_memory_length
     if len(content) > max_length:
         raise fail(
             S.INVALID_CONTENT,
@@ -136,7 +136,7 @@ def save(
             f"This exact memory is already saved as ID:{record_id}; nothing new was written{kept}.",
             {**data, "already_saved": True},
         )
-    call.store.invalidate(scope)
+    call.deps.windows.invalidate(scope)
     if _typed(typed):
         data.update(memory_type=typed.memory_type, importance=typed.importance)
     if "event_time" in typed.attributes:
@@ -219,7 +219,7 @@ def _insert(
     not be shown (a lost reply in a scope the turn cannot see, where the row found may be
     an earlier memory that no answer may confirm).
     """
-    embedding = embed_or_queue(call.store, content)  # before the write: the embedder may be slow
+    embedding = embed_or_queue(call.deps, content)  # before the write: the embedder may be slow
     decision = _decided(call, context, scope, compare=embedding is not None)
     # In a scope the turn cannot see, no answer may confirm what a memory says: neither a
     # refusal naming it nor "already saved" with its id; the create is a plain insert.
@@ -266,7 +266,7 @@ def _decided(
     else:
         on_its_own(call.session)
         settings = AccountRepository(call.session).settings_for(context)
-    defaults = call.store.settings
+    defaults = call.deps.settings
     personal = isinstance(scope, PersonalScope)
     write = Write(
         "create",

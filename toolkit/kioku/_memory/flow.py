@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from kioku._accounts import AccountRepository
 from kioku._awaiting import embed_documents, resolved
 from kioku._context import PrivacyLevel, TurnContext
-from kioku._core import KiokuCore
 from kioku._db.errors import StorageError, storage_errors
+from kioku._deps import HasDeps, KiokuDeps
 from kioku._domain.settings import ServerSettings
 from kioku._embeddings import embedding_text
 from kioku._memory.arguments import ArgumentError
@@ -63,7 +63,7 @@ class FlowCall:
     """One tool call: the unit of work's session and what the call brought."""
 
     session: Session
-    store: KiokuCore
+    deps: KiokuDeps
     raw_context: object
     arguments: Mapping[str, Any]
     stream_writer: StreamWriter | None
@@ -75,7 +75,7 @@ class Flow(Protocol):
     def __call__(
         self,
         session: Session,
-        store: KiokuCore,
+        store: HasDeps,
         context: object,
         arguments: Mapping[str, Any],
         *,
@@ -105,13 +105,13 @@ def tool_flow(
 
     def flow(
         session: Session,
-        store: KiokuCore,
+        store: HasDeps,
         context: object,
         arguments: Mapping[str, Any],
         *,
         stream_writer: StreamWriter | None = None,
     ) -> ToolResult:
-        call = FlowCall(session, store, context, arguments, stream_writer)
+        call = FlowCall(session, store.deps, context, arguments, stream_writer)
         try:
             with storage_errors(operation):
                 return body(call)
@@ -192,7 +192,7 @@ def confirm_outcome(
     for pause in CONFIRM_ATTEMPTS:
         time.sleep(pause)
         try:
-            with call.store.sessions() as session:
+            with call.deps.sessions() as session:
                 outcome = check(session)
                 session.commit()
         except SQLAlchemyError as exc:
@@ -289,7 +289,7 @@ def resolve_or_fail(
     call: FlowCall, context: TurnContext, name: str, statuses: FlowStatuses
 ) -> Person:
     """The one person ``name`` refers to; ambiguous or unknown names end the flow."""
-    found = resolve_person(call.store, call.session, context, name)
+    found = resolve_person(call.deps, call.session, context, name)
     if isinstance(found, Ambiguous):
         raise fail(
             statuses.ambiguous_user,
@@ -307,7 +307,7 @@ def resolve_or_fail(
 
 
 def resolve_person(
-    store: KiokuCore, session: Session, context: TurnContext, name: str
+    deps: KiokuDeps, session: Session, context: TurnContext, name: str
 ) -> Resolution:
     """Resolve a model-supplied name to a person (SPEC §6); ``self`` is the bot."""
     key = normalise_name(name)
@@ -316,16 +316,16 @@ def resolve_person(
         return Resolved(bot)
     found = match_participants(key, context.all_participants(), context.bot_user_id)
     if isinstance(found, NotFound) and context.server_id is not None:
-        members = resolved(store.directory_for(session).find_members(context.server_id, key))
+        members = resolved(deps.directory_for(session).find_members(context.server_id, key))
         found = match_directory(key, members, context.bot_user_id)
     if isinstance(found, NotFound) and key == normalise_name(context.persona.name):
         return Resolved(bot)
     return found
 
 
-def embed_or_queue(store: KiokuCore, content: str) -> list[float] | None:
+def embed_or_queue(deps: KiokuDeps, content: str) -> list[float] | None:
     """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
-    spec = store.embedder
+    spec = deps.embedder
     try:
         [vector] = embed_documents(spec.embeddings, [embedding_text(content)])
     except Exception as exc:

@@ -66,9 +66,9 @@ def refuse_repeat(
 
 def _duplicate_threshold(call: FlowCall) -> float:
     """The similarity above which two memories may mean the same (configured or calibrated)."""
-    threshold = call.store.settings.duplicate_similarity
+    threshold = call.deps.settings.duplicate_similarity
     if threshold is None:
-        threshold = calibration_for(call.store.embedder.model).duplicate
+        threshold = calibration_for(call.deps.embedder.model).duplicate
     return threshold
 
 
@@ -81,7 +81,7 @@ def _nearest(
         scope.visibility(),
         embedding,
         limit=DUPLICATE_CANDIDATES,
-        sizes=call.store.search_aids.sizes,
+        sizes=call.deps.search_aids.sizes,
     )
 
 

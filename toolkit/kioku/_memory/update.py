@@ -70,18 +70,18 @@ def _update(call: FlowCall) -> ToolResult:
         scope = _scope_of(context, owner)
         old = _delete(call, context, args.memory_id, scope, settings)
         decision = decide(Write("delete", _owner_id(owner)), settings, context)
-        call.store.invalidate(scope)
+        call.deps.windows.invalidate(scope)
         return _changed(call, context, args, owner, old.content, decision)
     with settings_first(call, context, STATUSES):
         owner = _checked_owner(call, context, args, content, None)
     scope = _scope_of(context, owner)
-    embedding = embed_or_queue(call.store, content)  # before the row lock
+    embedding = embed_or_queue(call.deps, content)  # before the row lock
     revision = Revision(content, embedding, args.event_time)
     old, change, decision = _change(call, context, args.memory_id, scope, revision, owner)
     if change is not None and args.event_time is None:
-        call.store.applied_update(scope, change)
+        call.deps.windows.applied_update(scope, change)
     else:  # a new time moves the memory in time: its window is read again
-        call.store.invalidate(scope)
+        call.deps.windows.invalidate(scope)
     return _changed(call, context, args, owner, content, decision)
 
 
@@ -178,7 +178,7 @@ def _checked_owner(
             S.INVALID_CONTENT,
             f'memory_content {SHOWS_AS_NOTHING}, or pass "" to delete the memory.',
         )
-    max_length = call.store.settings.max_memory_length
+    max_length = call.deps.settings.max_memory_length
     if len(content) > max_length:
         raise fail(
             S.INVALID_CONTENT,

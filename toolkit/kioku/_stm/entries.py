@@ -16,7 +16,7 @@ from typing import Any, cast
 import psycopg
 from sqlalchemy.orm import Session
 
-from kioku._core import KiokuCore
+from kioku._deps import HasDeps
 from kioku._stm.model import Clock, StmEntry, StmKey
 from kioku._stm.registry import RECORD_SQL, StmRegistry, record_params
 
@@ -60,9 +60,9 @@ def _lock_threads(session: Session, keys: Sequence[StmKey]) -> dict[str, datetim
 class StmEntries:
     """Reads and versioned writes of short-term memory entries (module docstring)."""
 
-    def __init__(self, store: KiokuCore, clock: Clock) -> None:
+    def __init__(self, store: HasDeps, clock: Clock) -> None:
         """Entries of ``store``'s database; ``clock`` returns "now" (tests move it)."""
-        self.store = store
+        self.deps = store.deps
         self.clock = clock
         self._entries: dict[str, StmEntry] = {}
         """Entries last read or written, reused while the registry shows no newer write."""
@@ -105,7 +105,7 @@ class StmEntries:
     def _read(self, keys: Sequence[StmKey], session: Session | None) -> dict[str, StmEntry]:
         with ExitStack() as stack:
             if session is None:
-                session = stack.enter_context(self.store.reads())
+                session = stack.enter_context(self.deps.reads())
             found = StmRegistry(session).stored(keys)
         for entry in found.values():
             self._remember(entry)
@@ -173,7 +173,7 @@ class StmEntries:
         expected = [versions[key.thread_id] for key in keys]
         check = (_LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": expected})
         try:
-            with self.store.autocommit_engine.connect() as connection:
+            with self.deps.autocommit_engine.connect() as connection:
                 driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
                 # One implicit transaction: the version check failing undoes the write.
                 _send(driver, [check, (RECORD_SQL, record_params(entries))])
@@ -187,7 +187,7 @@ class StmEntries:
 
     def _write_locked(self, keys: Sequence[StmKey], change: EntryChange) -> list[StmEntry]:
         """Lock, read what this process lacks, change and write, in one transaction."""
-        with self.store.transaction() as session:
+        with self.deps.transaction() as session:
             versions = _lock_threads(session, keys)
             known = [(key, versions[key.thread_id]) for key in keys if key.thread_id in versions]
             loaded = self.load_versions(known, session)
@@ -201,7 +201,7 @@ class StmEntries:
         """Delete entries in one transaction, after their writers."""
         if not keys:
             return 0
-        with self.store.transaction() as session:
+        with self.deps.transaction() as session:
             _lock_threads(session, keys)
             StmRegistry(session).forget([key.thread_id for key in keys])
         for key in keys:

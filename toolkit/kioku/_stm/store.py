@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy.orm import Session
 
 from kioku._context import PrivacyLevel, TurnContext
-from kioku._core import KiokuCore
+from kioku._deps import HasDeps, KiokuDeps
 from kioku._reach import invisible_people, may_remember_message
 from kioku._stm.entries import StmEntries
 from kioku._stm.model import (
@@ -66,9 +66,9 @@ class SweepReport:
     """Entries idle past the retention, deleted."""
 
 
-def policy_from(store: KiokuCore) -> StmPolicy:
-    """Lengths and lifetimes from the store's settings."""
-    s = store.settings
+def policy_from(deps: KiokuDeps) -> StmPolicy:
+    """Lengths and lifetimes from the settings."""
+    s = deps.settings
     return StmPolicy(
         max_messages=s.stm_max_messages_per_channel,
         max_summary_length=s.stm_max_summary_length,
@@ -99,14 +99,14 @@ class ShortTermMemory(StmEntries):
 
     def __init__(
         self,
-        store: KiokuCore,
+        store: HasDeps,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         *,
         clock: Clock = utc_now,
     ) -> None:
         """See the class docstring."""
         super().__init__(store, clock)
-        self.policy = policy_from(store)
+        self.policy = policy_from(self.deps)
         self._summarised_turns: OrderedDict[str, None] = OrderedDict()
         self._turn_lock = threading.Lock()
 
@@ -240,7 +240,7 @@ class ShortTermMemory(StmEntries):
         query = self.recent_threads(context, cross_server=cross_server)
         with ExitStack() as stack:
             if session is None:
-                session = stack.enter_context(self.store.sessions())
+                session = stack.enter_context(self.deps.sessions())
             rows = StmRegistry(session).recent(query)
         return self.recallable(context, rows)
 
@@ -261,7 +261,7 @@ class ShortTermMemory(StmEntries):
         started = self.clock()
         deleted = scrubbed = removed = 0
         for since in (None, started):
-            with self.store.sessions() as session:
+            with self.deps.sessions() as session:
                 candidates = StmRegistry(session).entries(since=since)
             own = [c.key for c in candidates if c.key.kind == "user" and c.key.owner_id == user_id]
             deleted += self._delete(own)
@@ -294,7 +294,7 @@ class ShortTermMemory(StmEntries):
 
     def forget_server(self, server_id: str) -> ForgetReport:
         """Delete every entry of the server's channels (server and user entries alike)."""
-        with self.store.sessions() as session:
+        with self.deps.sessions() as session:
             candidates = StmRegistry(session).entries()
         doomed = [
             c.key
@@ -310,6 +310,6 @@ class ShortTermMemory(StmEntries):
         """
         with ExitStack() as stack:
             if session is None:
-                session = stack.enter_context(self.store.transaction())
+                session = stack.enter_context(self.deps.transaction())
             deleted = StmRegistry(session).delete_idle(self.clock() - retention)
         return SweepReport(deleted_threads=deleted)

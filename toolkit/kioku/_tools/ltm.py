@@ -23,7 +23,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 
 from kioku._context import latest_sent_at, turn_context_of
-from kioku._core import KiokuCore
+from kioku._deps import HasDeps, KiokuDeps
 from kioku._domain.statuses import CreateStatus, UpdateStatus
 from kioku._memory.arguments import CreateArgs, ToolArguments, UpdateArgs
 from kioku._memory.create import create_long_term_memory
@@ -59,7 +59,7 @@ UPDATE_DESCRIPTION = (
 
 def _build(
     flow: Flow,
-    store: KiokuCore,
+    deps: KiokuDeps,
     *,
     name: str,
     description: str,
@@ -72,8 +72,8 @@ def _build(
         context, writer = _unpack(runtime)
         result = None
         try:
-            with store.sessions() as session:
-                result = flow(session, store, context, arguments, stream_writer=writer)
+            with deps.sessions() as session:
+                result = flow(session, deps, context, arguments, stream_writer=writer)
         except Exception:
             logger.exception("kioku: %s failed while opening or closing its session", name)
         return _answer(result, internal_error)
@@ -112,7 +112,7 @@ def _answer(result: ToolResult | None, internal_error: str) -> str:
     return result.to_json()
 
 
-def create_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
+def create_long_term_memory_tool(store: HasDeps) -> StructuredTool:
     """Build the ``create_long_term_memory`` tool over ``store``.
 
     The turn context (:class:`toolkit.TurnContext`) is read from the LangGraph runtime
@@ -120,7 +120,7 @@ def create_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
     """
     return _build(
         create_long_term_memory,
-        store,
+        store.deps,
         name="create_long_term_memory",
         description=CREATE_DESCRIPTION,
         model=CreateArgs,
@@ -128,11 +128,11 @@ def create_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
     )
 
 
-def update_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
+def update_long_term_memory_tool(store: HasDeps) -> StructuredTool:
     """Build the ``update_long_term_memory`` tool over ``store``."""
     return _build(
         update_long_term_memory,
-        store,
+        store.deps,
         name="update_long_term_memory",
         description=UPDATE_DESCRIPTION,
         model=UpdateArgs,
@@ -149,11 +149,11 @@ CREATE_MEMORY_DESCRIPTION = (
 )
 
 
-def create_memory_tool(store: KiokuCore) -> StructuredTool:
+def create_memory_tool(store: HasDeps) -> StructuredTool:
     """Build ``create_memory`` (the typed-memory reference's argument names)."""
     return _build(
         create_memory,
-        store,
+        store.deps,
         name="create_memory",
         description=CREATE_MEMORY_DESCRIPTION,
         model=CreateMemoryArgs,
@@ -161,6 +161,6 @@ def create_memory_tool(store: KiokuCore) -> StructuredTool:
     )
 
 
-def long_term_memory_tools(store: KiokuCore) -> list[StructuredTool]:
+def long_term_memory_tools(store: HasDeps) -> list[StructuredTool]:
     """Both long-term memory tools, ready to bind to a chat model or a ``ToolNode``."""
     return [create_long_term_memory_tool(store), update_long_term_memory_tool(store)]

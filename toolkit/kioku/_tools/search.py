@@ -18,8 +18,8 @@ from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
-from kioku._core import KiokuCore
 from kioku._db.errors import StorageError, storage_errors
+from kioku._deps import HasDeps
 from kioku._domain.statuses import SearchStatus
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import embedding_text
@@ -159,9 +159,10 @@ def parse_search_args(arguments: Mapping[str, Any]) -> SearchArgs:
 
 
 def search_long_term_memory(
-    store: KiokuCore, context: object, arguments: dict[str, Any]
+    store: HasDeps, context: object, arguments: dict[str, Any]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run one search; returns (payload for the model, records for the artifact)."""
+    deps = store.deps
     if not isinstance(context, TurnContext):
         return {
             "status": SearchStatus.INTERNAL_ERROR,
@@ -172,7 +173,7 @@ def search_long_term_memory(
     except ArgumentError as exc:
         return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
     try:
-        vector = embed_query(store.embedder.embeddings, embedding_text(parsed.query))
+        vector = embed_query(deps.embedder.embeddings, embedding_text(parsed.query))
     except Exception as exc:
         logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
         vector = None
@@ -180,7 +181,7 @@ def search_long_term_memory(
     try:
         # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
         # psycopg would drop the connection's prepared statements.
-        with storage_errors("search_long_term_memory"), store.reads() as session:
+        with storage_errors("search_long_term_memory"), deps.reads() as session:
             hits = rank_candidates(
                 session,
                 visibility_for(session, context),
@@ -192,9 +193,9 @@ def search_long_term_memory(
                 since=parsed.since,
                 until=parsed.until,
                 limit=parsed.limit,
-                aids=store.search_aids,
+                aids=deps.search_aids,
                 min_similarity=relevance_floor(
-                    store.embedder.model, store.settings.relevance_similarity
+                    deps.embedder.model, deps.settings.relevance_similarity
                 ),
             ).hits()
     except StorageError as exc:
@@ -205,7 +206,7 @@ def search_long_term_memory(
     except Exception:
         logger.exception("kioku: unexpected error in search_long_term_memory")
         return {"status": SearchStatus.INTERNAL_ERROR, "reason": "An internal error occurred."}, []
-    store.access.record(hit.id for hit in hits)
+    deps.access.record(hit.id for hit in hits)
     if not hits:
         return {"status": SearchStatus.NONE, "reason": _nothing_found(parsed, now)}, []
     return (
@@ -214,14 +215,14 @@ def search_long_term_memory(
     )
 
 
-def search_long_term_memory_tool(store: KiokuCore) -> StructuredTool:
+def search_long_term_memory_tool(store: HasDeps) -> StructuredTool:
     """Build the search tool (``response_format="content_and_artifact"``)."""
 
     def run(
         runtime: ToolRuntime | None = None, **arguments: Any
     ) -> tuple[str, list[dict[str, Any]]]:
         context = turn_context_of(runtime.context) if runtime is not None else None
-        payload, artifact = search_long_term_memory(store, context, arguments)
+        payload, artifact = search_long_term_memory(store.deps, context, arguments)
         return json.dumps(payload, ensure_ascii=False), artifact
 
     return ArgumentSafeTool.from_function(

@@ -49,11 +49,13 @@ FACTS: dict[str, list[tuple[str, str]]] = {
         ("{user} grew up in Halifax", "Halifax"),
     ],
     "de": [
+        ("{user} hat einen Dackel namens Bruno", "Wer ist Bruno?"),
         ("{user} trinkt morgens immer Pfefferminztee", "Pfefferminztee"),
         ("{user} wohnt in Heidelberg", "Heidelberg"),
         ("{user} spielt Handball im Verein", "Handball"),
     ],
     "es": [
+        ("{user} tiene un hijo llamado Mateo", "¿Quién es Mateo?"),
         ("{user} tiene una tortuga llamada Lola", "tortuga"),
         ("{user} trabaja como panadera en Sevilla", "panadera"),
         ("{user} colecciona sellos antiguos", "sellos"),

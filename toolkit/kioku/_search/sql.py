@@ -198,21 +198,40 @@ def _nearest_by_index(shape: SearchShape, where: str) -> str:
     )
 
 
+STOP_WORD_LANGUAGES = tuple(
+    "danish dutch finnish french german hungarian italian norwegian portuguese russian "
+    "spanish swedish turkish".split()
+)
+"""Languages whose stop words (PostgreSQL's Snowball lists, in core) a query's words are
+weighed without: "Wer ist Bruno?" is about Bruno, as "Who is Bruno?" is (English stop
+words never reach the query)."""
+
+_STOP_WORD = " OR ".join(
+    f"ts_lexize('{language}_stem', raw) = '{{}}'" for language in STOP_WORD_LANGUAGES
+)
+_ASKED = (
+    "(SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) AS words "
+    f"FROM (SELECT raw, {_STOP_WORD} AS stop "
+    "FROM regexp_split_to_table(:terms, ' \\| ') AS raw) AS r, "
+    "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS asked"
+)
+"""The query's words as the text search sees them (stemmed), less any language's stop
+words unless nothing else is left: what a memory's share of the query is counted over."""
+
 _MATCHED_SHARE = (
     "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE "
     "(SELECT count(*) FILTER (WHERE word = ANY(tsvector_to_array(search_vector)))::float8 "
-    "/ greatest(count(*), 1) FROM unnest(tsvector_to_array("
-    "to_tsvector('english', replace(:terms, '|', ' ')))) AS word) END"
+    "/ greatest(count(*), 1) FROM unnest(asked.words) AS word) END"
 )
-"""Share of the query's words (stemmed, as the text search sees them) a memory holds; a
-memory not embedded yet (its meaning cannot be compared) counts as holding them all."""
+"""Share of the query's words (:data:`_ASKED`) a memory holds; a memory not embedded yet
+(its meaning cannot be compared) counts as holding them all."""
 
 
 def _text_hits(shape: SearchShape) -> str:
     return (
         f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched"
         f"{_carried(shape)} "
-        "FROM memories, to_tsquery('english', :terms) AS query "
+        f"FROM memories, to_tsquery('english', :terms) AS query, {_ASKED} "
         f"WHERE {_any_part(shape)} AND search_vector @@ query "
         "ORDER BY score DESC, id LIMIT :pool"
     )

@@ -135,3 +135,22 @@ def test_an_overflowing_block_shows_the_memory_sharing_a_word(store: KiokuStore)
         world.context(), [HumanMessage("パスワードはどこ？", name="Alice")]
     )
     assert "青いバインダー" in "\n".join(item.text for item in built.items)
+
+
+QUESTIONS = [
+    ("{user}の猫の名前はミケです", "ミケは元気？"),
+    ("{user}의 고양이 이름은 나비입니다", "나비는 잘 지내?"),
+    ("{user}喜欢喝乌龙茶", "乌龙茶好喝吗？"),
+    ("{user} wohnt in Heidelberg", "Seit wann wohnt sie in Heidelberg?"),
+]
+
+
+@pytest.mark.parametrize(("content", "question"), QUESTIONS)
+def test_a_question_around_a_shared_word_finds_the_memory(
+    world: World, content: str, question: str
+) -> None:
+    """Particles, question words and verbs around the shared word do not hide it."""
+    payload = _search(world, question)
+    assert payload["status"] == "memories_found", (question, payload)
+    shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
+    assert any(line.endswith(shown) for line in payload["memories"]), (question, payload)

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, text
 
 import kioku
 from kioku._search.query import query_words
-from kioku._spaceless import RUN_CLASS, pairs, split_runs, terms
+from kioku._spaceless import RUN_CLASS, ideographs, pairs, split_runs, terms
 
 SQL = Path(kioku.__path__[0]) / "_db" / "sql" / "kioku_search_text.sql"
 
@@ -55,3 +55,8 @@ def test_every_query_term_of_a_memory_is_in_its_index(engine: Engine, content: s
             {"t": " ".join(query_words(content))},
         ).scalar_one()
     assert set(stems) <= set(lexemes)
+
+
+def test_only_ideographs_stand_alone() -> None:
+    assert ideographs("猫の名前はミケ") == ["猫", "名", "前"]
+    assert ideographs("고양이") == [] and ideographs("แมว") == []

@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 from kioku._config import KiokuSettings
 from kioku._errors import ConfigurationError, one_line
 from kioku._models import openai_base_url, openai_key_set
-from kioku._spaceless import is_run, pairs, split_runs
+from kioku._spaceless import ideographs, is_run, pairs, split_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -33,7 +33,7 @@ class HashingEmbeddings(Embeddings):
 
     Deterministic and dependency-free: texts that share words or word pieces get similar
     vectors. Scripts written without spaces (Japanese, Chinese, Korean, Thai, …) give
-    their characters and character pairs instead (:mod:`kioku._spaceless`). Good for
+    their character pairs (and ideographs) instead (:mod:`kioku._spaceless`). Good for
     tests and as a fallback; use a learned model for real recall.
     """
 
@@ -48,7 +48,8 @@ class HashingEmbeddings(Embeddings):
         features: list[str] = []
         for part in split_runs(unicodedata.normalize("NFKC", text).casefold()):
             if is_run(part):
-                features += [*part, *pairs(part)]
+                # Kana, Hangul and Thai letters mean nothing alone: any two texts share them.
+                features += [*ideographs(part), *pairs(part)]
                 continue
             words = _WORD.findall(part)
             features += words

@@ -23,6 +23,7 @@ RUN_CLASS = (
 ideographs (and extension A), Hangul syllables, CJK compatibility ideographs."""
 
 _RUN = re.compile(RUN_CLASS)
+_IDEOGRAPH = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def split_runs(word: str) -> list[str]:
@@ -39,6 +40,11 @@ def split_runs(word: str) -> list[str]:
 def is_run(part: str) -> bool:
     """Whether ``part`` (from :func:`split_runs`) is written in a spaceless script."""
     return _RUN.fullmatch(part) is not None
+
+
+def ideographs(run: str) -> list[str]:
+    """A run's CJK ideographs: characters that are words on their own (猫, 車)."""
+    return _IDEOGRAPH.findall(run)
 
 
 def pairs(run: str) -> list[str]:

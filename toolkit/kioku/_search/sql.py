@@ -19,6 +19,7 @@ from kioku._db.vectors import halfvec_text
 from kioku._domain.visibility import Visibility
 from kioku._search.planning import HNSW_EF_SEARCH, VectorPlan, VectorPlans
 from kioku._search.query import SERVER_OWNER_SQL, people_params, people_slots, personal_owner_sql
+from kioku._spaceless import RUN_CLASS
 
 DETAIL_COLUMNS = (
     "id",
@@ -198,9 +199,20 @@ def _nearest_by_index(shape: SearchShape, where: str) -> str:
     )
 
 
-STOP_WORD_LANGUAGES = tuple(
-    "danish dutch finnish french german hungarian italian norwegian portuguese russian "
-    "spanish swedish turkish".split()
+STOP_WORD_LANGUAGES = (
+    "danish",
+    "dutch",
+    "finnish",
+    "french",
+    "german",
+    "hungarian",
+    "italian",
+    "norwegian",
+    "portuguese",
+    "russian",
+    "spanish",
+    "swedish",
+    "turkish",
 )
 """Languages whose stop words (PostgreSQL's Snowball lists, in core) a query's words are
 weighed without: "Wer ist Bruno?" is about Bruno, as "Who is Bruno?" is (English stop
@@ -218,10 +230,14 @@ _ASKED = (
 """The query's words as the text search sees them (stemmed), less any language's stop
 words unless nothing else is left: what a memory's share of the query is counted over."""
 
+_PAIR_WEIGHT = f"CASE WHEN word ~ '^{RUN_CLASS}$' THEN 0.5 ELSE 1.0 END"
+"""A character pair (or lone character) of a script written without spaces weighs half a
+word: a word there is about two characters, so a question's pairs outnumber its words."""
+
 _MATCHED_SHARE = (
-    "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE "
+    "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE least(1.0, "
     "(SELECT count(*) FILTER (WHERE word = ANY(tsvector_to_array(search_vector)))::float8 "
-    "/ greatest(count(*), 1) FROM unnest(asked.words) AS word) END"
+    f"/ greatest(sum({_PAIR_WEIGHT}), 1.0) FROM unnest(asked.words) AS word)) END"
 )
 """Share of the query's words (:data:`_ASKED`) a memory holds; a memory not embedded yet
 (its meaning cannot be compared) counts as holding them all."""

@@ -164,9 +164,9 @@ class KiokuSettings(BaseSettings):
     embeddings: str = Field(
         default="auto", validation_alias=AliasChoices("KIOKU_EMBEDDINGS", "embeddings")
     )
-    """Embedder: ``auto`` (default: ``openai`` with ``OPENAI_API_KEY``, else ``local`` when
-    installed, else ``hashing`` with a warning), ``hashing`` (deterministic, lexical),
-    ``openai`` or ``local`` (MiniLM)."""
+    """Embedder: ``auto`` (default: ``openai`` with ``OPENAI_API_KEY``, else ``multilingual``
+    or ``local`` when installed, else ``hashing`` with a warning), ``hashing`` (deterministic,
+    lexical), ``openai``, ``multilingual`` (multilingual-e5-small) or ``local`` (MiniLM)."""
 
     embedding_dimension: int = Field(
         default=384,

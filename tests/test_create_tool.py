@@ -168,6 +168,43 @@ def test_bot_falls_back_to_server_wide(world: World, name: str) -> None:
     assert result["memory_scope"] == "server_wide"
 
 
+@pytest.mark.parametrize("name", ["Self", "yourself", "Kioku"])
+def test_a_person_called_like_the_bot_is_that_person(world: World, name: str) -> None:
+    """Issue #39: a participant called "Self" (or the persona's name) wins over the bot,
+    so a personal fact about them is never saved server-wide, visible to everyone."""
+    person = Participant("u-self", name)
+    result = create(
+        world,
+        {
+            "memory_content": "{user}'s phone number is 555-0100",
+            "memory_scope": "target_user",
+            "target_user": name.lower(),
+        },
+        participants=(world.alice, person),
+    )
+    assert result["status"] == "memory_saved_successfully", result
+    assert (result["memory_scope"], result["target_user"]) == ("target_user", name)
+    row = memory_row(world.store, int(result["memory_id"]))  # type: ignore[arg-type]
+    assert row is not None and (row.scope, row.user_id) == ("personal", "u-self")
+
+
+def test_a_directory_member_called_self_is_never_the_bot(world: World) -> None:
+    """A member called "Self" who is not in the conversation is not found, not the bot."""
+    with world.store.accounts() as accounts:
+        accounts.upsert_user("u-self", "Self")
+        accounts.add_member("srv-a", "u-self")
+    result = create(
+        world,
+        {
+            "memory_content": "{user} likes tea",
+            "memory_scope": "target_user",
+            "target_user": "self",
+        },
+    )
+    assert result["status"] == "memory_save_failed_user_not_found", result
+    assert table_counts(world.store) == (0, 0)
+
+
 def test_bridge_user_falls_back_with_name(world: World) -> None:
     result = create(
         world,

@@ -211,6 +211,27 @@ def test_bot_is_invalid_target(world: World) -> None:
     assert_untouched(world, memory_id, "{bot} likes tea")
 
 
+def test_a_participant_called_self_is_that_person_not_the_bot(world: World) -> None:
+    """Issue #39: the literal ``self`` is the bot only when nobody is called that."""
+    person = Participant("u-self", "Self")
+    memory_id = create_memory(
+        world,
+        {
+            "memory_content": "{user} likes tea",
+            "memory_scope": "target_user",
+            "target_user": "Self",
+        },
+        participants=(world.alice, person),
+    )
+    result = update(
+        world,
+        {"memory_id": memory_id, "memory_content": "{user} likes milk", "target_user": "self"},
+        participants=(world.alice, person),
+    )
+    assert result["status"] == "memory_updated_successfully", result
+    assert result["memory_scope"] == "target_user"
+
+
 class StaleDirectory:
     """An application directory whose search index still lists a member who left."""
 

@@ -309,16 +309,19 @@ def resolve_or_fail(
 def resolve_person(
     deps: KiokuDeps, session: Session, context: TurnContext, name: str
 ) -> Resolution:
-    """Resolve a model-supplied name to a person (SPEC §6); ``self`` is the bot."""
+    """Resolve a model-supplied name to a person (SPEC §6).
+
+    A person called by the name wins over the bot: ``self`` (or the persona's name) is the
+    bot only when no participant or directory member is called that, so a personal fact
+    about someone named "Self" is never saved server-wide.
+    """
     key = normalise_name(name)
-    bot = Person(context.bot_user_id, context.persona.name, PrivacyLevel.MINIMAL, False, True)
-    if key in SELF_NAMES:
-        return Resolved(bot)
     found = match_participants(key, context.all_participants(), context.bot_user_id)
     if isinstance(found, NotFound) and context.server_id is not None:
         members = resolved(deps.directory_for(session).find_members(context.server_id, key))
         found = match_directory(key, members, context.bot_user_id)
-    if isinstance(found, NotFound) and key == normalise_name(context.persona.name):
+    if isinstance(found, NotFound) and key in {*SELF_NAMES, normalise_name(context.persona.name)}:
+        bot = Person(context.bot_user_id, context.persona.name, PrivacyLevel.MINIMAL, False, True)
         return Resolved(bot)
     return found
 

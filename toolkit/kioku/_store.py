@@ -22,6 +22,15 @@ from kioku._db.engine import check_pgvector, make_engine
 from kioku._db.vectors import refuse_other_embedder
 from kioku._embeddings import EmbedderSpec
 from kioku._erasure import ErasureReceipt, erase_server, erase_user
+from kioku._inspection import (
+    LIST_LIMIT,
+    MemoryDetail,
+    MemoryFilter,
+    StoredMemory,
+    list_memories,
+    search_memories,
+    show_memory,
+)
 from kioku._memory.directory import UserDirectory
 from kioku._memory.windows import CacheKey
 from kioku._stm.store import ShortTermMemory
@@ -205,3 +214,35 @@ class KiokuStore(KiokuCore):
                 exception is the ``__cause__``); nothing is changed.
         """
         return consolidate(self.deps, scope, model, apply=apply, context=context, plan=plan)
+
+    # what kioku remembers, for operators (never offered to the model) -------------------
+
+    def list_memories(
+        self,
+        *,
+        server_id: str | None = None,
+        user_id: str | None = None,
+        lineage_id: int | None = None,
+        memory_type: str | None = None,
+        status: str | None = "active",
+        limit: int = LIST_LIMIT,
+        offset: int = 0,
+    ) -> list[StoredMemory]:
+        """Stored memories, newest first: a server's (``server_id``) or a person's (``user_id``).
+
+        Every filter narrows; ``status=None`` includes archived memories. An operator's
+        view: every memory the filters select, whoever it is about.
+        """
+        where = MemoryFilter(server_id, user_id, lineage_id, memory_type, status)
+        return list_memories(self, where, limit=limit, offset=offset)
+
+    def show_memory(self, memory_id: int) -> MemoryDetail:
+        """Memory ``memory_id`` (``None`` once deleted) with every change to it."""
+        return show_memory(self, memory_id)
+
+    def search_memories(
+        self, scope: CacheKey, query: str, *, limit: int = 10
+    ) -> list[tuple[StoredMemory, float]]:
+        """``scope``'s memories best matching ``query`` (hybrid search, no relevance floor)."""
+        return search_memories(self, scope, query, limit=limit)
+

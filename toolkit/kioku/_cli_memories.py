@@ -1,0 +1,122 @@
+"""``kioku memories list|show|history|search``: what kioku remembers, for operators.
+
+An operator's view of the database (every memory the filters select, whoever it is
+about), printed as lines or, with ``--json``, as JSON. Never offered to the model or MCP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from kioku._inspection import StoredMemory
+    from kioku._store import KiokuStore
+
+
+def add_memories(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``kioku memories`` and its sub-commands."""
+    memories = sub.add_parser("memories", help="list, show, search stored memories (operators)")
+    actions = memories.add_subparsers(dest="memories_command", required=True)
+    listing = actions.add_parser("list", help="memories of a server or a person, newest first")
+    _add_filters(listing)
+    listing.add_argument("--type", dest="memory_type", help="only this memory type")
+    listing.add_argument("--archived", action="store_true", help="archived memories too")
+    listing.add_argument("--limit", type=int, default=100, help="at most this many (100)")
+    for name, text in (("show", "one memory and its history"), ("history", "its history only")):
+        shown = actions.add_parser(name, help=text)
+        shown.add_argument("memory_id", type=int, help="the memory's id (ID:N)")
+        shown.add_argument("--json", action="store_true", help="print JSON")
+    search = actions.add_parser("search", help="a scope's memories best matching a query")
+    search.add_argument("query", help="what to look for")
+    _add_filters(search)
+    search.add_argument("--limit", type=int, default=10, help="at most this many (10)")
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server-id", help="a server's server-wide memories")
+    parser.add_argument("--user-id", help="a person's personal memories")
+    parser.add_argument(
+        "--lineage",
+        type=int,
+        help="one persona lineage (default: all; search: the default persona's)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run_memories(store: KiokuStore, args: argparse.Namespace, console: Console) -> int:
+    """Run ``kioku memories …``; returns the exit status."""
+    command = args.memories_command
+    if command in ("show", "history"):
+        detail = store.show_memory(args.memory_id)
+        if detail.memory is None and not detail.history:
+            console.print(f"kioku: no memory {args.memory_id}", markup=False)
+            return 1
+        if args.json:
+            payload: Any = detail.to_dict() if command == "show" else detail.to_dict()["history"]
+            print(json.dumps(payload, ensure_ascii=False, indent=2))
+            return 0
+        if command == "show" and detail.memory is not None:
+            console.print(_line(detail.memory), markup=False, highlight=False)
+        for row in detail.history:
+            text = row.new_content if row.new_content is not None else row.old_content
+            when = row.created_at.isoformat(timespec="seconds")
+            console.print(f"  {when} {row.action} by {row.actor_user_id}: {text}", markup=False)
+        return 0
+    if command == "search":
+        return _search(store, args, console)
+    status = None if args.archived else "active"
+    found = store.list_memories(
+        server_id=args.server_id,
+        user_id=args.user_id,
+        lineage_id=args.lineage,
+        memory_type=args.memory_type,
+        status=status,
+        limit=args.limit,
+    )
+    _print(console, found, args.json)
+    return 0
+
+
+def _search(store: KiokuStore, args: argparse.Namespace, console: Console) -> int:
+    from kioku._context import DEFAULT_PERSONA, server_key
+    from kioku._domain.scopes import PersonalScope, ServerScope
+
+    lineage = args.lineage if args.lineage is not None else DEFAULT_PERSONA.lineage_id
+    if (args.server_id is None) == (args.user_id is None):
+        console.print("kioku: search needs one of --server-id or --user-id", markup=False)
+        return 2
+    scope = (
+        ServerScope(server_key(args.server_id), lineage)
+        if args.server_id is not None
+        else PersonalScope(args.user_id, lineage)
+    )
+    hits = store.search_memories(scope, args.query, limit=args.limit)
+    if args.json:
+        rows = [{**memory.to_dict(), "score": score} for memory, score in hits]
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    for memory, score in hits:
+        console.print(f"{score:.4f} {_line(memory)}", markup=False, highlight=False)
+    return 0
+
+
+def _print(console: Console, memories: list[StoredMemory], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([m.to_dict() for m in memories], ensure_ascii=False, indent=2))
+        return
+    for memory in memories:
+        console.print(_line(memory), markup=False, highlight=False)
+
+
+def _line(memory: StoredMemory) -> str:
+    """``ID:N [scope owner lineage type status created] content``."""
+    owner = memory.user_id if memory.scope == "personal" else memory.server_key
+    created = memory.created_at.isoformat(timespec="seconds")
+    return (
+        f"ID:{memory.id} [{memory.scope} {owner} lineage {memory.persona_lineage_id} "
+        f"{memory.memory_type} {memory.status} {created}] {memory.content}"
+    )

@@ -136,6 +136,28 @@ def test_missing_context_is_internal_error(world: World) -> None:
     assert table_counts(world.store) == (0, 0)
 
 
+@pytest.mark.parametrize(
+    "lacking",
+    [
+        {"persona": Persona(1, "", 10000)},
+        {"user": Participant("", "Alice")},
+        {"channel_id": ""},
+    ],
+    ids=["persona", "user", "channel"],
+)
+def test_disabled_wins_over_an_incomplete_context(
+    store: KiokuStore, lacking: dict[str, object]
+) -> None:
+    """SPEC §3: self-teaching off (step 2) is answered before a missing context (step 3)."""
+    args = {"memory_content": "x", "memory_scope": "server_wide"}
+    off = make_world(store, self_teaching=False)
+    assert create(off, args, **lacking)["status"] == "memory_save_failed_disabled"
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", self_teaching_enabled=True)
+    assert create(off, args, **lacking)["status"] == "memory_save_failed_internal_error"
+    assert table_counts(store) == (0, 0)
+
+
 def test_ambiguous_user(world: World) -> None:
     twin = Participant("u-bob-twin", "bob")
     result = create(

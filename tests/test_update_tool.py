@@ -168,6 +168,21 @@ def test_missing_context(world: World) -> None:
     assert table_counts(world.store) == (0, 0)
 
 
+def test_disabled_wins_over_an_incomplete_context(store: KiokuStore) -> None:
+    """SPEC §4 step 1: self-teaching off is answered before a missing context."""
+    world = make_world(store)
+    memory_id = server_memory(world)
+    with store.accounts() as accounts:
+        accounts.upsert_server("srv-a", self_teaching_enabled=False)
+    nameless = replace(world.persona, name="")
+    for content in ("y", ""):
+        result = update(
+            world, {"memory_id": memory_id, "memory_content": content}, persona=nameless
+        )
+        assert result["status"] == "memory_update_failed_disabled", result
+    assert table_counts(store) == (1, 1)
+
+
 def test_invalid_content(world: World) -> None:
     memory_id = server_memory(world)
     result = update(world, {"memory_id": memory_id, "memory_content": "b" * 1001})

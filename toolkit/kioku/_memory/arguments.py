@@ -198,7 +198,9 @@ def _moment(value: Any, info: ValidationInfo) -> datetime | None:
 def _person(value: str | None) -> str | None:
     if value is None:
         return None
-    check_storable("target_user", value)
+    # A control character (NUL included) makes a name nobody has, answered as not found
+    # (SPEC §3 step 4); a lone surrogate is not text at all.
+    check_storable("target_user", value.replace("\x00", ""))
     return value if value.strip() else None
 
 

@@ -34,7 +34,7 @@ from kioku._memory.resolution import (
     match_participants,
 )
 from kioku._memory.results import ToolResult
-from kioku._memory.text import echo, normalise_name
+from kioku._memory.text import echo, normalise_name, unstorable
 from kioku._memory.write_decision import Refusal, decide
 
 logger = logging.getLogger("kioku._memory")
@@ -326,9 +326,12 @@ def resolve_person(
 
     A person called by the name wins over the bot: ``self`` (or the persona's name) is the
     bot only when no participant or directory member is called that, so a personal fact
-    about someone named "Self" is never saved server-wide.
+    about someone named "Self" is never saved server-wide. A name no database can hold
+    (a NUL) is nobody's, found without asking the directory.
     """
     key = normalise_name(name)
+    if unstorable(key) is not None:
+        return NotFound()
     found = match_participants(key, context.all_participants(), context.bot_user_id)
     if isinstance(found, NotFound) and context.server_id is not None:
         members = resolved(deps.directory_for(session).find_members(context.server_id, key))

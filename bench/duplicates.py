@@ -111,7 +111,7 @@ def report(paths: Sequence[Path]) -> list[str]:
             wrong = ", ".join(f"{k} {v}" for k, v in sorted(result.missed_by_kind.items()))
             lines.append(
                 f"{embedder.model:<38} {path.name:<30} {result.pairs:>4} "
-                f"{calibration_for(embedder.model).duplicate:>5.2f} "
+                f"{calibration_for(embedder.model).duplicate:>5.3f} "
                 f"{result.precision:>6.3f} {result.recall:>6.3f}  {wrong}"
             )
     return lines

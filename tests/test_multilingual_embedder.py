@@ -87,6 +87,26 @@ def test_vectors_are_normalised_and_find_meaning_across_scripts(spec: EmbedderSp
 
 @multilingual
 @needs_extra
+def test_no_two_distinct_facts_of_a_user_repeat_each_other(spec: EmbedderSpec) -> None:
+    """The calibrated threshold keeps apart every two facts of the committed set's users."""
+    from bench.multilingual import load_set
+    from kioku._memory.sameness import same_meaning
+    from kioku._memory.text import render_tokens
+
+    threshold = calibration_for(MODEL).duplicate
+    for code, data in load_set().items():
+        facts = [fact["memory"] for fact in data["facts"]]
+        vectors = spec.embeddings.embed_documents([embedding_text(f) for f in facts])
+        shown = [render_tokens(f, user_name=data["user"], bot_name="Kioku") for f in facts]
+        for i in range(len(facts)):
+            for j in range(i + 1, len(facts)):
+                similarity = cosine(vectors[i], vectors[j])
+                repeat = same_meaning(shown[i], shown[j], similarity, threshold)
+                assert not repeat, (code, facts[i], facts[j], similarity)
+
+
+@multilingual
+@needs_extra
 def test_one_model_shared_by_threads_and_the_event_loop(spec: EmbedderSpec) -> None:
     texts = [f"question {i}: 猫の名前は？" for i in range(6)]
     expected = [spec.embeddings.embed_query(t) for t in texts]

@@ -51,6 +51,8 @@ TOOL_NAMES = [
     "update_long_term_memory",
     "update_short_term_memory",
 ]
+READ_TOOL_NAMES = ["search_long_term_memory", "get_memory"]
+"""What a ``--read-only`` server lists: the tools it runs."""
 WRITTEN_TABLES = (
     "servers",
     "personas",
@@ -398,7 +400,7 @@ def test_read_only_refuses_every_write_and_writes_nothing(
 
         async def run() -> None:
             async with _http_session(server.url, TOKEN) as session:
-                assert [t.name for t in (await session.list_tools()).tools] == TOOL_NAMES
+                assert [t.name for t in (await session.list_tools()).tools] == READ_TOOL_NAMES
                 await _refuses_every_write(session, memory_id)
                 found = await _ok(session, "search_long_term_memory", {"query": "sencha"})
                 assert found["memories"][0].startswith(f"ID:{memory_id} ")
@@ -416,6 +418,7 @@ def test_read_only_without_a_persona_starts_and_finds_nothing(
 
     async def run() -> None:
         async with _stdio_session(database_url, "--read-only") as session:
+            assert [t.name for t in (await session.list_tools()).tools] == READ_TOOL_NAMES
             await _refuses_every_write(session)
             nothing = await _ok(session, "search_long_term_memory", {"query": "tea"})
             assert nothing["status"] == "no_memories_found"
@@ -552,7 +555,7 @@ def test_the_server_is_fastmcp_answering_with_kioku_statuses(store: KiokuStore) 
         ]
 
     names, unknown, invalid, extra, found = asyncio.run(run())
-    assert names == TOOL_NAMES
+    assert names == READ_TOOL_NAMES
     for result, status in (
         (unknown, "unknown_tool"),
         (invalid, "get_failed_invalid_args"),

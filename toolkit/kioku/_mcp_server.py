@@ -127,7 +127,8 @@ RULES: dict[str, McpRules] = {
     UPDATE_LTM: McpRules(UpdateStatus.DB_ERROR, UpdateStatus.DISABLED),
     UPDATE_STM: McpRules(StmStatus.DB_ERROR, StmStatus.REFUSED),
 }
-"""Every tool, in the order they are listed; writers are listed on read-only instances too.
+"""Every tool, in the order they are listed; a read-only instance lists only the tools
+without a ``read_only_refusal`` (it still answers a call of another with that refusal).
 Names, descriptions and argument schemas come from the LangChain tools
 (:func:`kioku.memory_tools`), except for ``get_memory``, which only MCP has."""
 
@@ -182,7 +183,8 @@ class KiokuMcp:
         listed[GET_MEMORY] = types.Tool(
             name=GET_MEMORY, description=GET_DESCRIPTION, inputSchema=model_facing_schema(GetArgs)
         )
-        self._listed = [listed[name] for name in RULES]
+        readers = [name for name, rules in RULES.items() if rules.read_only_refusal is None]
+        self._listed = [listed[name] for name in (RULES if scope.writable else readers)]
         if scope.writable:  # the sweeper deletes expired rows: a read-only instance does not
             store.start_sweeper()
 
@@ -202,7 +204,7 @@ class KiokuMcp:
         )
 
     def tools(self) -> list[types.Tool]:
-        """The tool list: the LangChain tools' names, descriptions and schemas."""
+        """The tools this instance runs (the readers alone when read-only), as MCP lists them."""
         return list(self._listed)
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:

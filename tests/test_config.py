@@ -58,3 +58,27 @@ def test_mcp_token_is_a_secret_never_repeated(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(ConfigurationError, match="KIOKU_MCP_TOKEN") as raised:
         load_settings()
     assert "s3cret" not in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["", " ", " " * 20, "\t\n"])
+def test_a_blank_mcp_token_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """No client could log in with it (an empty one would otherwise count as unset)."""
+    monkeypatch.setenv("KIOKU_MCP_TOKEN", value)
+    with pytest.raises(ConfigurationError, match="KIOKU_MCP_TOKEN is blank") as raised:
+        load_settings()
+    assert "\n" not in str(raised.value) and "secrets.token_urlsafe" in str(raised.value)
+    monkeypatch.delenv("KIOKU_MCP_TOKEN")
+    with pytest.raises(ConfigurationError, match="KIOKU_MCP_TOKEN is blank"):
+        load_settings(mcp_token=value)
+
+
+def test_an_mcp_token_with_surrounding_whitespace_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ``Authorization`` header cannot carry it, so nobody could log in."""
+    monkeypatch.setenv("KIOKU_MCP_TOKEN", "s3cret-long-enough-token ")
+    with pytest.raises(ConfigurationError, match="whitespace") as raised:
+        load_settings()
+    assert "s3cret" not in str(raised.value)

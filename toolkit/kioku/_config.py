@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,6 +16,16 @@ from kioku._errors import ConfigurationError
 PreparedStatements = Literal["auto", "on", "off"]
 """When kioku prepares its statements (``KIOKU_PREPARED_STATEMENTS``; see
 :class:`KiokuSettings.prepared_statements`)."""
+
+BLANK_MCP_TOKEN = (
+    "KIOKU_MCP_TOKEN is blank, so no client could log in to `kioku mcp --http`: set it to a "
+    "secret of 16 or more characters (python3 -c 'import secrets; "
+    "print(secrets.token_urlsafe())'), or unset it to get a new token printed at each start"
+)
+PADDED_MCP_TOKEN = (
+    "KIOKU_MCP_TOKEN starts or ends with whitespace, which no Authorization header carries, "
+    "so no client could log in to `kioku mcp --http`: remove the whitespace"
+)
 
 
 def default_data_dir() -> Path:
@@ -254,7 +264,19 @@ class KiokuSettings(BaseSettings):
         validation_alias=AliasChoices("KIOKU_MCP_TOKEN", "mcp_token"),
     )
     """Bearer token ``kioku mcp --http`` requires of every request (at least 16
-    characters); unset, a random one is generated at each start and printed once."""
+    characters, no surrounding whitespace); unset, a random one is generated at each start
+    and printed once. Blank (empty or whitespace) is a configuration error."""
+
+    @field_validator("mcp_token", mode="before")
+    @classmethod
+    def _token_a_client_can_send(cls, token: object) -> object:
+        """Refuse a token no ``Authorization`` header can carry (before its length is checked)."""
+        value = token.get_secret_value() if isinstance(token, SecretStr) else token
+        if isinstance(value, str) and not value.strip():
+            raise ValueError(BLANK_MCP_TOKEN)
+        if isinstance(value, str) and value != value.strip():
+            raise ValueError(PADDED_MCP_TOKEN)
+        return token
 
 
 def load_settings(**overrides: object) -> KiokuSettings:
@@ -263,6 +285,10 @@ def load_settings(**overrides: object) -> KiokuSettings:
     Raises:
         ConfigurationError: naming the variable whose value is malformed.
     """
+    # An empty variable counts as unset for every other setting; an empty token is a
+    # mistake (a secret reference that resolved to nothing), not a wish for a random one.
+    if "mcp_token" not in overrides and os.environ.get("KIOKU_MCP_TOKEN", "x").strip() == "":
+        raise ConfigurationError(BLANK_MCP_TOKEN)
     try:
         return KiokuSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

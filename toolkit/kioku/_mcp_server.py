@@ -36,6 +36,7 @@ from kioku._context import Participant, Persona, TurnContext, check_user_space
 from kioku._db.errors import StorageError, storage_errors
 from kioku._db.models import Memory
 from kioku._domain.statuses import CreateStatus, GetStatus, SearchStatus, StmStatus, UpdateStatus
+from kioku._mcp_finite import non_finite_in, notice_non_finite
 from kioku._memory.arguments import ArgumentError, MemoryId, ToolArguments, validated
 from kioku._memory.create import create_long_term_memory
 from kioku._memory.create_typed import create_memory
@@ -113,6 +114,8 @@ class McpRules:
 
     db_error: str
     """Status when the database fails before the tool's own flow runs."""
+    invalid_args: str
+    """Status of arguments the SDK would hide from the tool (NaN, Infinity)."""
     read_only_refusal: str | None = None
     """Status refusing the call on a read-only instance; ``None`` for tools that only read."""
 
@@ -120,12 +123,12 @@ class McpRules:
 GET_MEMORY = "get_memory"
 GET_DESCRIPTION = "Get one memory by the N of its ID:N."
 RULES: dict[str, McpRules] = {
-    CREATE_TYPED: McpRules(CreateStatus.DB_ERROR, CreateStatus.DISABLED),
-    SEARCH_LTM: McpRules(SearchStatus.DB_ERROR),
-    GET_MEMORY: McpRules(GetStatus.DB_ERROR),
-    CREATE_LTM: McpRules(CreateStatus.DB_ERROR, CreateStatus.DISABLED),
-    UPDATE_LTM: McpRules(UpdateStatus.DB_ERROR, UpdateStatus.DISABLED),
-    UPDATE_STM: McpRules(StmStatus.DB_ERROR, StmStatus.REFUSED),
+    CREATE_TYPED: McpRules(CreateStatus.DB_ERROR, CreateStatus.INVALID_ARGS, CreateStatus.DISABLED),
+    SEARCH_LTM: McpRules(SearchStatus.DB_ERROR, SearchStatus.INVALID_ARGS),
+    GET_MEMORY: McpRules(GetStatus.DB_ERROR, GetStatus.INVALID_ARGS),
+    CREATE_LTM: McpRules(CreateStatus.DB_ERROR, CreateStatus.INVALID_ARGS, CreateStatus.DISABLED),
+    UPDATE_LTM: McpRules(UpdateStatus.DB_ERROR, UpdateStatus.INVALID_ARGS, UpdateStatus.DISABLED),
+    UPDATE_STM: McpRules(StmStatus.DB_ERROR, StmStatus.INVALID_ARGS, StmStatus.REFUSED),
 }
 """Every tool, in the order they are listed; a read-only instance lists only the tools
 without a ``read_only_refusal`` (it still answers a call of another with that refusal).
@@ -207,13 +210,24 @@ class KiokuMcp:
         """The tools this instance runs (the readers alone when read-only), as MCP lists them."""
         return list(self._listed)
 
-    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Run one tool synchronously; always a status object."""
+    def call(
+        self, name: str, arguments: Mapping[str, Any], *, non_finite: str | None = None
+    ) -> dict[str, Any]:
+        """Run one tool synchronously; always a status object.
+
+        ``non_finite`` says where the request held NaN or Infinity (``importance is NaN``,
+        which the SDK hands on as ``null``): the call is then refused as invalid.
+        """
         rules = RULES.get(name)
         if rules is None:
             return {"status": UNKNOWN_TOOL, "reason": f"No tool named '{echo(name)}'."}
         if rules.read_only_refusal is not None and not self.scope.writable:
             return ToolResult(rules.read_only_refusal, READ_ONLY_REASON).to_dict()
+        if non_finite is not None:
+            return ToolResult(
+                rules.invalid_args,
+                f"{echo(non_finite)}: JSON numbers must be finite. Nothing was changed.",
+            ).to_dict()
         # A read-only instance does not count what its searches return either.
         counted = contextlib.nullcontext() if self.scope.writable else not_counted()
         try:
@@ -339,6 +353,7 @@ class KiokuServer(FastMCP[Any]):
         """Serve ``app``; ``settings`` are FastMCP's (e.g. ``transport_security``)."""
         super().__init__("kioku", log_level="WARNING", **settings)
         self.app = app
+        notice_non_finite(self._mcp_server)
 
     async def list_tools(self) -> list[types.Tool]:
         """The tool list: the LangChain tools' names, descriptions and schemas."""
@@ -351,7 +366,9 @@ class KiokuServer(FastMCP[Any]):
     ) -> types.CallToolResult:
         """Run one tool in a worker thread (the event loop stays free); always a status."""
         try:
-            result = await off_loop(self.app.call, name, arguments)
+            result = await off_loop(
+                self.app.call, name, arguments, non_finite=non_finite_in(self._mcp_server)
+            )
         except Exception:  # the exception's text is not for the client
             logger.exception("kioku: unexpected error in MCP tool %s", name)
             result = {"status": INTERNAL_ERROR, "reason": "An internal error occurred."}

@@ -1,4 +1,4 @@
-"""Startup time: ``import kioku`` and ``kioku --help``, each in fresh processes.
+"""Startup time: ``import kioku``, ``kioku --help``, a configuration error; fresh processes.
 
 Run from a clone::
 
@@ -6,7 +6,9 @@ Run from a clone::
 
 Each figure is the median wall time of ``repeats`` fresh interpreters (``_min_s``: the
 fastest; ``_cpu_s``: the median user+sys CPU time, steadier than wall time on a loaded
-machine). The target is under a second for both.
+machine). The configuration error is ``kioku setup`` with a malformed
+``KIOKU_DATABASE_URL`` (:data:`BAD_URL`), which exits 2 with one line. The target is under
+a second for each, on an idle machine.
 """
 
 from __future__ import annotations
@@ -21,28 +23,42 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+BAD_URL = "not a database url"
+"""The ``KIOKU_DATABASE_URL`` of the configuration error timed."""
+CONFIG_ERROR = "config_error"
+"""The figure's name: ``kioku setup`` refusing :data:`BAD_URL` (exit status 2)."""
 
 
-def _time(command: list[str]) -> tuple[float, float]:
-    """Wall and user+sys CPU seconds of one run of ``command`` (which must succeed)."""
+def _time(name: str, command: list[str]) -> tuple[float, float]:
+    """Wall and user+sys CPU seconds of one run of ``command``, without kioku settings.
+
+    It must succeed; the configuration error must exit 2.
+    """
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("KIOKU_", "OPENAI_"))}
+    expected = 0
+    if name == CONFIG_ERROR:
+        environment["KIOKU_DATABASE_URL"] = BAD_URL
+        expected = 2
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(
+    status = subprocess.run(
         command,
         cwd=ROOT,
+        env=environment,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        check=True,
-    )
+    ).returncode
     wall = time.perf_counter() - start
+    if status != expected:
+        raise RuntimeError(f"{' '.join(command)} exited {status}, expected {expected}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
 
 
 def _measure(name: str, command: list[str], repeats: int) -> dict[str, float]:
-    runs = [_time(command) for _ in range(repeats)]
+    runs = [_time(name, command) for _ in range(repeats)]
     walls = [wall for wall, _ in runs]
     return {
         f"{name}_s": round(statistics.median(walls), 3),
@@ -52,10 +68,14 @@ def _measure(name: str, command: list[str], repeats: int) -> dict[str, float]:
 
 
 def commands() -> dict[str, list[str]]:
-    """What is timed: the import, the CLI's help, and the ``kioku`` script when installed."""
+    """What is timed: the import, the help, a configuration error, the script's help.
+
+    The ``kioku`` script's help only when it is installed.
+    """
     timed = {
         "import": [sys.executable, "-c", "import kioku"],
         "help": [sys.executable, "-m", "kioku.cli", "--help"],
+        CONFIG_ERROR: [sys.executable, "-m", "kioku.cli", "setup"],
     }
     script = Path(sys.executable).with_name("kioku")
     if script.exists():
@@ -66,12 +86,12 @@ def commands() -> dict[str, list[str]]:
 def measure_startup(repeats: int = 5) -> dict[str, float]:
     """Startup figures in seconds: ``import_s`` and ``help_s`` (medians) and the others.
 
-    Keys: ``import_s``, ``help_s`` and ``script_help_s`` (the installed ``kioku`` script,
-    when there is one), each with ``_min_s`` and ``_cpu_s`` companions.
+    Keys: ``import_s``, ``help_s``, ``config_error_s`` and ``script_help_s`` (the installed
+    ``kioku`` script, when there is one), each with ``_min_s`` and ``_cpu_s`` companions.
     """
     results: dict[str, float] = {}
     for name, command in commands().items():
-        _time(command)  # warm the OS's file cache and the bytecode cache
+        _time(name, command)  # warm the OS's file cache and the bytecode cache
         results.update(_measure(name, command, repeats))
     return results
 
@@ -86,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"startup over {args.repeats} runs each (load average {load:.2f}):")
     for name in commands():
         print(
-            f"  {name:<12} median {results[f'{name}_s']:.3f} s, "
+            f"  {name:<13} median {results[f'{name}_s']:.3f} s, "
             f"min {results[f'{name}_min_s']:.3f} s, cpu {results[f'{name}_cpu_s']:.3f} s"
         )
     return results

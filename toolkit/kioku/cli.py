@@ -1,7 +1,10 @@
 """The ``kioku`` command.
 
-Building the parser imports nothing heavy: ``kioku --help`` answers at once, and each
-command imports the store (LangGraph, SQLAlchemy, psycopg …) only when it runs.
+Building the parser imports nothing heavy: ``kioku --help`` answers at once. The setup
+checks that need no model and no database (settings, the database URL, flags) run before
+LangChain or LangGraph is imported, so such a configuration error answers at once too; a
+command imports the chat model and the store (LangGraph, SQLAlchemy, psycopg …) only when
+it runs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from rich.console import Console
 
+    from kioku._config import KiokuSettings
     from kioku._db.schema import SchemaChange
     from kioku._mcp_server import KiokuMcp
     from kioku._store import KiokuStore
@@ -31,12 +35,12 @@ _SETUP_REPORTS: dict[SchemaChange, str] = {
 }
 
 
-def _open_store(console: Console, *, quiet: bool = False) -> tuple[KiokuStore, SchemaChange]:
-    """Open the configured store and bring its schema up to date (what that did, too)."""
-    from kioku._config import load_settings
+def _open_store(
+    console: Console, settings: KiokuSettings, *, quiet: bool = False
+) -> tuple[KiokuStore, SchemaChange]:
+    """Open the store and bring its schema up to date (what that did, too)."""
     from kioku._store import KiokuStore
 
-    settings = load_settings()
     if quiet:
         store = KiokuStore.open(settings)
         return store, store.setup()
@@ -59,14 +63,13 @@ def _failed(console: Console, exc: ConfigurationError) -> int:
     return 2
 
 
-def _reembed(console: Console) -> None:
+def _reembed(console: Console, settings: KiokuSettings) -> None:
     from rich.progress import Progress
 
-    from kioku._config import load_settings
     from kioku._reembed import reembed
     from kioku._store import KiokuStore
 
-    store = KiokuStore.open(load_settings(), check_embedder=False)  # it switches them
+    store = KiokuStore.open(settings, check_embedder=False)  # it switches them
     with store, Progress(console=console) as bar:
         task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
         count = reembed(
@@ -174,6 +177,48 @@ def _serve_mcp_http(store: KiokuStore, app: KiokuMcp, args: argparse.Namespace) 
     serve_http(app, options)
 
 
+def _check_setup(args: argparse.Namespace) -> KiokuSettings:
+    """The settings, after the checks that need neither LangChain nor a database.
+
+    So a mistyped setting, database URL or flag answers at once, before any model is set up.
+
+    Raises:
+        ConfigurationError: what is wrong, on one line.
+    """
+    from kioku._config import load_settings
+
+    if args.command == "consolidate" and "" in (args.save_plan, args.plan):
+        raise ConfigurationError("--save-plan and --plan need a file name")
+    if args.command == "consolidate" and args.save_plan is not None and args.apply:
+        raise ConfigurationError("--save-plan is a dry run: drop --apply")
+    settings = load_settings()
+    if settings.database_url is not None:
+        from kioku._db.engine import normalise_url
+
+        normalise_url(settings.database_url)
+    return settings
+
+
+def _before_database(args: argparse.Namespace) -> BaseChatModel | None:
+    """What a command needs before the database starts: its chat model, or its MCP scope checked.
+
+    LangChain loads here, for the commands that need it.
+    """
+    if args.command == "chat":
+        from kioku._models import openai_model_from_env
+
+        return openai_model_from_env()
+    if args.command == "consolidate" and args.plan is None:
+        from kioku._consolidation.command import consolidation_model
+
+        return consolidation_model()
+    if args.command == "mcp":
+        from kioku._context import check_user_space
+
+        check_user_space(args.server_id, args.user_id)  # a scope no call could run in
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kioku`` console script (exit 2, one line, for setup problems)."""
     args = build_parser().parse_args(argv)
@@ -181,51 +226,30 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     console = Console(stderr=args.command == "mcp")  # stdout carries the MCP protocol
-    model = None
-    if args.command == "chat":
-        from kioku._models import openai_model_from_env
-
-        try:
-            model = openai_model_from_env()
-        except ConfigurationError as exc:
-            return _failed(console, exc)
-        if model is None:
-            console.print(
-                "[red]kioku chat needs OPENAI_API_KEY (and optionally OPENAI_BASE_URL for an "
-                "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough."
-            )
-            return 2
-    if args.command == "consolidate" and "" in (args.save_plan, args.plan):
-        return _failed(console, ConfigurationError("--save-plan and --plan need a file name"))
-    if args.command == "consolidate" and args.save_plan is not None and args.apply:
-        return _failed(console, ConfigurationError("--save-plan is a dry run: drop --apply"))
-    if args.command == "consolidate" and args.plan is None:
-        from kioku._consolidation.command import consolidation_model
-
-        try:
-            model = consolidation_model()
-        except ConfigurationError as exc:
-            return _failed(console, exc)
     if args.command == "bench":
         return _bench(console, quick=args.quick)
-    if args.command == "mcp":
-        from kioku._context import check_user_space
-
-        try:  # before the database starts: a scope no call could run in
-            check_user_space(args.server_id, args.user_id)
-        except ConfigurationError as exc:
-            return _failed(console, exc)
     try:
+        settings = _check_setup(args)
+        model = _before_database(args)
+        if args.command == "chat" and model is None:
+            console.print(
+                "[red]kioku chat needs OPENAI_API_KEY (and optionally OPENAI_BASE_URL for an "
+                "OpenAI-compatible server).[/] Run `kioku demo` for the scripted walkthrough.",
+                soft_wrap=True,
+            )
+            return 2
         if args.command == "reembed":
-            _reembed(console)
+            _reembed(console, settings)
         else:
-            store, change = _open_store(console, quiet=args.command == "mcp")
+            store, change = _open_store(console, settings, quiet=args.command == "mcp")
             with store:
                 _run_command(store, change, args, console, model)
-    except Exception as exc:  # a setup problem or an unusable endpoint: one line, exit 2
+    except ConfigurationError as exc:
+        return _failed(console, exc)
+    except Exception as exc:  # an unusable model endpoint is a setup problem too
         from kioku._models import endpoint_failure
 
-        problem = exc if isinstance(exc, ConfigurationError) else endpoint_failure(exc)
+        problem = endpoint_failure(exc)
         if problem is None:
             raise
         return _failed(console, problem)

@@ -300,6 +300,10 @@ class IdleCheck:
         ConnectionPool.check_connection(connection)
 
 
+POOL_TIMEOUT_SECONDS = 5.0
+"""How long the checkpoint pool waits for a connection (its first one too)."""
+
+
 def checkpoint_pool(
     url: str,
     *,
@@ -308,6 +312,9 @@ def checkpoint_pool(
     prepared_statements: PreparedStatements = "auto",
 ) -> ConnectionPool[psycopg.Connection[Any]]:
     """An open pool of the autocommit connections LangGraph's ``PostgresSaver`` expects.
+
+    Returns once its first connection is made (raising ``PoolTimeout`` when that takes
+    over :data:`POOL_TIMEOUT_SECONDS`), so no pool thread is still starting up after it.
 
     Statements are prepared only on connections that reach the server directly (a pooler
     in transaction mode cannot carry them; see :mod:`kioku._db.direct`), no startup
@@ -326,7 +333,7 @@ def checkpoint_pool(
         prepare_when_direct(connection, prepared_statements, CHECKPOINT_THRESHOLD)
         idle.stamp(connection)
 
-    return ConnectionPool(
+    pool = ConnectionPool(
         url,
         min_size=1,
         max_size=max_size,
@@ -334,9 +341,14 @@ def checkpoint_pool(
         configure=configure,
         reset=idle.stamp,
         check=idle.check,
-        timeout=5,
-        open=True,
+        timeout=POOL_TIMEOUT_SECONDS,
+        open=False,
     )
+    # Its worker draws each connection's expiry jitter from the global `random` module.
+    # Opened without waiting, that draw landed at a random later moment in the caller's
+    # run, e.g. while Hypothesis was drawing an example (which it reports as an error).
+    pool.open(wait=True, timeout=POOL_TIMEOUT_SECONDS)
+    return pool
 
 
 def check_pgvector(engine: Engine) -> None:

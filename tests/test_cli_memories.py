@@ -40,3 +40,26 @@ def test_list_show_and_search(store: KiokuStore, capsys: pytest.CaptureFixture[s
 
     assert _run(store, "show", "999999") == 1
     assert _run(store, "search", "tea") == 2  # which scope: one of --server-id, --user-id
+
+
+def test_the_command_prints_json_alone(store: KiokuStore, database_url: str) -> None:
+    """``kioku memories list --json`` through the console script: stdout is the JSON."""
+    import os
+    import subprocess
+    import sys
+
+    world = make_world(store)
+    create = create_long_term_memory_tool(store)
+    args = {"memory_content": "The shop opens at nine", "memory_scope": "server_wide"}
+    assert run_tool(create, args, world.context()).result["status"] == "memory_saved_successfully"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("KIOKU_")}
+    environment |= {"KIOKU_DATABASE_URL": database_url, "KIOKU_EMBEDDINGS": "hashing"}
+    command = [sys.executable, "-m", "kioku.cli", "memories", "list", "--server-id", "srv-a"]
+    listed = subprocess.run(
+        [*command, "--json"], capture_output=True, text=True, env=environment, timeout=120
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert [m["content"] for m in json.loads(listed.stdout)] == ["The shop opens at nine"]
+    missing = [sys.executable, "-m", "kioku.cli", "memories", "show", "999999"]
+    shown = subprocess.run(missing, capture_output=True, text=True, env=environment, timeout=120)
+    assert shown.returncode == 1

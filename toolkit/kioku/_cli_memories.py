@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 def add_memories(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``kioku memories`` and its sub-commands."""
     memories = sub.add_parser("memories", help="list, show, search stored memories (operators)")
-    actions = memories.add_subparsers(dest="memories_command", required=True)
+    actions = memories.add_subparsers(
+        dest="memories_command", required=True, help="list, show, history or search"
+    )
     listing = actions.add_parser("list", help="memories of a server or a person, newest first")
     _add_filters(listing)
     listing.add_argument("--type", dest="memory_type", help="only this memory type")

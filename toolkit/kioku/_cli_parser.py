@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import TypeAlias
 
+from kioku._cli_memories import add_memories
+
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """The ``kioku`` parser's sub-command registry."""
 
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_settings(sub)
     _add_consolidate(sub)
     _add_operations(sub)
+    add_memories(sub)
     return parser
 
 

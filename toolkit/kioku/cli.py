@@ -241,9 +241,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "reembed":
             _reembed(console, settings)
         else:
-            store, change = _open_store(console, settings, quiet=args.command == "mcp")
+            quiet = args.command in ("mcp", "memories")  # their stdout is the protocol, or JSON
+            store, change = _open_store(console, settings, quiet=quiet)
             with store:
-                _run_command(store, change, args, console, model)
+                status = _run_command(store, change, args, console, model)
+                if status:
+                    return status
     except ConfigurationError as exc:
         return _failed(console, exc)
     except Exception as exc:  # an unusable model endpoint is a setup problem too
@@ -262,7 +265,11 @@ def _run_command(
     args: argparse.Namespace,
     console: Console,
     model: BaseChatModel | None,
-) -> None:
+) -> int:
+    if args.command == "memories":
+        from kioku._cli_memories import run_memories
+
+        return run_memories(store, args, console)
     if args.command == "setup":
         console.print(_SETUP_REPORTS[change])
     elif args.command == "sweep":
@@ -299,6 +306,7 @@ def _run_command(
 
         console.rule("kioku demo: memory for LangGraph agents")
         run_demo(store, console)
+    return 0
 
 
 if __name__ == "__main__":

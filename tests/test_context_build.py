@@ -392,18 +392,29 @@ def _add_filler(scenario: Scenario, count: int = 40) -> None:
 
 
 def test_over_budget_without_a_question_drops_the_oldest(scenario: Scenario) -> None:
+    """Nothing to rank by: the newest are shown, and the note names the search tool, which
+    the turn offers (issue #39: it said "(37 older memories not shown)" alone)."""
     _add_filler(scenario)
     budgets = ContextBudgets(server_memories=120, personal_memories=60)
     built = scenario.builder(budgets=budgets).build(scenario.context(), [])
     [server] = [i for i in built.items if i.tag == "server_memories"]
     assert "filler fact number 39" in server.text  # newest kept
     assert "filler fact number 0 " not in server.text
-    assert built.omitted["server_memories"] > 30
-    assert f"({built.omitted['server_memories']} older memories not shown)" in server.text
+    omitted = built.omitted["server_memories"]
+    assert omitted > 30
+    assert (
+        f"({omitted} older memories not shown; search_long_term_memory can find them)"
+        in server.text
+    )
     assert server.tokens <= 120
     [personal] = [i for i in built.items if i.tag == "personal_memories"]
     assert "older personal memor" in personal.text and built.omitted["personal_memories"] >= 1
-    assert built.retrieval == ()
+    assert "search_long_term_memory" in personal.text
+    assert built.retrieval == ("server_memories", "personal_memories")
+    # Without tools the turn offers no search tool, so the note does not name it.
+    quiet = scenario.builder(budgets=budgets).build(scenario.context(has_tools=False), [])
+    [server] = [i for i in quiet.items if i.tag == "server_memories"]
+    assert f"({quiet.omitted['server_memories']} older memories not shown)" in server.text
 
 
 def test_over_budget_the_most_relevant_are_rendered_and_search_offered(scenario: Scenario) -> None:

@@ -230,8 +230,8 @@ def test_the_graph_runs_async(store: KiokuStore, world: World) -> None:
     asyncio.run(store.aclose())
 
 
-def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: World) -> None:
-    from kioku._context_build.render import ContextBudgets
+def _shop_history(store: KiokuStore, world: World) -> None:
+    """30 long server memories: more than a budget of 80 tokens shows."""
     from kioku._db.models import Memory
 
     with store.transaction() as session:
@@ -244,6 +244,12 @@ def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: Worl
                     content=f"long fact {i} about the shop's history and its many teas",
                 )
             )
+
+
+def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: World) -> None:
+    from kioku._context_build.render import ContextBudgets
+
+    _shop_history(store, world)
     script = Script([call_tool("search_long_term_memory", query="shop history"), say("found it")])
     graph = build_graph(
         ScriptedChatModel(script=script),
@@ -265,3 +271,29 @@ def test_search_is_offered_when_memories_overflow(store: KiokuStore, world: Worl
     small = build_graph(ScriptedChatModel(script=quiet), store, checkpointer=InMemorySaver())
     small.invoke({"messages": [HumanMessage("hi")]}, config("other"), context=world.context())
     assert "search_long_term_memory" not in quiet.offered[0]
+
+
+def test_search_is_offered_when_memories_overflow_and_there_is_no_query(
+    store: KiokuStore, world: World
+) -> None:
+    """Issue #39: a turn without text to rank by (an empty or image-only message) still
+    names the search tool in the block and offers it."""
+    from kioku._context_build.render import ContextBudgets
+
+    _shop_history(store, world)
+    script = Script([say("hello")])
+    graph = build_graph(
+        ScriptedChatModel(script=script),
+        store,
+        checkpointer=InMemorySaver(),
+        budgets=ContextBudgets(server_memories=80),
+    )
+    state = graph.invoke({"messages": [HumanMessage("")]}, config(), context=world.context())
+    assert "search_long_term_memory" in script.offered[0]
+    assert state["kioku_search_offered"] is True
+    [block] = [
+        m.content
+        for m in state["kioku_memory_context"]
+        if m.additional_kwargs.get("kioku_tag") == "server_memories"
+    ]
+    assert "older memories not shown; search_long_term_memory can find them)" in block

@@ -55,7 +55,8 @@ class BuiltContext:
     tail_directive: ContextItem | None = None
     """The lower-priority directive already inserted into ``dialogue``, if any."""
     retrieval: tuple[str, ...] = ()
-    """Blocks that overflowed and were filled by relevance (offer the search tool)."""
+    """Blocks that overflowed (offer the search tool), filled by relevance to the message
+    when there is one, else with the newest memories."""
 
     def messages(self) -> list[BaseMessage]:
         """Memory items followed by the dialogue, ready for a chat model."""

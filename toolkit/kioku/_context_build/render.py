@@ -168,11 +168,15 @@ NOTE_RESERVE = 24
 """Tokens kept free in a block for its "(N … not shown)" note."""
 
 
-def left_out(count: int, one: str, many: str, *, searchable: bool = False) -> str:
+def left_out(count: int, one: str, many: str, *, ranked: bool, searchable: bool) -> str:
+    """The note of a block over budget: how many are left out, and what finds them.
+
+    ``ranked``: the shown ones were chosen by relevance (else the newest were kept);
+    ``searchable``: the turn offers the search tool, so the note names it.
+    """
     what = one if count == 1 else many
-    if searchable:
-        return f"({count} more {what} not shown; search_long_term_memory can find them)"
-    return f"({count} older {what} not shown)"
+    note = f"({count} {'more' if ranked else 'older'} {what} not shown"
+    return note + ("; search_long_term_memory can find them)" if searchable else ")")
 
 
 class MemoryLine(NamedTuple):

@@ -129,6 +129,7 @@ def server_memories_stage(
     *,
     priority: Sequence[int] | None = None,
     total: int | None = None,
+    searchable: bool = False,
 ) -> Rendered:
     """``## {bot}'s Memories about …`` then ``ID:N content`` lines, newest first.
 
@@ -136,7 +137,8 @@ def server_memories_stage(
     when they are only some of them.
 
     Over budget, the oldest are left out; with ``priority`` (ids, most relevant first) the
-    least relevant are, and the note points to the search tool.
+    least relevant are. The note says how many, and names the search tool when
+    ``searchable`` (the turn offers it).
     """
     if not lines:
         return Rendered()
@@ -145,7 +147,10 @@ def server_memories_stage(
     shown = [[_server_header(context, names)], *([line.text] for line in chosen)]
     omitted = _omitted(lines, kept, total)
     if omitted:
-        shown.append([left_out(omitted, "memory", "memories", searchable=priority is not None)])
+        ranked = priority is not None
+        shown.append(
+            [left_out(omitted, "memory", "memories", ranked=ranked, searchable=searchable)]
+        )
     return Rendered(
         (block_item("system", shown, SERVER_MEMORIES, counter),),
         omitted,
@@ -185,13 +190,15 @@ def personal_memories_stage(
     *,
     priority: Sequence[int] | None = None,
     total: int | None = None,
+    searchable: bool = False,
 ) -> Rendered:
     """Each participant, with ``- Memories: ID:12 …; ID:9 …`` for those it has memories of.
 
     ``lines`` come from :func:`personal_memory_lines`; ``total`` counts the shown people's
     memories when they are only some of them.
 
-    Over budget, the oldest memories are left out, or the least relevant with ``priority``.
+    Over budget, the oldest memories are left out, or the least relevant with ``priority``;
+    the note names the search tool when ``searchable``.
     """
     if not participants:
         return Rendered()
@@ -221,7 +228,8 @@ def personal_memories_stage(
                     omitted,
                     "personal memory",
                     "personal memories",
-                    searchable=priority is not None,
+                    ranked=priority is not None,
+                    searchable=searchable,
                 )
             ]
         )

@@ -24,6 +24,7 @@ from kioku._authorship import is_user_message
 from kioku._context import TurnContext
 from kioku._context_build import loader
 from kioku._context_build.items import DIALOGUE, SYSTEM_PROMPT, BuiltContext, ContextItem, total
+from kioku._context_build.loader import missing_from, wanted
 from kioku._context_build.render import Names, Rendered
 from kioku._context_build.render_memories import (
     merge_lines,
@@ -42,10 +43,7 @@ from kioku._db.driver import Steps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
-from kioku._memory.windows import MEMORY_WINDOW
 from kioku._reach import Reach, reach_of
-from kioku._search.planning import HNSW_EF_SEARCH
-from kioku._search.rows import CandidateRow
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.store import ShortTermMemory
 
@@ -84,41 +82,6 @@ SETTINGS_UNREAD = ServerSettings(personal_memories_enabled=False)
 memories; the other-channels stage, which needs the private channels, contributes nothing."""
 
 
-def wanted(total: int, omitted: int) -> int:
-    """How many memories to rank: a few more than the block showed, at most the window.
-
-    The few more stop at what one HNSW walk collects (``hnsw.ef_search``): past that, a
-    large scope's index search walks again, which cost 1.5 ms of a 15 ms turn at 10,000
-    memories per scope, to rank memories the block has no room for.
-    """
-    shown = max(0, total - omitted)
-    return min(total, MEMORY_WINDOW, shown + shown // 4 + 5, max(shown, HNSW_EF_SEARCH))
-
-
-def missing_from(
-    loaded: Sequence[MemoryRecord], found: Sequence[CandidateRow]
-) -> list[MemoryRecord]:
-    """The retrieved memories that ``loaded`` lacks, as records."""
-    have = {m.id for m in loaded}
-    return [
-        MemoryRecord(
-            hit.id,
-            hit.scope,
-            hit.server_id,
-            hit.user_id,
-            hit.persona_lineage_id,
-            hit.content,
-            hit.created_at,
-            hit.updated_at,
-            hit.event_time,
-            hit.happened_at,
-            hit.memory_type,
-        )
-        for hit in found
-        if hit.id not in have
-    ]
-
-
 @dataclass(frozen=True)
 class TurnFacts:
     """What the turn tells the build besides its context and dialogue."""
@@ -143,7 +106,7 @@ class BuildRun:
     failed: list[str] = field(default_factory=list)
     """Stages that failed (logged, contributing nothing)."""
     retrieval: list[str] = field(default_factory=list)
-    """Memory blocks ranked by the message because their memories overflowed."""
+    """Memory blocks whose memories overflowed (ranked by the message, if there is one)."""
     state: loader.TurnState | None = None
     """The turn state, once read (``None``: unread, and the stages fail closed)."""
 
@@ -173,6 +136,11 @@ class BuildRun:
     def query(self) -> str:
         """The latest user message: what overflowing blocks are ranked by."""
         return latest_user_text(self.dialogue)
+
+    @property
+    def search(self) -> bool:
+        """Whether a block over budget may name the search tool: the turn offers tools."""
+        return self.context.has_tools
 
     @cached_property
     def today(self) -> date:
@@ -239,9 +207,13 @@ class BuildRun:
         omitted = server_memories_omitted(
             lines, context, names, counter, budget, total=window.total
         )
-        if not omitted or not self.query:
+        if not omitted:
             return server_memories_stage(lines, context, names, counter, budget, total=window.total)
         self.retrieval.append("server_memories")
+        if not self.query:  # nothing to rank by: the newest, and the search tool for the rest
+            return server_memories_stage(
+                lines, context, names, counter, budget, total=window.total, searchable=self.search
+            )
         scope = Visibility(self.reach.server_key, self.reach.lineage_id)
         need = loader.RankingNeed(scope, wanted(window.total, omitted), (window,))
         priority, found = yield need
@@ -254,6 +226,7 @@ class BuildRun:
             budget,
             priority=priority,
             total=window.total,
+            searchable=self.search,
         )
 
     def personal_stage(self) -> MemoryStage:
@@ -274,9 +247,13 @@ class BuildRun:
             )
         )
         omitted = personal_memories_omitted(participants, lines, counter, budget, total=total)
-        if not omitted or not self.query:
+        if not omitted:
             return personal_memories_stage(participants, lines, counter, budget, total=total)
         self.retrieval.append("personal_memories")
+        if not self.query:
+            return personal_memories_stage(
+                participants, lines, counter, budget, total=total, searchable=self.search
+            )
         scope = Visibility(
             self.reach.server_key, self.reach.lineage_id, tuple(windows), include_server=False
         )
@@ -295,6 +272,7 @@ class BuildRun:
             budget,
             priority=priority,
             total=total,
+            searchable=self.search,
         )
 
     def other_channels(self, stm: ShortTermMemory) -> Rendered:

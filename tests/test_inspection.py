@@ -25,7 +25,8 @@ def test_list_show_and_search_return_plain_records(store: KiokuStore) -> None:
     shop = _saved(world, "The shop opens at nine", "server_wide")
     update = update_long_term_memory_tool(store)
     changed = {"memory_id": tea, "memory_content": "{user} likes green tea", "target_user": "Alice"}
-    assert run_tool(update, changed, world.context()).result["status"] == "memory_updated_successfully"
+    updated = run_tool(update, changed, world.context()).result
+    assert updated["status"] == "memory_updated_successfully"
 
     alice = store.list_memories(user_id="u-alice")
     assert [m.content for m in alice] == ["{user} likes green tea"]
@@ -49,7 +50,8 @@ def test_a_deleted_memory_shows_its_history(store: KiokuStore) -> None:
     gone = _saved(world, "{user} is moving to Lyon", "target_user", target_user="Alice")
     update = update_long_term_memory_tool(store)
     deleted = {"memory_id": gone, "memory_content": "", "target_user": "Alice"}
-    assert run_tool(update, deleted, world.context()).result["status"] == "memory_deleted_successfully"
+    result = run_tool(update, deleted, world.context()).result
+    assert result["status"] == "memory_deleted_successfully"
     detail = store.show_memory(gone)
     assert detail.memory is None
     assert [h.action for h in detail.history] == ["create", "delete"]

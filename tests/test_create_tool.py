@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from sqlalchemy import text
 
 from kioku import KiokuStore, Participant, PrivacyLevel, create_long_term_memory_tool
 from kioku._context import Persona
@@ -239,6 +240,10 @@ def test_bridge_user_falls_back_with_name(world: World) -> None:
     assert result["status"] == "memory_saved_successfully"
     assert result["memory_scope"] == "server_wide"
     assert result["content"] == "Matrix Max bridges in"
+    # Whom it is about is recorded with it, so erasing Matrix Max removes it (issue #39).
+    with world.store.sessions() as session:
+        subjects = session.execute(text("SELECT * FROM memory_subjects")).all()
+    assert [tuple(row) for row in subjects] == [(result["memory_id"], "u-bridge", "srv-a")]
 
 
 @pytest.mark.parametrize("name", ["Carol", "Dave"])

@@ -182,6 +182,70 @@ def test_async_twin_and_cli_erase(store: KiokuStore, database_url: str, tmp_path
     assert "SERVER-WIDE-FACT" not in everything_text(store)
 
 
+def _bridged(world: World, content: str) -> int:
+    """A personal fact about the bridged Matrix Max: saved server-wide under his name."""
+    return create_memory(
+        world,
+        {"memory_content": content, "memory_scope": "target_user", "target_user": "Matrix Max"},
+    )
+
+
+def test_erasing_a_bridged_user_removes_what_was_saved_about_them(store: KiokuStore) -> None:
+    """Issue #39: the server-wide memories saved about a bridged user go with them, and
+    their history text too (one edited, one already deleted by the model)."""
+    world, _ = seed(store)
+    kept = _bridged(world, "{user} likes MAX-LIKES-MATE")
+    edited = _bridged(world, "{user} lives in MAX-OLD-TOWN")
+    gone = _bridged(world, "{user} MAX-DELETED-FACT")
+    assert update_memory(world, {"memory_id": edited, "memory_content": "Matrix Max MAX-NEW-TOWN"})[
+        "status"
+    ] == ("memory_updated_successfully")
+    assert update_memory(world, {"memory_id": gone, "memory_content": ""})["status"] == (
+        "memory_deleted_successfully"
+    )
+    max_words = ["MAX-LIKES-MATE", "MAX-OLD-TOWN", "MAX-NEW-TOWN", "MAX-DELETED-FACT"]
+    assert all(word in everything_text(store) for word in max_words)
+
+    receipt = store.erase_user("u-bridge")
+
+    assert receipt.memories_deleted == 2  # kept and edited; gone was already deleted
+    # kept: create, delete; edited: create, update, delete; gone: create, delete
+    assert receipt.history_rows_scrubbed == 7
+    after = everything_text(store)
+    for word in max_words:
+        assert word not in after, word
+    for word in ("SERVER-WIDE-FACT", "ALICE-LIKES-JASMINE", "BOB-OOLONG"):
+        assert word in after, word
+    with store.sessions() as session:
+        assert session.get(Memory, kept) is None and session.get(Memory, edited) is None
+        assert not session.scalar(text("SELECT count(*) FROM memory_subjects"))
+
+
+def test_a_second_erasure_reports_zero(store: KiokuStore) -> None:
+    """Issue #39: a receipt counts what its run changed; nothing is left the second time."""
+    world, _ = seed(store)
+    _bridged(world, "{user} likes MAX-LIKES-MATE")
+    for user_id in ("u-alice", "u-bridge"):
+        first = store.erase_user(user_id)
+        assert first.memories_deleted and first.history_rows_scrubbed, user_id
+        again = store.erase_user(user_id).to_dict()
+        assert {k: v for k, v in again.items() if isinstance(v, int)} == dict.fromkeys(
+            (k for k, v in again.items() if isinstance(v, int)), 0
+        ), again
+    store.erase_server("srv-a")
+    again = store.erase_server("srv-a").to_dict()
+    assert not any(v for v in again.values() if isinstance(v, int)), again
+
+
+def test_erasing_the_server_removes_its_bridged_memories_records(store: KiokuStore) -> None:
+    world, _ = seed(store)
+    _bridged(world, "{user} likes MAX-LIKES-MATE")
+    assert store.erase_server("srv-a").memories_deleted == 2
+    with store.sessions() as session:
+        assert not session.scalar(text("SELECT count(*) FROM memory_subjects"))
+    assert store.erase_user("u-bridge").memories_deleted == 0
+
+
 def test_erase_server(store: KiokuStore) -> None:
     world, _ = seed(store)
     receipt = store.erase_server("srv-a")

@@ -2,8 +2,9 @@
 
 The ``kioku erase-user`` / ``erase-server`` commands run these too.
 
-A person: every personal memory in every lineage, the text of every history row of
-their memories (a tombstone keeps who changed what, when and how), their messages and
+A person: every personal memory in every lineage, every server-wide memory kioku saved
+about them as a bridged user (``memory_subjects``), the text of every history row of
+those memories (a tombstone keeps who changed what, when and how), their messages and
 the bot's replies to them in short-term memory and in the conversation threads, with
 every older checkpoint version of what was rewritten, their memberships and their
 directory row, and their own memory space of ``TurnContext.for_user`` as a server. A
@@ -12,6 +13,9 @@ short-term memory entry of its channels, its members, personas and settings.
 
 Other processes see the result at once: memory caches compare scope versions, and
 short-term memory entries are re-read when their registry version changes.
+
+A receipt counts what its run changed: a history row already scrubbed is not counted
+again, so erasing the same person twice reports zeros the second time.
 """
 
 from __future__ import annotations
@@ -61,17 +65,29 @@ _CONTENTS = text(
     "UNION SELECT unnest(ARRAY[old_content, new_content]) FROM memory_history "
     "WHERE scope = :scope AND owner_id = :owner"
 )
+_ABOUT = "SELECT memory_id FROM memory_subjects WHERE user_id = :u"
+"""Server-wide memories saved about a bridged user (their rows outlive deleted memories)."""
+_CONTENTS_ABOUT = text(
+    f"SELECT content FROM memories WHERE id IN ({_ABOUT}) "
+    "UNION SELECT unnest(ARRAY[old_content, new_content]) FROM memory_history "
+    f"WHERE memory_id IN ({_ABOUT})"
+)
 _SCRUB = (
     "UPDATE memory_history SET old_content = NULL, new_content = NULL, "
-    "erased_at = COALESCE(erased_at, now()) WHERE {}"
+    "erased_at = COALESCE(erased_at, now()) "
+    "WHERE (old_content IS NOT NULL OR new_content IS NOT NULL) AND ({})"
 )
 _SCRUB_USER = _SCRUB.format(
     "(scope = 'personal' AND owner_id = :u)"
     # rows older than owner tracking whose memory was already gone: the person's own
     # changes are the best account of what was theirs
     " OR (owner_id IS NULL AND actor_user_id = :u)"
+    f" OR memory_id IN ({_ABOUT})"
 )
 _SCRUB_SERVER = _SCRUB.format("scope = 'server' AND owner_id = :k")
+_DELETE_USERS_MEMORIES = (
+    f"DELETE FROM memories WHERE (scope = 'personal' AND user_id = :u) OR id IN ({_ABOUT})"
+)
 
 
 def _count(session: Session, sql: str, **params: Any) -> int:
@@ -90,8 +106,14 @@ def _name_keys(session: Session, user_id: str) -> frozenset[str]:
 
 
 def _fragments(session: Session, scope: str, owner: str) -> frozenset[str]:
-    """Fragments of every text the owner's memories ever had (live rows and history)."""
-    rows = session.execute(_CONTENTS, {"scope": scope, "owner": owner}).scalars()
+    """Fragments of every text the owner's memories ever had (live rows and history).
+
+    A person's are those of their personal memories and of the server-wide ones saved
+    about them as a bridged user.
+    """
+    rows = list(session.execute(_CONTENTS, {"scope": scope, "owner": owner}).scalars())
+    if scope == "personal":
+        rows += session.execute(_CONTENTS_ABOUT, {"u": owner}).scalars()
     return memory_fragments(content for content in rows if content)
 
 
@@ -136,15 +158,14 @@ def erase_user(
     chats = _scrub_chats(deps, checkpointer, user_id=user_id, names=names, fragments=fragments)
     with deps.transaction() as session:
         rows = {
-            "memories_deleted": _count(
-                session, "DELETE FROM memories WHERE scope = 'personal' AND user_id = :u", u=user_id
-            ),
+            "memories_deleted": _count(session, _DELETE_USERS_MEMORIES, u=user_id),
             "history_rows_scrubbed": _count(session, _SCRUB_USER, u=user_id),
             "memberships_removed": _count(
                 session, "DELETE FROM server_members WHERE user_id = :u", u=user_id
             ),
             "directory_rows_deleted": _count(session, "DELETE FROM users WHERE id = :u", u=user_id),
         }
+        _count(session, "DELETE FROM memory_subjects WHERE user_id = :u", u=user_id)
     # their own space (TurnContext.for_user)
     own = erase_server(deps, checkpointer, user_space(user_id))
     counts = {name: count + getattr(own, name) for name, count in {**rows, **chats}.items()}
@@ -180,5 +201,6 @@ def erase_server(
             ),
         }
         _count(session, "DELETE FROM personas WHERE server_id = :k", k=key)
+        _count(session, "DELETE FROM memory_subjects WHERE server_id = :k", k=key)
         rows["directory_rows_deleted"] = _count(session, "DELETE FROM servers WHERE id = :k", k=key)
     return ErasureReceipt("server", server_id, **rows, **chats)

@@ -145,13 +145,15 @@ class KiokuStore(KiokuCore):
     def erase_user(self, user_id: str) -> ErasureReceipt:
         """Forget everything kioku holds about ``user_id`` ("forget everything about me").
 
-        Deletes their personal memories in every lineage, scrubs the text of their
-        memories' history (tombstones keep who, when and what kind), removes their messages
-        and the bot's replies to them from short-term memory and conversation threads (every
-        checkpoint version), and drops their memberships and directory row.
+        Deletes their personal memories in every lineage and the server-wide memories kioku
+        saved about them as a bridged user, scrubs the text of those memories' history
+        (tombstones keep who, when and what kind), removes their messages and the bot's
+        replies to them from short-term memory and conversation threads (every checkpoint
+        version), and drops their memberships and directory row.
 
         Returns:
-            An :class:`~kioku._erasure.ErasureReceipt` with counts per kind.
+            An :class:`~kioku._erasure.ErasureReceipt` counting what this run changed per
+            kind (erasing the same person again reports zeros).
         """
         return erase_user(self.deps, self.checkpointer(), user_id)
 

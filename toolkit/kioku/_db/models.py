@@ -276,6 +276,22 @@ class MemoryHistory(Base):
     )
 
 
+class MemorySubject(Base):
+    """The bridged user a server-wide memory is about (migration 0021).
+
+    A personal fact about a bridged user is saved server-wide under their display name;
+    this row says whose it is, so erasing that user removes the memory and scrubs its
+    history. No foreign key: it outlives a deleted memory, whose history still holds text.
+    """
+
+    __tablename__ = "memory_subjects"
+
+    memory_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    user_id: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+    server_id: Mapped[str] = mapped_column(Text, index=True)
+    """The server key the memory was saved under (erasing the server removes the row)."""
+
+
 class StmThread(Base):
     """Short-term-memory entries: one row each, its state in ``entry`` (migration 0018).
 

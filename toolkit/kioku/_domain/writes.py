@@ -36,6 +36,9 @@ class NewMemory:
     check_repeat: bool = True
     """Answer an exact repeat with the existing memory (``already_saved``). Off for a scope
     the turn cannot see, whose contents no answer may confirm."""
+    about_user_id: str | None = None
+    """The bridged user a server-wide memory is about (saved under their display name):
+    recorded with the memory, so erasing that user removes it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,7 @@ def _create(call: FlowCall) -> ToolResult:
     args = parse_create_args(call.arguments)
     context = require_context(call, STATUSES)
     with settings_first(call, context, STATUSES):
-        target, content = _resolve_target(call, context, args)
+        target, content, about = _resolve_target(call, context, args)
         content = checked_content(call, context, content, field="memory_content")
     scope: ServerScope | PersonalScope = (
         PersonalScope(target.user_id, context.persona.lineage_id)
@@ -77,7 +77,7 @@ def _create(call: FlowCall) -> ToolResult:
         if args.event_time is not None
         else None
     )
-    return save(call, context, scope, target, content, typed)
+    return save(call, context, scope, target, content, typed, about=about)
 
 
 def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: str) -> str:
@@ -109,6 +109,8 @@ def save(
     target: Person | None,
     content: str,
     typed: TypedFields | None = None,
+    *,
+    about: str | None = None,
 ) -> ToolResult:
     """Insert within the limit, commit, then invalidate the cache and emit the notice.
 
@@ -116,13 +118,13 @@ def save(
     the settings read with the scope's lock: SPEC §3 step 2 for a call that passed every
     other check (a failed check reads them in :func:`settings_first`).
     A memory without an ``event_time`` happened when the turn's message was sent, if the
-    context knows (else when it is saved).
+    context knows (else when it is saved). ``about``: the bridged user it is about.
     """
     typed = typed or TypedFields()
     sent = context.message_time_utc()
     if sent is not None and "event_time" not in typed.attributes:
         typed = replace(typed, attributes={**typed.attributes, "event_time": sent.isoformat()})
-    saved, decision, id_withheld = _insert(call, context, scope, target, content, typed)
+    saved, decision, id_withheld = _insert(call, context, scope, target, content, typed, about)
     assert saved.memory_id is not None  # saved and already_saved carry the id
     record_id, personal_enabled = saved.memory_id, decision.personal_memories_enabled
     effective: NoticeScope = "target_user" if target is not None else "server_wide"
@@ -176,20 +178,23 @@ Commits on success; never raises (every failure is a status and writes nothing).
 
 def _resolve_target(
     call: FlowCall, context: TurnContext, args: CreateArgs
-) -> tuple[Person | None, str]:
-    """The owner of a personal memory (``None`` for server-wide) and the content to save.
+) -> tuple[Person | None, str, str | None]:
+    """Whom a create is for: the owner, the content, the bridged user it is about.
+
+    The owner is ``None`` for a server-wide memory; the bridged user is ``None`` unless
+    the memory is about one (saved server-wide under their name).
 
     Personal memories may only be about the conversation's participants (see
     :mod:`kioku._reach`), so nobody fills the quota of someone who is not there.
     """
     if args.scope == "server_wide" or args.target_user is None:
-        return None, args.content
+        return None, args.content, None
     person = resolve_or_fail(call, context, args.target_user, STATUSES)
     if person.is_bot:
-        return None, args.content
+        return None, args.content, None
     if person.is_bridge:
         # Tokens are normalised first, so {User} and {USER} name the bridged user too.
-        return None, with_bridge_name(args.content, person.display_name)
+        return None, with_bridge_name(args.content, person.display_name), person.user_id
     if not reach_of(context).is_participant(person.user_id):
         raise fail(
             S.USER_NOT_FOUND,
@@ -202,7 +207,7 @@ def _resolve_target(
             f"{person.display_name}'s privacy settings do not allow personal memories. "
             "Do not save it elsewhere; they can change the setting themselves.",
         )
-    return person, args.content
+    return person, args.content, None
 
 
 def _insert(
@@ -212,6 +217,7 @@ def _insert(
     target: Person | None,
     content: str,
     typed: TypedFields,
+    about: str | None,
 ) -> tuple[CreateOutcome, Decision, bool]:
     """Save (committed) through the one-call create, or find the identical memory.
 
@@ -242,6 +248,7 @@ def _insert(
         decay_rate=typed.decay_rate,
         attributes=typed.attributes,
         check_repeat=decision.shown,
+        about_user_id=about,
     )
     saved, withheld = _written(call, new)
     if saved.outcome == "limit_reached":

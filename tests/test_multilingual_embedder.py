@@ -56,7 +56,7 @@ def test_without_the_extra_the_choice_names_it(monkeypatch: pytest.MonkeyPatch) 
     from kioku import _embeddings
 
     monkeypatch.setattr(_embeddings, "multilingual_embedder_installed", lambda: False)
-    with pytest.raises(ConfigurationError, match=r"kioku-memory\[multilingual\]"):
+    with pytest.raises(ConfigurationError, match=r"kioku-langgraph\[multilingual\]"):
         embedder_from_settings(KiokuSettings(embeddings="multilingual"))
 
 

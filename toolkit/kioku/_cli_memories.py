@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def add_memories(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``kioku memories`` and its sub-commands."""
+    """Register ``kioku memories`` (and its sub-commands) and ``kioku export``."""
     memories = sub.add_parser("memories", help="list, show, search stored memories (operators)")
     actions = memories.add_subparsers(
         dest="memories_command", required=True, help="list, show, history or search"
@@ -36,6 +36,14 @@ def add_memories(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     search.add_argument("query", help="what to look for")
     _add_filters(search)
     search.add_argument("--limit", type=int, default=10, help="at most this many (10)")
+    export = sub.add_parser("export", help="everything kioku holds about a person, as JSON")
+    export.add_argument("--user", dest="user_id", required=True, help="the person's user id")
+
+
+def run_export(store: KiokuStore, args: argparse.Namespace) -> int:
+    """Print ``kioku export --user ID``'s JSON."""
+    print(json.dumps(store.export_user(args.user_id), ensure_ascii=False, indent=2))
+    return 0
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:

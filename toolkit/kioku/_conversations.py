@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
 from sqlalchemy import Engine, text
 
 from kioku._authorship import person_message_ids
@@ -37,6 +38,36 @@ class _Conversation(TypedDict):
 
 def _noop(state: _Conversation) -> dict[str, Any]:
     return {}
+
+
+def _thread_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A graph over ``checkpointer``'s threads that reads and rewrites their messages."""
+    builder = StateGraph(_Conversation)
+    builder.add_node("forget", _noop)
+    builder.add_edge(START, "forget")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def person_thread_messages(
+    checkpointer: BaseCheckpointSaver[Any],
+    thread_ids: Sequence[str],
+    user_id: str,
+    name_keys: frozenset[str],
+) -> dict[str, list[AnyMessage]]:
+    """Per thread, the person's messages and the replies to them in its latest state.
+
+    What :func:`forget_in_threads` removes for that person
+    (:func:`kioku._authorship.person_message_ids`), read without changing anything.
+    """
+    graph = _thread_graph(checkpointer)
+    found: dict[str, list[AnyMessage]] = {}
+    for thread_id in thread_ids:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        messages = graph.get_state(config).values.get("messages") or []
+        theirs = set(person_message_ids(messages, user_id, name_keys))
+        if theirs:
+            found[thread_id] = [m for m in messages if m.id in theirs]
+    return found
 
 
 def conversation_threads(engine: Engine) -> list[str]:
@@ -64,10 +95,7 @@ def forget_in_threads(
     an unchanged latest state says nothing about older ones). Returns how many messages
     were removed or redacted in the latest states.
     """
-    builder = StateGraph(_Conversation)
-    builder.add_node("forget", _noop)
-    builder.add_edge(START, "forget")
-    graph = builder.compile(checkpointer=checkpointer)
+    graph = _thread_graph(checkpointer)
     changed = 0
     for thread_id in thread_ids:
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}

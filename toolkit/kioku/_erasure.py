@@ -77,17 +77,20 @@ _SCRUB = (
     "erased_at = COALESCE(erased_at, now()) "
     "WHERE (old_content IS NOT NULL OR new_content IS NOT NULL) AND ({})"
 )
-_SCRUB_USER = _SCRUB.format(
+PERSON_HISTORY = (
     "(scope = 'personal' AND owner_id = :u)"
     # rows older than owner tracking whose memory was already gone: the person's own
     # changes are the best account of what was theirs
     " OR (owner_id IS NULL AND actor_user_id = :u)"
     f" OR memory_id IN ({_ABOUT})"
 )
+"""The ``memory_history`` rows that are person ``:u``'s (what erasure scrubs, export shows)."""
+PERSON_MEMORIES = f"(scope = 'personal' AND user_id = :u) OR id IN ({_ABOUT})"
+"""The ``memories`` rows that are person ``:u``'s: personal ones in every lineage, and the
+server-wide ones saved about them as a bridged user (what erasure deletes, export shows)."""
+_SCRUB_USER = _SCRUB.format(PERSON_HISTORY)
 _SCRUB_SERVER = _SCRUB.format("scope = 'server' AND owner_id = :k")
-_DELETE_USERS_MEMORIES = (
-    f"DELETE FROM memories WHERE (scope = 'personal' AND user_id = :u) OR id IN ({_ABOUT})"
-)
+_DELETE_USERS_MEMORIES = f"DELETE FROM memories WHERE {PERSON_MEMORIES}"
 
 
 def _count(session: Session, sql: str, **params: Any) -> int:
@@ -95,7 +98,8 @@ def _count(session: Session, sql: str, **params: Any) -> int:
     return int(getattr(result, "rowcount", 0))
 
 
-def _name_keys(session: Session, user_id: str) -> frozenset[str]:
+def name_keys(session: Session, user_id: str) -> frozenset[str]:
+    """The person's names, normalised: how messages from before authorship are matched."""
     keys: set[str] = set()
     for row in session.execute(_USER_NAMES, {"u": user_id}):
         for value in row:
@@ -153,7 +157,7 @@ def erase_user(
     ``checkpointer`` holds the conversation threads to scrub.
     """
     with deps.sessions() as session:
-        names = _name_keys(session, user_id)
+        names = name_keys(session, user_id)
         fragments = _fragments(session, "personal", user_id)
     chats = _scrub_chats(deps, checkpointer, user_id=user_id, names=names, fragments=fragments)
     with deps.transaction() as session:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kioku._config import KiokuSettings, load_settings
 from kioku._consolidation.report import ConsolidationReport
@@ -247,4 +247,16 @@ class KiokuStore(KiokuCore):
     ) -> list[tuple[StoredMemory, float]]:
         """``scope``'s memories best matching ``query`` (hybrid search, no relevance floor)."""
         return search_memories(self, scope, query, limit=limit)
+
+    def export_user(self, user_id: str) -> dict[str, Any]:
+        """Everything kioku holds about ``user_id``, JSON-ready: the access request.
+
+        What :meth:`erase_user` would remove, found the same way: their memories (and
+        the server-wide ones saved about them as a bridged user) with their history,
+        directory row, memberships, own short-term memory entries, and their messages
+        and the replies to them in other entries and in the conversation threads.
+        """
+        from kioku._export import export_person
+
+        return export_person(self.deps, self.checkpointer(), user_id)
 

@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "reembed":
             _reembed(console, settings)
         else:
-            quiet = args.command in ("mcp", "memories")  # their stdout is the protocol, or JSON
+            quiet = args.command in ("mcp", "memories", "export")  # stdout: protocol or JSON
             store, change = _open_store(console, settings, quiet=quiet)
             with store:
                 status = _run_command(store, change, args, console, model)
@@ -270,6 +270,10 @@ def _run_command(
         from kioku._cli_memories import run_memories
 
         return run_memories(store, args, console)
+    if args.command == "export":
+        from kioku._cli_memories import run_export
+
+        return run_export(store, args)
     if args.command == "setup":
         console.print(_SETUP_REPORTS[change])
     elif args.command == "sweep":

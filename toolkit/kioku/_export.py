@@ -23,7 +23,6 @@ from kioku._erasure import PERSON_HISTORY, PERSON_MEMORIES, name_keys
 from kioku._inspection import HistoryRow, StoredMemory
 from kioku._stm.model import belongs_to
 from kioku._stm.registry import StmRegistry
-from kioku._stm.store import ShortTermMemory
 
 _DIRECTORY = text(
     "SELECT id, display_name, global_name, username, aliases, privacy_level "
@@ -81,19 +80,16 @@ def _memories(session: Session, user_id: str) -> dict[str, Any]:
 
 def _short_term(deps: KiokuDeps, user_id: str, names: frozenset[str]) -> dict[str, Any]:
     """Their own entries whole; in others, their messages and the replies to them."""
-    stm = ShortTermMemory(deps)
     with deps.reads() as session:
-        keys = [candidate.key for candidate in StmRegistry(session).entries()]
+        registry = StmRegistry(session)
+        entries = registry.stored([candidate.key for candidate in registry.entries()])
     own: list[dict[str, Any]] = []
     elsewhere: list[dict[str, Any]] = []
-    for key in keys:
-        entry = stm.load(key)
-        if entry is None:
-            continue
-        if key.kind == "user" and key.owner_id == user_id:
-            own.append({"entry": key.thread_id, **entry.to_state()})
+    for thread_id, entry in entries.items():
+        if entry.key.kind == "user" and entry.key.owner_id == user_id:
+            own.append({"entry": thread_id, **entry.to_state()})
             continue
         theirs = [m.to_dict() for m in entry.messages if belongs_to(m, user_id, names)]
         if theirs:
-            elsewhere.append({"entry": key.thread_id, "messages": theirs})
+            elsewhere.append({"entry": thread_id, "messages": theirs})
     return {"own_entries": own, "messages_in_other_entries": elsewhere}

@@ -221,23 +221,26 @@ words never reach the query)."""
 _STOP_WORD = " OR ".join(
     f"ts_lexize('{language}_stem', raw) = '{{}}'" for language in STOP_WORD_LANGUAGES
 )
-_ASKED = (
-    "(SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) AS words "
-    f"FROM (SELECT raw, {_STOP_WORD} AS stop "
-    "FROM regexp_split_to_table(:terms, ' \\| ') AS raw) AS r, "
-    "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS asked"
-)
-"""The query's words as the text search sees them (stemmed), less any language's stop
-words unless nothing else is left: what a memory's share of the query is counted over."""
-
 _PAIR_WEIGHT = f"CASE WHEN word ~ '^{RUN_CLASS}$' THEN 0.5 ELSE 1.0 END"
 """A character pair (or lone character) of a script written without spaces weighs half a
 word: a word there is about two characters, so a question's pairs outnumber its words."""
 
+_ASKED = (
+    "(SELECT words, (SELECT greatest(sum("
+    f"{_PAIR_WEIGHT}), 1.0) FROM unnest(words) AS word) AS weight "
+    "FROM (SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) "
+    f"AS words FROM (SELECT raw, {_STOP_WORD} AS stop "
+    "FROM regexp_split_to_table(:terms, ' \\| ') AS raw) AS r, "
+    "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS picked) AS asked"
+)
+"""The query's words as the text search sees them (stemmed), less any language's stop
+words unless nothing else is left, and their weight in words (:data:`_PAIR_WEIGHT`): what
+a memory's share of the query is counted over, worked out once per query."""
+
 _MATCHED_SHARE = (
     "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE least(1.0, "
     "(SELECT count(*) FILTER (WHERE word = ANY(tsvector_to_array(search_vector)))::float8 "
-    f"/ greatest(sum({_PAIR_WEIGHT}), 1.0) FROM unnest(asked.words) AS word)) END"
+    "FROM unnest(asked.words) AS word) / asked.weight) END"
 )
 """Share of the query's words (:data:`_ASKED`) a memory holds; a memory not embedded yet
 (its meaning cannot be compared) counts as holding them all."""

@@ -111,10 +111,9 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
 
         Args:
             store: the kioku store.
-            **options: ``stm`` (the store's own short-term memory, which
-                ``memory_tools(store)`` uses too, by default), ``max_tool_rounds``,
-                ``intent_gate``, ``budgets``, ``counter``, ``no_stm_providers``,
-                ``max_thread_messages``, ``context_builder``.
+            **options: the memory options (:class:`~kioku.graphs._options.TurnOptions`);
+                ``stm`` is the store's own short-term memory by default, the one
+                ``memory_tools(store)`` uses too.
 
         Raises:
             ConfigurationError: an unknown option, or one out of range.

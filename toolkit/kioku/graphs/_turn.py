@@ -162,12 +162,9 @@ def build_graph(
         system_prompt: the first item of the context.
         context_schema: the graph's context: ``TurnContext``, or a class whose instances
             stand for one (``as_turn_context()``, e.g. ``AppContext``).
-        **options: the memory options (:class:`~kioku.graphs._options.TurnOptions`):
-            ``stm`` (by default kept beside ``checkpointer``, or in the store's
-            ``PostgresSaver`` when the graph has none), ``max_tool_rounds`` (tool rounds
-            allowed per turn), ``intent_gate``, ``budgets``, ``counter``,
-            ``no_stm_providers``, ``max_thread_messages`` (``KIOKU_THREAD_MAX_MESSAGES``
-            by default) and ``context_builder``.
+        **options: the memory options (:class:`~kioku.graphs._options.TurnOptions`);
+            ``stm`` is by default kept beside ``checkpointer``, or in the store's
+            ``PostgresSaver`` when the graph has none.
 
     Raises:
         ConfigurationError: an unknown option, or one out of range.

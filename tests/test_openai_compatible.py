@@ -186,3 +186,42 @@ def test_openai_embeddings_send_text_and_need_no_download(
         server.shutdown()
     assert len(vectors[0]) == 1536
     assert FakeEmbeddings.inputs == ["Alice likes hojicha"]
+
+
+class ChatAndEmbeddings(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server: 1536-dimensional embeddings and a one-line answer."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path.endswith("/embeddings"):
+            data = [
+                {"object": "embedding", "index": i, "embedding": [0.5] * 1536}
+                for i in range(len(body["input"]))
+            ]
+            answer = {"object": "list", "data": data, "model": body["model"], "usage": {}}
+        else:
+            answer = _completion({"role": "assistant", "content": "Hello again."})
+        _send(self, json.dumps(answer).encode())
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+def test_demo_then_chat_as_the_readme_says(fresh_database: str) -> None:
+    """`kioku demo`, then `kioku chat` with a key: one line naming the flag, which works."""
+    from tests.test_studio_and_cli import _kioku, _one_line_failure
+
+    database = {"KIOKU_DATABASE_URL": fresh_database, "KIOKU_EMBEDDINGS": "auto"}
+    demo = _kioku("demo", **database)
+    assert demo.returncode == 0, demo.stderr
+    server, url = _serve(ChatAndEmbeddings)
+    key = {"OPENAI_API_KEY": "sk-test-not-a-key", "OPENAI_BASE_URL": url}
+    try:
+        refused = _kioku("chat", stdin="/quit\n", **database, **key)
+        chatted = _kioku("chat", "--reembed", stdin="hello\n/quit\n", **database, **key)
+    finally:
+        server.shutdown()
+    assert "Run `kioku chat --reembed`" in _one_line_failure(refused)
+    assert chatted.returncode == 0, chatted.stdout + chatted.stderr
+    assert "with openai:text-embedding-3-small" in chatted.stdout
+    assert "Hello again." in chatted.stdout

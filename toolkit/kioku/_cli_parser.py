@@ -22,7 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="a scripted conversation through the memory graph")
-    sub.add_parser("chat", help="chat with a real model (needs OPENAI_API_KEY)")
+    chat = sub.add_parser("chat", help="chat with a real model (needs OPENAI_API_KEY)")
+    chat.add_argument(
+        "--reembed",
+        action="store_true",
+        help="first re-embed the stored memories with the configured embedder (after "
+        "`kioku demo`, or after changing KIOKU_EMBEDDINGS)",
+    )
     _add_mcp(sub)
     _add_server_settings(sub)
     _add_consolidate(sub)

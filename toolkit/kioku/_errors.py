@@ -11,6 +11,30 @@ class DatabaseUnavailableError(ConfigurationError):
     """The configured database cannot be used (unreachable, or pgvector missing)."""
 
 
+class EmbedderMismatchError(ConfigurationError):
+    """The stored vectors come from another embedder than the configured one.
+
+    Args:
+        stored: the model and dimension the database records.
+        configured: the model and dimension of the configured embedder.
+        remedy: the command that re-embeds them.
+    """
+
+    def __init__(
+        self,
+        stored: tuple[str, int],
+        configured: tuple[str, int],
+        remedy: str = "`kioku reembed` to re-embed every memory with the new model",
+    ) -> None:
+        super().__init__(
+            f"The memories were embedded with {stored[0]} ({stored[1]} dimensions), but the "
+            f"configured embedder is {configured[0]} ({configured[1]}). Run {remedy}, or set "
+            "KIOKU_EMBEDDINGS back."
+        )
+        self.stored = stored
+        self.configured = configured
+
+
 class ModelCallError(ConfigurationError):
     """A chat model kioku asked (consolidation) failed or answered with something unreadable.
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kioku._cli_parser import build_parser
-from kioku._errors import ConfigurationError
+from kioku._errors import ConfigurationError, EmbedderMismatchError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -61,6 +61,15 @@ def _failed(console: Console, exc: ConfigurationError) -> int:
 
     console.print(f"[red]kioku: {escape(str(exc))}[/]", soft_wrap=True)
     return 2
+
+
+def _with_chat_remedy(exc: EmbedderMismatchError) -> EmbedderMismatchError:
+    """``exc`` naming the flag that re-embeds and starts the chat in one go."""
+    return EmbedderMismatchError(
+        exc.stored,
+        exc.configured,
+        remedy="`kioku chat --reembed` to re-embed them with it and start the chat",
+    )
 
 
 def _reembed(console: Console, settings: KiokuSettings) -> None:
@@ -238,15 +247,17 @@ def main(argv: list[str] | None = None) -> int:
                 soft_wrap=True,
             )
             return 2
-        if args.command == "reembed":
+        if args.command == "reembed" or (args.command == "chat" and args.reembed):
             _reembed(console, settings)
-        else:
+        if args.command != "reembed":
             quiet = args.command in ("mcp", "memories", "export")  # stdout: protocol or JSON
             store, change = _open_store(console, settings, quiet=quiet)
             with store:
                 status = _run_command(store, change, args, console, model)
                 if status:
                     return status
+    except EmbedderMismatchError as exc:
+        return _failed(console, _with_chat_remedy(exc) if args.command == "chat" else exc)
     except ConfigurationError as exc:
         return _failed(console, exc)
     except Exception as exc:  # an unusable model endpoint is a setup problem too

@@ -8,7 +8,7 @@ from typing import Literal
 
 from sqlalchemy import Connection, text
 
-from kioku._errors import ConfigurationError
+from kioku._errors import EmbedderMismatchError
 from kioku._search.planning import HNSW_EF_SEARCH
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
@@ -73,11 +73,7 @@ def stored_embedder(connection: Connection) -> tuple[str, int] | None:
 def _refuse_mismatch(stored: tuple[str, int] | None, model: str, dimension: int) -> None:
     """Raise when the database's vectors come from another embedder than ``model``."""
     if stored is not None and stored != (model, dimension):
-        raise ConfigurationError(
-            f"The memories were embedded with {stored[0]} ({stored[1]} dimensions), but the "
-            f"configured embedder is {model} ({dimension}). Run `kioku reembed` to re-embed "
-            "every memory with the new model, or set KIOKU_EMBEDDINGS back."
-        )
+        raise EmbedderMismatchError(stored, (model, dimension))
 
 
 def refuse_other_embedder(connection: Connection, model: str, dimension: int) -> None:
@@ -86,7 +82,7 @@ def refuse_other_embedder(connection: Connection, model: str, dimension: int) ->
     A database not set up yet (no ``kioku_meta``) passes: ``setup()`` records one.
 
     Raises:
-        ConfigurationError: naming both embedders and how to switch.
+        EmbedderMismatchError: naming both embedders and how to switch.
     """
     if connection.scalar(text("SELECT to_regclass('kioku_meta')")) is None:
         return
@@ -108,7 +104,7 @@ def ensure_vector_schema(
     otherwise keeps what exists (:func:`hnsw_wanted`).
 
     Raises:
-        ConfigurationError: when the database holds vectors of another embedder.
+        EmbedderMismatchError: when the database holds vectors of another embedder.
     """
     connection.execute(text("SET LOCAL statement_timeout = 0"))  # index builds take a while
     stored = stored_embedder(connection)

@@ -309,6 +309,14 @@ def function_rows(plan: Plan, r: dict[str, Any]) -> list[Row]:
         Row("startup: import kioku", up["import_s"], None, "s", "< 1 s", met=up["import_s"] < 1),
         Row("startup: kioku --help", up["help_s"], None, "s", "< 1 s", met=up["help_s"] < 1),
         Row(
+            "startup: kioku memories list",
+            up["memories_list_s"],
+            None,
+            "s",
+            "< 1 s",
+            met=up["memories_list_s"] < 1,
+        ),
+        Row(
             f"tool-path writes, no HNSW (limits <= {EXACT_SEARCH_MAX_ROWS:,} per scope)",
             writes["kioku_tool_path_without_hnsw"],
             writes["postgres_store_flat_put"],

@@ -38,9 +38,9 @@ from kioku._calibration import relevance_floor
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
 from kioku._embeddings import embedding_text
 from kioku._errors import ModelCallError, one_line
-from kioku._models import (
+from kioku._models import ask_model
+from kioku._openai_env import (
     DEFAULT_OPENAI_MODEL,
-    ask_model,
     env_value,
     openai_base_url,
     openai_key_set,

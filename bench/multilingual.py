@@ -55,7 +55,7 @@ from kioku._embeddings import (
     multilingual_embedder_installed,
 )
 from kioku._errors import ConfigurationError, one_line
-from kioku._models import openai_key_set
+from kioku._openai_env import openai_key_set
 from kioku._tools.invoke import run_tool_call
 from kioku._tools.search import search_long_term_memory_tool
 

@@ -1,4 +1,4 @@
-"""``kioku --help`` and configuration errors answer without loading LangChain or LangGraph.
+"""``kioku --help``, configuration errors and ``kioku memories`` answer without LangChain.
 
 Each case runs the real command in a fresh interpreter under ``-X importtime`` and reads
 which modules it imported; a configuration error is one line, exit status 2, and starts no
@@ -7,6 +7,7 @@ database. (How long they take is measured by ``python -m bench.startup``, not as
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from kioku import KiokuStore, create_long_term_memory_tool
+from tests.helpers import make_world, run_tool
 
 MODEL_LIBRARIES = ("langchain", "langchain_core", "langchain_openai", "langgraph")
 
@@ -83,3 +87,31 @@ def test_a_configuration_error_is_one_line_before_langchain_and_the_database(
     assert len(run.output.strip().splitlines()) == 1, run.output
     assert not run.imported & set(MODEL_LIBRARIES), sorted(run.imported & set(MODEL_LIBRARIES))
     assert not (tmp_path / "data").exists()  # no embedded database was started
+
+
+def test_memories_list_and_show_load_no_model_library(
+    tmp_path: Path, store: KiokuStore, database_url: str
+) -> None:
+    """An operator's look at the database imports neither LangChain nor LangGraph."""
+    world = make_world(store)
+    run_tool(
+        create_long_term_memory_tool(store),
+        {"memory_content": "The tea club meets on Fridays", "memory_scope": "server_wide"},
+        world.context(),
+    )
+    database = {"KIOKU_DATABASE_URL": database_url}
+    listed = _kioku(tmp_path, "memories", "list", "--server-id", "srv-a", "--json", **database)
+    assert listed.returncode == 0, listed.output
+    [memory] = json.loads(listed.output)
+    assert memory["content"] == "The tea club meets on Fridays"
+    shown = _kioku(tmp_path, "memories", "show", str(memory["id"]), **database)
+    assert shown.returncode == 0 and "create by" in shown.output, shown.output
+    for run in (listed, shown):
+        assert "sqlalchemy" in run.imported  # the timings were read
+        assert not run.imported & set(MODEL_LIBRARIES), sorted(run.imported & set(MODEL_LIBRARIES))
+
+
+def test_memories_list_before_setup_says_what_to_run(tmp_path: Path, fresh_database: str) -> None:
+    run = _kioku(tmp_path, "memories", "list", KIOKU_DATABASE_URL=fresh_database)
+    assert run.returncode == 2 and "run `kioku setup` first" in run.output, run.output
+    assert len(run.output.strip().splitlines()) == 1, run.output

@@ -223,7 +223,7 @@ def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _embeddings.auto_choice() == "local"
     monkeypatch.setenv("KIOKU_EMBEDDINGS", "")
     assert load_settings().embeddings == "auto"
-    from kioku._models import DEFAULT_OPENAI_MODEL, openai_base_url, openai_model
+    from kioku._openai_env import DEFAULT_OPENAI_MODEL, openai_base_url, openai_model
 
     monkeypatch.setenv("OPENAI_BASE_URL", "")
     monkeypatch.setenv("KIOKU_OPENAI_MODEL", " ")

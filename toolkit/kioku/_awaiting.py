@@ -20,9 +20,10 @@ import inspect
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from langchain_core.embeddings import Embeddings
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 T = TypeVar("T")
 

@@ -10,10 +10,14 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from kioku._errors import ConfigurationError
+
 if TYPE_CHECKING:
     from rich.console import Console
+    from sqlalchemy.orm import Session, sessionmaker
 
-    from kioku._inspection import StoredMemory
+    from kioku._config import KiokuSettings
+    from kioku._inspection import MemoryDetail, StoredMemory
     from kioku._store import KiokuStore
 
 
@@ -57,41 +61,72 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def run_memories(store: KiokuStore, args: argparse.Namespace, console: Console) -> int:
-    """Run ``kioku memories …``; returns the exit status."""
-    command = args.memories_command
-    if command in ("show", "history"):
-        detail = store.show_memory(args.memory_id)
-        if detail.memory is None and not detail.history:
-            console.print(f"kioku: no memory {args.memory_id}", markup=False)
-            return 1
-        if args.json:
-            payload: Any = detail.to_dict() if command == "show" else detail.to_dict()["history"]
-            print(json.dumps(payload, ensure_ascii=False, indent=2))
-            return 0
-        if command == "show" and detail.memory is not None:
-            console.print(_line(detail.memory), markup=False, highlight=False)
-        for row in detail.history:
-            text = row.new_content if row.new_content is not None else row.old_content
-            when = row.created_at.isoformat(timespec="seconds")
-            console.print(f"  {when} {row.action} by {row.actor_user_id}: {text}", markup=False)
-        return 0
-    if command == "search":
-        return _search(store, args, console)
-    status = None if args.archived else "active"
-    found = store.list_memories(
+def run_view(settings: KiokuSettings, args: argparse.Namespace, console: Console) -> int:
+    """Run ``kioku memories list|show|history`` on sessions alone; returns the exit status.
+
+    No store is built, so neither LangChain nor an embedder is imported: the command
+    answers about as fast as the database does.
+
+    Raises:
+        ConfigurationError: the database cannot be reached, or has no (or an older) kioku
+            schema.
+    """
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    from kioku._db.engine import unreachable
+    from kioku._db.opening import open_database, read_sessions
+
+    database = open_database(settings)
+    try:
+        return _view(read_sessions(database.engine), args, console)
+    except ProgrammingError as exc:  # a missing table or column
+        raise ConfigurationError(
+            "this database has no kioku schema, or an older one: run `kioku setup` first"
+        ) from exc
+    except OperationalError as exc:
+        raise unreachable(database.engine, exc) from exc
+    finally:
+        database.close()
+
+
+def _view(reads: sessionmaker[Session], args: argparse.Namespace, console: Console) -> int:
+    from kioku._inspection import MemoryFilter, list_memories, show_memory
+
+    if args.memories_command in ("show", "history"):
+        return _show(show_memory(reads, args.memory_id), args, console)
+    where = MemoryFilter(
         server_id=args.server_id,
         user_id=args.user_id,
         lineage_id=args.lineage,
         memory_type=args.memory_type,
-        status=status,
-        limit=args.limit,
+        status=None if args.archived else "active",
     )
-    _print(console, found, args.json)
+    _print(console, list_memories(reads, where, limit=args.limit), args.json)
     return 0
 
 
-def _search(store: KiokuStore, args: argparse.Namespace, console: Console) -> int:
+def _show(detail: MemoryDetail, args: argparse.Namespace, console: Console) -> int:
+    command = args.memories_command
+    if detail.memory is None and not detail.history:
+        console.print(f"kioku: no memory {args.memory_id}", markup=False)
+        return 1
+    if args.json:
+        payload: Any = detail.to_dict() if command == "show" else detail.to_dict()["history"]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return 0
+    if command == "show" and detail.memory is not None:
+        console.print(_line(detail.memory), markup=False, highlight=False, soft_wrap=True)
+    for row in detail.history:
+        text = row.new_content if row.new_content is not None else row.old_content
+        when = row.created_at.isoformat(timespec="seconds")
+        console.print(
+            f"  {when} {row.action} by {row.actor_user_id}: {text}", markup=False, soft_wrap=True
+        )
+    return 0
+
+
+def run_search(store: KiokuStore, args: argparse.Namespace, console: Console) -> int:
+    """Run ``kioku memories search``; returns the exit status."""
     from kioku._context import DEFAULT_PERSONA, server_key
     from kioku._domain.scopes import PersonalScope, ServerScope
 
@@ -110,7 +145,7 @@ def _search(store: KiokuStore, args: argparse.Namespace, console: Console) -> in
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return 0
     for memory, score in hits:
-        console.print(f"{score:.4f} {_line(memory)}", markup=False, highlight=False)
+        console.print(f"{score:.4f} {_line(memory)}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
@@ -119,7 +154,7 @@ def _print(console: Console, memories: list[StoredMemory], as_json: bool) -> Non
         print(json.dumps([m.to_dict() for m in memories], ensure_ascii=False, indent=2))
         return
     for memory in memories:
-        console.print(_line(memory), markup=False, highlight=False)
+        console.print(_line(memory), markup=False, highlight=False, soft_wrap=True)
 
 
 def _line(memory: StoredMemory) -> str:

@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kioku._config import KiokuSettings
+from kioku._db.opening import autocommit_engine, read_sessions
 from kioku._embeddings import EmbedderSpec
 from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
 from kioku._memory.windows import MemoryWindows
@@ -55,15 +56,14 @@ class KiokuDeps:
     ) -> KiokuDeps:
         """The dependencies of a store on ``engine``."""
         sessions = sessionmaker(engine, expire_on_commit=False)
-        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         return cls(
             engine=engine,
             settings=settings,
             embedder=embedder,
             directory=directory,
             sessions=sessions,
-            autocommit_engine=autocommit,
-            reads=sessionmaker(autocommit, expire_on_commit=False),
+            autocommit_engine=autocommit_engine(engine),
+            reads=read_sessions(engine),
             windows=MemoryWindows(sessions),
             search_aids=SearchAids(),
             access=AccessRecorder(sessions),

@@ -24,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 
 from kioku._config import KiokuSettings
 from kioku._errors import ConfigurationError, one_line
-from kioku._models import openai_base_url, openai_key_set
+from kioku._openai_env import openai_base_url, openai_key_set
 from kioku._spaceless import ideographs, is_run, pairs, split_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)

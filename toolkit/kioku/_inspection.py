@@ -1,27 +1,23 @@
-"""What kioku remembers, for operators: list, show with history, search (plain records).
+"""What kioku remembers, for operators: list, and show with history (plain records).
 
 Operator tools, never offered to the model or to MCP clients: they see every memory the
-filters select, whoever it is about. ``KiokuStore.list_memories``, ``show_memory`` and
-``search_memories`` call these; ``kioku memories …`` prints them.
+filters select, whoever it is about. ``KiokuStore.list_memories`` and ``show_memory`` call
+these; ``kioku memories …`` prints them. They need only sessions, so that command starts
+without LangChain or an embedder (searching is :mod:`kioku._inspection_search`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, select
+from sqlalchemy.orm import Session, sessionmaker
 
-from kioku._awaiting import embed_query
 from kioku._context import server_key
 from kioku._db.models import Memory, MemoryHistory
-from kioku._deps import HasDeps
-from kioku._domain.scopes import PersonalScope, ServerScope
-from kioku._domain.visibility import Visibility
-from kioku._embeddings import embedding_text
-from kioku._search.engine import rank_candidates
 
 LIST_LIMIT = 100
 """Memories :func:`list_memories` returns unless asked for another number."""
@@ -163,17 +159,21 @@ class MemoryFilter:
 
 
 def list_memories(
-    store: HasDeps, where: MemoryFilter | None = None, *, limit: int = LIST_LIMIT, offset: int = 0
+    reads: sessionmaker[Session],
+    where: MemoryFilter | None = None,
+    *,
+    limit: int = LIST_LIMIT,
+    offset: int = 0,
 ) -> list[StoredMemory]:
     """The memories ``where`` selects, newest first (at most ``limit``, after ``offset``)."""
-    with store.deps.reads() as session:
+    with reads() as session:
         rows = session.scalars((where or MemoryFilter()).statement(limit, offset))
         return [StoredMemory.of(row) for row in rows]
 
 
-def show_memory(store: HasDeps, memory_id: int) -> MemoryDetail:
+def show_memory(reads: sessionmaker[Session], memory_id: int) -> MemoryDetail:
     """Memory ``memory_id`` (``None`` if deleted) with its whole history."""
-    with store.deps.reads() as session:
+    with reads() as session:
         row = session.get(Memory, memory_id)
         history = session.scalars(
             select(MemoryHistory)
@@ -184,27 +184,3 @@ def show_memory(store: HasDeps, memory_id: int) -> MemoryDetail:
             StoredMemory.of(row) if row is not None else None,
             tuple(HistoryRow.of(entry) for entry in history),
         )
-
-
-def search_memories(
-    store: HasDeps, scope: ServerScope | PersonalScope, query: str, *, limit: int = 10
-) -> list[tuple[StoredMemory, float]]:
-    """``scope``'s memories best matching ``query`` (kioku's hybrid search), with scores.
-
-    No relevance floor: an operator looking is shown the nearest even when weak.
-    """
-    deps = store.deps
-    if isinstance(scope, ServerScope):
-        visibility = Visibility(scope.server_id, scope.lineage_id)
-    else:
-        visibility = Visibility("", scope.lineage_id, (scope.user_id,), include_server=False)
-    vector = embed_query(deps.embedder.embeddings, embedding_text(query))
-    with deps.reads() as session:
-        hits = rank_candidates(
-            session, visibility, query, vector, now=datetime.now(UTC), limit=limit
-        ).hits()
-        rows = {
-            row.id: row
-            for row in session.scalars(select(Memory).where(Memory.id.in_([h.id for h in hits])))
-        }
-        return [(StoredMemory.of(rows[hit.id]), hit.score) for hit in hits if hit.id in rows]

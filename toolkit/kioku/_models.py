@@ -2,42 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from kioku._errors import ConfigurationError, ModelCallError, one_line
-
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-
-
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def env_value(name: str) -> str | None:
-    """The variable ``name``, ``None`` when unset or blank (as for kioku's own settings)."""
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
-def openai_key_set() -> bool:
-    """Whether ``OPENAI_API_KEY`` holds a key (blank is none)."""
-    return env_value("OPENAI_API_KEY") is not None
-
-
-def openai_base_url() -> str:
-    """``OPENAI_BASE_URL``, or OpenAI's own address.
-
-    Passed to the clients explicitly: they would take a blank variable as the address.
-    """
-    return env_value("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
-
-
-def openai_model() -> str:
-    """``KIOKU_OPENAI_MODEL``, else :data:`DEFAULT_OPENAI_MODEL`."""
-    return env_value("KIOKU_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
+from kioku._openai_env import env_value, openai_base_url, openai_key_set, openai_model
 
 
 def openai_model_from_env() -> BaseChatModel | None:

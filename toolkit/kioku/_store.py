@@ -17,8 +17,8 @@ from kioku._consolidation.run import consolidate
 from kioku._consolidation.saved import SavedPlan
 from kioku._context import TurnContext
 from kioku._core import KiokuCore
-from kioku._db.embedded import EmbeddedPostgres
-from kioku._db.engine import check_pgvector, make_engine
+from kioku._db.engine import check_pgvector
+from kioku._db.opening import open_database
 from kioku._db.vectors import refuse_other_embedder
 from kioku._embeddings import EmbedderSpec
 from kioku._erasure import ErasureReceipt, erase_server, erase_user
@@ -28,9 +28,9 @@ from kioku._inspection import (
     MemoryFilter,
     StoredMemory,
     list_memories,
-    search_memories,
     show_memory,
 )
+from kioku._inspection_search import search_memories
 from kioku._memory.directory import UserDirectory
 from kioku._memory.windows import CacheKey
 from kioku._stm.store import ShortTermMemory
@@ -78,19 +78,15 @@ class KiokuStore(KiokuCore):
                 another embedder; the message says why.
         """
         settings = settings or load_settings()
-        embedded = None
-        url = settings.database_url
-        if url is None:
-            embedded = EmbeddedPostgres(settings.data_dir, os_user=settings.embedded_user)
-            url = embedded.url
-        engine = make_engine(
-            url,
-            statement_timeout_ms=settings.statement_timeout_ms,
-            prepared_statements=settings.prepared_statements,
-        )
+        database = open_database(settings)
+        engine = database.engine
         check_pgvector(engine)
         store = cls(
-            engine, settings=settings, directory=directory, embedded=embedded, embedder=embedder
+            engine,
+            settings=settings,
+            directory=directory,
+            embedded=database.embedded,
+            embedder=embedder,
         )
         if check_embedder:
             try:
@@ -236,11 +232,11 @@ class KiokuStore(KiokuCore):
         view: every memory the filters select, whoever it is about.
         """
         where = MemoryFilter(server_id, user_id, lineage_id, memory_type, status)
-        return list_memories(self, where, limit=limit, offset=offset)
+        return list_memories(self.deps.reads, where, limit=limit, offset=offset)
 
     def show_memory(self, memory_id: int) -> MemoryDetail:
         """Memory ``memory_id`` (``None`` once deleted) with every change to it."""
-        return show_memory(self, memory_id)
+        return show_memory(self.deps.reads, memory_id)
 
     def search_memories(
         self, scope: CacheKey, query: str, *, limit: int = 10

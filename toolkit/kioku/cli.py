@@ -239,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
         return _bench(console, quick=args.quick)
     try:
         settings = _check_setup(args)
+        if args.command == "memories" and args.memories_command != "search":
+            from kioku._cli_memories import run_view
+
+            return run_view(settings, args, console)
         model = _before_database(args)
         if args.command == "chat" and model is None:
             console.print(
@@ -278,9 +282,9 @@ def _run_command(
     model: BaseChatModel | None,
 ) -> int:
     if args.command == "memories":
-        from kioku._cli_memories import run_memories
+        from kioku._cli_memories import run_search
 
-        return run_memories(store, args, console)
+        return run_search(store, args, console)
     if args.command == "export":
         from kioku._cli_memories import run_export
 

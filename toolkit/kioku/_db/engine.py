@@ -366,15 +366,19 @@ def check_pgvector(engine: Engine) -> None:
                 )
             ).first()
     except SQLAlchemyError as exc:
-        raise DatabaseUnavailableError(
-            f"Cannot connect to PostgreSQL at {engine.url.render_as_string()}: "
-            f"{describe(exc)}. Check KIOKU_DATABASE_URL, or unset it to use the "
-            "embedded server."
-        ) from exc
+        raise unreachable(engine, exc) from exc
     if row is None:
         raise DatabaseUnavailableError(_PGVECTOR_HELP)
     if version_tuple(str(row[0])) < MIN_PGVECTOR:
         raise DatabaseUnavailableError(f"The server offers pgvector {row[0]}. {_PGVECTOR_HELP}")
+
+
+def unreachable(engine: Engine, exc: SQLAlchemyError) -> DatabaseUnavailableError:
+    """The error saying ``engine``'s server could not be reached, and what to check."""
+    return DatabaseUnavailableError(
+        f"Cannot connect to PostgreSQL at {engine.url.render_as_string()}: "
+        f"{describe(exc)}. Check KIOKU_DATABASE_URL, or unset it to use the embedded server."
+    )
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

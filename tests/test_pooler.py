@@ -276,12 +276,32 @@ def _server_sessions(url: str) -> Iterator[psycopg.Connection[Any]]:
             client.close()
 
 
-def test_no_session_state_is_left_on_the_servers_sessions(pooled_database: str) -> None:
+def _what_waited(pooler: Pooler, database_url: str) -> str:
+    """PgBouncer's log and the server's sessions: what a failed wait for a server met."""
+    direct = make_engine(database_url, statement_timeout_ms=0)
+    with direct.connect() as connection:
+        sessions = connection.execute(
+            text(
+                "SELECT datname, usename, state, now() - xact_start, left(query, 120) "
+                "FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            )
+        ).all()
+    direct.dispose()
+    listed = "\n".join(map(str, sessions))
+    return f"server sessions:\n{listed}\npgbouncer log (tail):\n{pooler.log()[-6000:]}"
+
+
+def test_no_session_state_is_left_on_the_servers_sessions(
+    pooled_database: str, pooler: Pooler, database_url: str
+) -> None:
     """After a graph's turns, searches and setup, every server session is as it started."""
     settings = KiokuSettings(database_url=pooled_database, sweep_interval_minutes=0)
     with KiokuStore.open(settings) as store:
-        store.setup()
-        _graph_turns(store, TURNS)
+        try:
+            store.setup()
+            _graph_turns(store, TURNS)
+        except Exception as exc:  # a rare query_wait_timeout here: keep what explains it
+            raise AssertionError(_what_waited(pooler, database_url)) from exc
     for session in _server_sessions(pooled_database):
         state = session.execute(
             "SELECT current_setting('statement_timeout'), "

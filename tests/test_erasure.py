@@ -17,6 +17,7 @@ from sqlalchemy import func, select, text
 from kioku import KiokuSettings, KiokuStore, Participant
 from kioku._context_build.build import ContextBuilder
 from kioku._db.models import Memory, MemoryHistory, ServerMember, User
+from kioku._domain.scopes import ServerScope
 from kioku._mcp_server import KiokuMcp, McpScope
 from kioku._stm.store import ShortTermMemory
 from kioku._sweeper import sweep
@@ -219,6 +220,26 @@ def test_erasing_a_bridged_user_removes_what_was_saved_about_them(store: KiokuSt
     with store.sessions() as session:
         assert session.get(Memory, kept) is None and session.get(Memory, edited) is None
         assert not session.scalar(text("SELECT count(*) FROM memory_subjects"))
+
+
+def test_a_merge_carries_what_it_took_from_a_bridged_users_memory(store: KiokuStore) -> None:
+    """A consolidation merge writing a bridged user's fact into another memory: erasing
+    that user removes the merged memory too."""
+    from tests.test_consolidate import scripted
+
+    world, _ = seed(store)
+    about_max = _bridged(world, "{user} likes MAX-LIKES-MATE")
+    other = create_memory(
+        world, {"memory_content": "The tea club drinks mate", "memory_scope": "server_wide"}
+    )
+    plan = {"keep": other, "remove": [about_max], "content": "The tea club and Matrix Max"}
+    plan["content"] += " drink MAX-LIKES-MATE"
+    scope = ServerScope("srv-a", world.persona.lineage_id)
+    report = store.consolidate(scope, scripted(json.dumps({"merges": [plan]})), apply=True)
+    assert all(outcome.applied for outcome in report.outcomes), report.render()
+
+    assert store.erase_user("u-bridge").memories_deleted == 1  # the merged memory
+    assert "MAX-LIKES-MATE" not in everything_text(store)
 
 
 def test_a_second_erasure_reports_zero(store: KiokuStore) -> None:

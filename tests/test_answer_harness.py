@@ -23,6 +23,7 @@ from bench.answer import (
     summarise,
 )
 from bench.answer_scoring import (
+    answer_in_context,
     judge_label,
     locomo_f1,
     multi_answer_f1,
@@ -296,3 +297,14 @@ def test_a_data_file_that_is_not_locomo_is_one_line(tmp_path: Path, content: str
     assert result.returncode == 2
     lines = (result.stdout + result.stderr).strip().splitlines()
     assert len(lines) == 1 and str(data) in lines[0], lines
+
+
+def test_the_model_free_check_finds_the_gold_answer_as_a_run_of_words() -> None:
+    context = "ID:3 (8 May 2023) Caroline: I went to the LGBTQ support group, and painted."
+    assert answer_in_context(context, "LGBTQ support groups", 4) == 1.0  # stemmed
+    assert answer_in_context(context, "8 May, 2023", 2) == 1.0  # punctuation dropped
+    assert answer_in_context(context, "May 8 2023", 2) == 0.0  # not one unbroken run
+    assert answer_in_context(context, "support group, pottery", 1) == 0.5  # list items
+    assert answer_in_context(context, "Likely yes; she painted", 3) == 0.0  # before ";"
+    assert answer_in_context(context, "the", 4) == 0.0  # nothing left to look for
+    assert answer_in_context(context, 2023, 2) == 1.0  # a number as the answer

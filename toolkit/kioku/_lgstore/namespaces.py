@@ -123,8 +123,8 @@ class IndexFields:
             raise ConfigurationError(
                 f"index dims={dims} differs from the store's embedder ({dimension} dimensions)"
             )
-        fields = config.get("fields") or [WHOLE_VALUE]
-        return cls(check_fields(fields))
+        fields = config.get("fields")
+        return cls(check_fields(fields) if fields is not None else (WHOLE_VALUE,))
 
 
 def check_fields(fields: Sequence[str]) -> tuple[str, ...]:

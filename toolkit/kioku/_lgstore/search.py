@@ -99,14 +99,23 @@ def _items(session: Session, page: Sequence[tuple[int, float]]) -> list[SearchIt
     rows = session.execute(text(ITEMS_BY_MEMORY), {"ids": [memory_id for memory_id, _ in page]})
     by_memory: Mapping[int, Any] = {row.memory_id: row for row in rows}
     return [
-        SearchItem(
-            namespace=tuple(row.namespace),
-            key=row.key,
-            value=row.value,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            score=score,
-        )
+        search_item(row, score)
         for memory_id, score in page
         if (row := by_memory.get(memory_id)) is not None
     ]
+
+
+def item_fields(row: Any) -> dict[str, Any]:
+    """An item row's (namespace, key, value, created_at, updated_at) as ``Item`` arguments."""
+    return {
+        "namespace": tuple(row.namespace),
+        "key": row.key,
+        "value": row.value,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+
+
+def search_item(row: Any, score: float | None = None) -> SearchItem:
+    """An item row as a search result."""
+    return SearchItem(**item_fields(row), score=score)

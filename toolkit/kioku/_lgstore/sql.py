@@ -20,9 +20,9 @@ Params = dict[str, Any]
 OWN_PREFIX = "{a}.namespace[1:cardinality(CAST(:prefix AS text[]))] = CAST(:prefix AS text[])"
 """Items whose namespace starts with ``:prefix`` (label by label; ``{}`` matches all)."""
 
-GET_ITEMS = (
-    "SELECT key, value, created_at, updated_at FROM langgraph_items "
-    "WHERE namespace = CAST(:namespace AS text[]) AND key = ANY(CAST(:keys AS text[]))"
+GET_ITEM = (
+    "SELECT namespace, key, value, created_at, updated_at FROM langgraph_items "
+    "WHERE namespace = CAST(:namespace AS text[]) AND key = :key"
 )
 ITEMS_BY_MEMORY = (
     "SELECT memory_id, namespace, key, value, created_at, updated_at FROM langgraph_items "

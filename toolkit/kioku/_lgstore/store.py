@@ -31,7 +31,7 @@ from kioku._lgstore.namespaces import (
     check_namespace,
     namespace_rule,
 )
-from kioku._lgstore.search import query_vector, ranked_items
+from kioku._lgstore.search import item_fields, query_vector, ranked_items, search_item
 from kioku._lgstore.writes import check_put, prepare, write_all
 
 
@@ -142,32 +142,14 @@ class KiokuLangGraphStore(BaseStore):
         rows = session.execute(
             text(sql.listing_sql(filters)), {**params, "limit": op.limit, "offset": op.offset}
         )
-        return [
-            SearchItem(
-                namespace=tuple(row.namespace),
-                key=row.key,
-                value=row.value,
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-            )
-            for row in rows
-        ]
+        return [search_item(row) for row in rows]
 
 
 def _get(session: Session, op: GetOp) -> Item | None:
-    rows = session.execute(
-        text(sql.GET_ITEMS), {"namespace": list(op.namespace), "keys": [op.key]}
-    ).all()
-    if not rows:
-        return None
-    [row] = rows
-    return Item(
-        namespace=tuple(op.namespace),
-        key=row.key,
-        value=row.value,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    row = session.execute(
+        text(sql.GET_ITEM), {"namespace": list(op.namespace), "key": op.key}
+    ).first()
+    return Item(**item_fields(row)) if row is not None else None
 
 
 def _check(op: Op) -> None:

@@ -42,8 +42,8 @@ SETTING_VARIABLES = frozenset(
 """The environment variables kioku reads its settings from."""
 
 TABLES = (
-    "memory_history, memories, server_members, personas, users, servers, stm_threads, "
-    "checkpoints, checkpoint_blobs, checkpoint_writes"
+    "langgraph_items, memory_history, memories, server_members, personas, users, servers, "
+    "stm_threads, checkpoints, checkpoint_blobs, checkpoint_writes"
 )
 """Every table a test may fill; the ``store`` fixture empties them afterwards."""
 

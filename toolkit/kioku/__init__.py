@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from kioku._embeddings import EmbedderSpec, HashingEmbeddings
     from kioku._errors import ConfigurationError, DatabaseUnavailableError, ModelCallError
     from kioku._intent import IntentGate
+    from kioku._lgstore.store import KiokuLangGraphStore
     from kioku._mcp_server import KiokuMcp, build_server
     from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
     from kioku._memory.notices import NOTICE_STREAM_TYPE, MemoryNotice
@@ -84,6 +85,7 @@ __all__ = [
     "HashingEmbeddings",
     "IntentGate",
     "KiokuAgentState",
+    "KiokuLangGraphStore",
     "KiokuMcp",
     "KiokuMemoryMiddleware",
     "KiokuSettings",
@@ -150,6 +152,7 @@ _LAZY: dict[str, str] = {
     "Reach": "kioku._reach",
     "reach_of": "kioku._reach",
     "KiokuStore": "kioku._store",
+    "KiokuLangGraphStore": "kioku._lgstore.store",
     "ToolCallOutcome": "kioku._tools.invoke",
     "arun_tool_call": "kioku._tools.invoke",
     "run_tool_call": "kioku._tools.invoke",

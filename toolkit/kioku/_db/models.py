@@ -292,6 +292,31 @@ class MemorySubject(Base):
     """The server key the memory was saved under (erasing the server removes the row)."""
 
 
+class LangGraphItem(Base):
+    """An item of ``kioku.KiokuLangGraphStore``: its address and value (migration 0022).
+
+    The item's searchable text, scope and history are those of its memory; deleting the
+    memory deletes the item.
+    """
+
+    __tablename__ = "langgraph_items"
+
+    namespace: Mapped[list[str]] = mapped_column(ARRAY(Text), primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    memory_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("memories.id", ondelete="CASCADE"), unique=True, index=True
+    )
+    value: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    indexed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    """Searched by a query (``put(index=False)``: only listed and filtered)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), index=True
+    )
+
+    __table_args__ = (CheckConstraint("cardinality(namespace) >= 1", name="namespace"),)
+
+
 class StmThread(Base):
     """Short-term-memory entries: one row each, its state in ``entry`` (migration 0018).
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from sqlalchemy import Engine
@@ -19,6 +19,7 @@ from kioku._config import KiokuSettings
 from kioku._embeddings import EmbedderSpec
 from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
 from kioku._memory.windows import MemoryWindows
+from kioku._recorded_embedder import RecordedEmbedder
 from kioku._search.access import AccessRecorder
 from kioku._search.aids import SearchAids
 
@@ -44,6 +45,8 @@ class KiokuDeps:
     """Scope sizes and word statistics remembered between searches."""
     access: AccessRecorder
     """Batched access counts of memories returned by search."""
+    recorded: RecordedEmbedder = field(default_factory=RecordedEmbedder)
+    """Whether the database still records ``embedder`` (:mod:`kioku._recorded_embedder`)."""
 
     @classmethod
     def build(

@@ -44,6 +44,7 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._reach import Reach, reach_of
+from kioku._recorded_embedder import vector_refused
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.store import ShortTermMemory
 
@@ -116,10 +117,11 @@ class BuildRun:
         """``run``'s block; a failure is logged and the stage contributes nothing."""
         try:
             return run()
-        except Exception:
+        except Exception as exc:
             logger.exception("kioku: context stage %s failed; it contributes nothing", stage)
             self.failed.append(stage)
             self.session.rollback()  # the next stage starts from a clean transaction
+            vector_refused(self.builder.deps, exc)  # noted: the next turns rank by text
             return Rendered()
 
     @property

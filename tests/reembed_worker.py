@@ -16,17 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kioku import (
-    KiokuSettings,
-    KiokuStore,
-    Participant,
-    Persona,
-    TurnContext,
-    create_long_term_memory_tool,
-)
+from kioku import KiokuSettings, KiokuStore, Participant, Persona, TurnContext
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._tools.invoke import run_tool_call
-from kioku._tools.ltm import create_memory_tool, update_long_term_memory_tool
+from kioku._tools.ltm import create_memory_tool, long_term_memory_tools
 from kioku._tools.search import search_long_term_memory
 
 READY_AFTER = 10
@@ -65,11 +58,7 @@ def main() -> None:
     settings = KiokuSettings(database_url=url, sweep_interval_minutes=0)
     store = KiokuStore.open(settings, embedder=OLD)
     context = _context(persona_id, lineage)
-    tools = [
-        create_long_term_memory_tool(store),
-        update_long_term_memory_tool(store),
-        create_memory_tool(store),
-    ]
+    tools = [*long_term_memory_tools(store), create_memory_tool(store)]
 
     def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = json.loads(

@@ -86,6 +86,16 @@ def switched(old: KiokuStore, to: EmbedderSpec) -> KiokuStore:
     return open_store(old.settings.database_url, to)
 
 
+def with_a_memory(
+    old: KiokuStore, content: str, to: EmbedderSpec
+) -> tuple[World, dict[str, Any], KiokuStore]:
+    """A world on ``old`` with ``content`` saved, and the store of a re-embed to ``to``."""
+    world = make_world(old)
+    answer = save(world, content)
+    assert answer["status"] == SAVED
+    return world, answer, switched(old, to)
+
+
 def save(world: World, content: str, *, store: KiokuStore | None = None) -> dict[str, Any]:
     tool = create_long_term_memory_tool(store or world.store)
     arguments = {"memory_content": content, "memory_scope": "server_wide"}
@@ -167,9 +177,7 @@ def test_the_database_stores_a_vector_only_of_the_model_it_records(old: KiokuSto
 def test_a_write_after_a_switch_is_queued_and_the_worker_writes_queued_from_then_on(
     old: KiokuStore,
 ) -> None:
-    world = make_world(old)
-    assert save(world, "fact before")["status"] == SAVED
-    new = switched(old, NEW)
+    world, _, new = with_a_memory(old, "fact before", NEW)
     assert reembed(new).embedded == 1
     # The worker still embeds with OLD: its vector is refused, the memory queued.
     answer = save(world, "fact after the switch")
@@ -202,9 +210,7 @@ def test_a_write_after_a_switch_is_queued_and_the_worker_writes_queued_from_then
 def test_a_worker_meeting_a_column_of_another_size_recovers_by_itself(
     old: KiokuStore, first: str
 ) -> None:
-    world = make_world(old)
-    answer = save(world, "the office opens at nine")
-    new = switched(old, WIDER)
+    world, answer, new = with_a_memory(old, "the office opens at nine", WIDER)
     reembed(new)
     # A worker process that has not learnt of the switch: every entry point recovers.
     worker = KiokuStore(old.engine, settings=old.settings, embedder=OLD)
@@ -259,9 +265,7 @@ def _new_memory(world: World, content: str) -> NewMemory:
 def test_a_write_under_way_when_the_switch_starts_is_queued_by_the_switch(
     old: KiokuStore, write: str
 ) -> None:
-    world = make_world(old)
-    answer = save(world, "fact to change")
-    new = switched(old, NEW)
+    world, answer, new = with_a_memory(old, "fact to change", NEW)
     with old.transaction() as session:  # the worker's write, not committed yet
         memories = MemoryRepository(session)
         if write == "create":
@@ -292,9 +296,7 @@ def test_a_write_under_way_when_the_switch_starts_is_queued_by_the_switch(
 def test_a_write_arriving_during_the_switch_waits_for_it_and_is_queued(
     old: KiokuStore, tool: str
 ) -> None:
-    world = make_world(old)
-    answer = save(world, "fact to change")
-    new = switched(old, NEW)
+    world, answer, new = with_a_memory(old, "fact to change", NEW)
     tools = {
         "create": (create_long_term_memory_tool(old), {"memory_scope": "server_wide"}),
         "update": (update_long_term_memory_tool(old), {"memory_id": answer["memory_id"]}),

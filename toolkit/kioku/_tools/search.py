@@ -213,38 +213,34 @@ def _hits(
     now: datetime,
 ) -> list[SearchHit]:
     """The search's hits; by text alone when ``vector`` met a column of another size."""
+
+    def ranked(vector: list[float] | None) -> list[SearchHit]:
+        # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
+        # psycopg would drop the connection's prepared statements.
+        with storage_errors("search_long_term_memory"), deps.reads() as session:
+            return rank_candidates(
+                session,
+                visibility_for(session, context),
+                parsed.query,
+                vector,
+                now=now,
+                memory_type=parsed.memory_type,
+                min_importance=parsed.min_importance,
+                since=parsed.since,
+                until=parsed.until,
+                limit=parsed.limit,
+                aids=deps.search_aids,
+                min_similarity=relevance_floor(
+                    deps.embedder.model, deps.settings.relevance_similarity
+                ),
+            ).hits()
+
     try:
-        return _ranked(deps, context, parsed, vector, now)
+        return ranked(vector)
     except StorageError as exc:
         if vector is None or not vector_refused(deps, exc):
             raise
-    return _ranked(deps, context, parsed, None, now)
-
-
-def _ranked(
-    deps: KiokuDeps,
-    context: TurnContext,
-    parsed: SearchArgs,
-    vector: list[float] | None,
-    now: datetime,
-) -> list[SearchHit]:
-    # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
-    # psycopg would drop the connection's prepared statements.
-    with storage_errors("search_long_term_memory"), deps.reads() as session:
-        return rank_candidates(
-            session,
-            visibility_for(session, context),
-            parsed.query,
-            vector,
-            now=now,
-            memory_type=parsed.memory_type,
-            min_importance=parsed.min_importance,
-            since=parsed.since,
-            until=parsed.until,
-            limit=parsed.limit,
-            aids=deps.search_aids,
-            min_similarity=relevance_floor(deps.embedder.model, deps.settings.relevance_similarity),
-        ).hits()
+    return ranked(None)
 
 
 def search_long_term_memory_tool(store: HasDeps) -> StructuredTool:

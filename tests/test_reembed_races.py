@@ -16,6 +16,7 @@ from sqlalchemy import Engine, text
 
 from kioku import (
     ConfigurationError,
+    ContextBudgets,
     KiokuStore,
     create_long_term_memory_tool,
     create_memory_tool,
@@ -231,11 +232,14 @@ def test_a_worker_meeting_a_column_of_another_size_recovers_by_itself(
     elif first == "search":
         found, _ = search_long_term_memory(worker, context, {"query": "office"})
         assert found["status"] == "memories_found"
-    else:
-        built = ContextBuilder(worker).build(context, [HumanMessage("when does the office open?")])
-        assert "office" in " ".join(item.text for item in built.items)
-    if first != "build":  # a build learns of it only from a ranking that fails
-        assert worker.deps.recorded.other == (WIDER.model, WIDER.dimension)
+    else:  # memories beyond the block's budget: ranked by the message
+        for hour in range(3, 9):
+            assert save(world, f"the office was empty at {hour}", store=new)["status"] == SAVED
+        builder = ContextBuilder(worker, budgets=ContextBudgets(server_memories=150))
+        built = builder.build(context, [HumanMessage("when does the office open?")])
+        assert built.retrieval == ("server_memories",) and not built.failed_stages
+        assert "opens at nine" in " ".join(item.text for item in built.items)
+    assert worker.deps.recorded.other == (WIDER.model, WIDER.dimension)
     assert save(world, "the office is on floor two", store=worker)["status"] == SAVED
     found, _ = search_long_term_memory(worker, context, {"query": "office floor"})
     assert found["status"] == "memories_found"

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Self
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
@@ -217,7 +218,7 @@ def _hits(
     def ranked(vector: list[float] | None) -> list[SearchHit]:
         # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
         # psycopg would drop the connection's prepared statements.
-        with storage_errors("search_long_term_memory"), deps.reads() as session:
+        with deps.reads() as session:
             return rank_candidates(
                 session,
                 visibility_for(session, context),
@@ -235,12 +236,13 @@ def _hits(
                 ),
             ).hits()
 
-    try:
-        return ranked(vector)
-    except StorageError as exc:
-        if vector is None or not vector_refused(deps, exc):
-            raise
-    return ranked(None)
+    with storage_errors("search_long_term_memory"):
+        try:
+            return ranked(vector)
+        except SQLAlchemyError as exc:
+            if vector is None or not vector_refused(deps, exc):
+                raise
+        return ranked(None)
 
 
 def search_long_term_memory_tool(store: HasDeps) -> StructuredTool:

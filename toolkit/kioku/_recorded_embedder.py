@@ -69,13 +69,13 @@ def reread(deps: KiokuDeps) -> bool:
     reports that failure).
     """
     known, spec = deps.recorded, deps.embedder
+    known.checked = time.monotonic()
     try:
         with deps.reads() as session:
             stored = stored_embedder(session.connection())
     except SQLAlchemyError:
         return known.other is None
     was, known.other = known.other, other_embedder(stored, (spec.model, spec.dimension))
-    known.checked = time.monotonic()
     if known.other is not None and was is None:
         logger.warning(
             "kioku: the database's memories are now embedded with %s (%d dimensions), not "

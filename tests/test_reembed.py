@@ -50,14 +50,15 @@ def test_reembed_after_switching_and_for_queued_memories(
     )
 
     # Same model: only the queued memory is embedded.
-    assert reembed(old) == 1
+    assert reembed(old).embedded == 1
     old.close()
 
     new = open_store(fresh_database, spec(48))
     with pytest.raises(ConfigurationError, match="kioku reembed"):
         new.setup()
     seen: list[tuple[int, int]] = []
-    assert reembed(new, batch_size=4, progress=lambda done, total: seen.append((done, total))) == 6
+    done = reembed(new, batch_size=4, progress=lambda done, total: seen.append((done, total)))
+    assert done.embedded == 6
     assert seen[-1] == (6, 6)
     new.setup()  # now consistent
     with new.sessions() as session:
@@ -109,7 +110,7 @@ def test_an_embedder_that_fails_changes_nothing_and_resumes(fresh_database: str)
         reembed(flaky, batch_size=2)
     flaky.close()
     new = open_store(fresh_database, spec(48))
-    assert reembed(new, batch_size=2) == 3
+    assert reembed(new, batch_size=2).embedded == 3
     new.setup()
     with new.sessions() as session:
         vectors = session.scalars(select(Memory.embedding)).all()

@@ -132,8 +132,14 @@ def _add_consolidate(sub: _Commands) -> None:
 def _add_operations(sub: _Commands) -> None:
     """``kioku setup``, ``reembed``, ``bench``, ``erase-user``, ``erase-server``, ``sweep``."""
     sub.add_parser("setup", help="create or upgrade the database schema")
-    sub.add_parser(
+    reembed = sub.add_parser(
         "reembed", help="embed queued memories, or all of them after switching KIOKU_EMBEDDINGS"
+    )
+    reembed.add_argument(
+        "--all",
+        action="store_true",
+        dest="everything",
+        help="embed every memory again, even those recorded as the configured model's",
     )
     bench = sub.add_parser(
         "bench", help="run every benchmark beside PostgresStore (from a clone of the repository)"

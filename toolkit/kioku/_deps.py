@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from sqlalchemy import Engine
@@ -20,6 +20,7 @@ from kioku._db.opening import autocommit_engine, read_sessions
 from kioku._embeddings import EmbedderSpec
 from kioku._memory.directory import DatabaseUserDirectory, UserDirectory
 from kioku._memory.windows import MemoryWindows
+from kioku._recorded_embedder import RecordedEmbedder
 from kioku._search.access import AccessRecorder
 from kioku._search.aids import SearchAids
 
@@ -45,6 +46,8 @@ class KiokuDeps:
     """Scope sizes and word statistics remembered between searches."""
     access: AccessRecorder
     """Batched access counts of memories returned by search."""
+    recorded: RecordedEmbedder = field(default_factory=RecordedEmbedder)
+    """Whether the database still records ``embedder`` (:mod:`kioku._recorded_embedder`)."""
 
     @classmethod
     def build(

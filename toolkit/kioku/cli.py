@@ -72,7 +72,7 @@ def _with_chat_remedy(exc: EmbedderMismatchError) -> EmbedderMismatchError:
     )
 
 
-def _reembed(console: Console, settings: KiokuSettings) -> None:
+def _reembed(console: Console, settings: KiokuSettings, *, everything: bool = False) -> None:
     from rich.progress import Progress
 
     from kioku._reembed import reembed
@@ -81,10 +81,18 @@ def _reembed(console: Console, settings: KiokuSettings) -> None:
     store = KiokuStore.open(settings, check_embedder=False)  # it switches them
     with store, Progress(console=console) as bar:
         task = bar.add_task(f"embedding with {store.embedder.model}", total=None)
-        count = reembed(
-            store, progress=lambda done, total: bar.update(task, completed=done, total=total)
+        done = reembed(
+            store,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            everything=everything,
         )
-    console.print(f"Embedded {count} memories with {store.embedder.model}.")
+    model = store.embedder.model
+    console.print(f"Embedded {done.embedded} memories with {model}.")
+    if done.stale:
+        console.print(
+            f"{done.stale} of them had a vector not recorded as {model}'s (saved by a "
+            "process of an earlier release); embedded again."
+        )
 
 
 def clone_on_path(folder: Path) -> bool:
@@ -251,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
                 soft_wrap=True,
             )
             return 2
-        if args.command == "reembed" or (args.command == "chat" and args.reembed):
+        if args.command == "reembed":
+            _reembed(console, settings, everything=args.everything)
+        elif args.command == "chat" and args.reembed:
             _reembed(console, settings)
         if args.command != "reembed":
             quiet = args.command in ("mcp", "memories", "export")  # stdout: protocol or JSON

@@ -34,6 +34,7 @@ from kioku._reach import (
     reach_of,
     stored_full_user,
 )
+from kioku._recorded_embedder import vectors_usable
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates_steps, rank_ids_steps
 from kioku._search.planning import HNSW_EF_SEARCH
@@ -302,7 +303,9 @@ def _ranked(store: KiokuDeps, count: int, now: datetime) -> _RankingOptions:
 
 
 def query_vector(store: KiokuDeps, query: str) -> list[float] | None:
-    """``query`` embedded by the store's embedder; ``None`` when the embedder fails."""
+    """``query`` embedded by the store's embedder; ``None`` when it fails or is not current."""
+    if not vectors_usable(store):
+        return None  # rank by text: the database records another embedder
     try:
         return embed_query(store.embedder.embeddings, embedding_text(query))
     except Exception:

@@ -44,6 +44,7 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._reach import Reach, reach_of
+from kioku._recorded_embedder import vector_refused, vectors_usable
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.store import ShortTermMemory
 
@@ -166,9 +167,17 @@ class BuildRun:
 
     def ranking(self, need: loader.RankingNeed) -> Steps[loader.Ranked]:
         """``need``'s ranking, as statements for the build's session."""
-        return loader.ranking_steps(
-            self.session, self.builder.deps, need, self.query, self.query_vector, self.facts.now
-        )
+        deps = self.builder.deps
+        vector = self.query_vector if vectors_usable(deps) else None
+        return loader.ranking_steps(self.session, deps, need, self.query, vector, self.facts.now)
+
+    def ranking_mended(self, exc: Exception) -> bool:
+        """Whether a failed ranking may run again, by text: its vector met another size.
+
+        ``kioku reembed`` switched to an embedder of another dimension; that is noted.
+        """
+        self.session.rollback()
+        return vector_refused(self.builder.deps, exc)
 
     def beside(self, need: loader.RankingNeed) -> Future[loader.Ranked]:
         """``need``'s ranking started on a connection of its own."""
@@ -324,6 +333,7 @@ class BuildRun:
             self.guarded,
             self.session,
             self.beside,
+            self.ranking_mended,
         )
         blocks = list(memory_blocks.items())
         stm = self.builder.stm

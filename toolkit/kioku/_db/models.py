@@ -156,6 +156,10 @@ class Memory(Base):
         Boolean, default=False, server_default=text("false")
     )
     """Saved while the embedder failed; ``kioku reembed`` fills the vector in later."""
+    embedded_with: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The model that made ``embedding`` (migration 0023): a vector is current only while
+    this is the model ``kioku_meta`` records (``NULL``: not known, re-embedded by the next
+    ``kioku reembed``)."""
     search_vector: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english', kioku_search_text(content))", persisted=True)
     )

@@ -29,6 +29,8 @@ class NewMemory:
     persona_id: int | None = None
     created_by: str | None = None
     embedding: Sequence[float] | None = None
+    embedder: str | None = None
+    """The model that made ``embedding``: stored only while the database records it."""
     memory_type: str = "semantic"
     importance: float = 0.5
     decay_rate: float = 0.01
@@ -51,6 +53,9 @@ class CreateOutcome:
     already held exactly this content (``already_saved``)."""
     count: int | None
     """Active memories in the scope before the write (``None`` for an exact repeat)."""
+    vector_refused: bool = False
+    """The write sent a vector and the database stored none: it records another embedder
+    (the memory is queued for ``kioku reembed``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +80,5 @@ class ScopedUpdate:
     updated: tuple[MemoryRecord, ContentChange] | None
     """The row as it was and the change; ``None`` when nothing was changed (the settings
     forbade it, or the memory is not in the scope)."""
+    vector_refused: bool = False
+    """As :attr:`CreateOutcome.vector_refused`."""

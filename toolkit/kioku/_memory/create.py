@@ -46,6 +46,7 @@ from kioku._memory.text import (
 from kioku._memory.typed import TypedFields
 from kioku._memory.write_decision import Decision, Write, decide
 from kioku._reach import reach_of
+from kioku._recorded_embedder import reread
 
 logger = logging.getLogger("kioku._memory")
 
@@ -243,6 +244,7 @@ def _insert(
         persona_id=context.persona.persona_id,
         created_by=context.user.user_id,
         embedding=embedding,
+        embedder=call.deps.embedder.model,
         memory_type=typed.memory_type,
         importance=typed.importance,
         decay_rate=typed.decay_rate,
@@ -251,6 +253,8 @@ def _insert(
         about_user_id=about,
     )
     saved, withheld = _written(call, new)
+    if saved.vector_refused:  # saved queued: the database records another embedder now
+        reread(call.deps)
     if saved.outcome == "limit_reached":
         raise _limit_reached(scope, target, saved.count, decision.limit)
     return saved, decision, withheld

@@ -36,6 +36,7 @@ from kioku._memory.resolution import (
 from kioku._memory.results import ToolResult
 from kioku._memory.text import echo, normalise_name, unstorable
 from kioku._memory.write_decision import Refusal, decide
+from kioku._recorded_embedder import vector_refused, vectors_usable
 
 logger = logging.getLogger("kioku._memory")
 
@@ -114,7 +115,7 @@ def tool_flow(
         call = FlowCall(session, store.deps, context, arguments, stream_writer)
         try:
             with storage_errors(operation):
-                return body(call)
+                return _again_without_vector(call, body)
         except FlowFailure as failure:
             undo_refused(session)
             return failure.result
@@ -135,6 +136,22 @@ def tool_flow(
 
     flow.__name__ = flow.__qualname__ = operation
     return flow
+
+
+def _again_without_vector(call: FlowCall, body: Callable[[FlowCall], ToolResult]) -> ToolResult:
+    """``body``'s result; run again, without a vector, when its vector met one of another size.
+
+    After ``kioku reembed`` switched to another dimension, this process's vectors cannot
+    meet the column (a create compares its vector with the scope's memories); the call
+    is undone and, the switch noted, runs again without one (:func:`embed_or_queue`).
+    """
+    try:
+        return body(call)
+    except SQLAlchemyError as exc:
+        if not vector_refused(call.deps, exc):
+            raise
+    undo_refused(call.session)
+    return body(call)
 
 
 def undo_refused(session: Session) -> None:
@@ -343,7 +360,13 @@ def resolve_person(
 
 
 def embed_or_queue(deps: KiokuDeps, content: str) -> list[float] | None:
-    """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails."""
+    """The content's embedding, or ``None`` (saved without one, queued) when the embedder fails.
+
+    ``None`` too while the database records another embedder (``kioku reembed`` switched
+    it while this process ran): :mod:`kioku._recorded_embedder`.
+    """
+    if not vectors_usable(deps):
+        return None
     spec = deps.embedder
     try:
         [vector] = embed_documents(spec.embeddings, [embedding_text(content)])

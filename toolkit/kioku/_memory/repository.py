@@ -80,10 +80,9 @@ def _same_event_as(memory_type: str, attributes: dict[str, Any]) -> ColumnElemen
     )
 
 
-_CREATE_MEMORY = "SELECT * FROM kioku_create_memory_within_limit({})".format(", ".join(["%s"] * 18))
-"""The one-round-trip create (``kioku/_db/sql/kioku_create_memory_within_limit.sql``), sent
-as driver SQL: the hot write path skips statement compilation and SQLAlchemy's parameter
-processing."""
+_CREATE_MEMORY = "SELECT * FROM kioku_create_memory_within_limit({})".format(", ".join(["%s"] * 19))
+"""The one-round-trip create (``_db/sql/kioku_create_memory_within_limit.19.sql``), sent as
+driver SQL: the hot write path skips statement compilation and SQLAlchemy's parameters."""
 _CREATE_ABOUT = (
     f"WITH saved AS ({_CREATE_MEMORY}), about AS ("
     "INSERT INTO memory_subjects (memory_id, user_id, server_id) "
@@ -125,14 +124,15 @@ _UPDATE_IN_SCOPE = (
     "SELECT changed.*, settings.* FROM settings LEFT JOIN LATERAL ("
     "SELECT target.*, versioned.* FROM target CROSS JOIN LATERAL "
     "kioku_update_memory_versioned(target.id, :content, CAST(:embedding AS halfvec), "
-    ":actor, :persona, CAST(:event_time AS text)) AS versioned) AS changed ON true"
+    ":actor, :persona, CAST(:event_time AS text), CAST(:embedder AS text)) AS versioned) "
+    "AS changed ON true"
 )
 """Read the server's settings; if the write decision allows the change with them, lock the
 memory if it lies in the scope and update it: new content and embedding (and event time,
 when given), its history row (a trigger) naming the actor. One statement, atomic on its
 own: answers with the two settings read, and, when it changed the memory, the row as it
-was and the scope version the update replaced and made (otherwise those columns are
-``NULL``)."""
+was and the scope version the update replaced and made, and whether the vector was stored
+(otherwise those columns are ``NULL``)."""
 
 
 @lru_cache(maxsize=8)
@@ -242,7 +242,8 @@ class MemoryRepository:
         settings: it takes the scope's advisory lock (serialising writers, so the limit
         holds under concurrency), looks for the exact repeat, counts, inserts the row (its
         ``create`` history row by trigger), and inserts the server (and the owner of a
-        personal memory) when missing. Without an embedding the row is queued for
+        personal memory) when missing. Without an embedding, or with one of another model
+        than the database records (``kioku_vector_columns``), the row is queued for
         re-embedding (``needs_embedding``). A memory about a bridged user records them
         (``memory_subjects``) in the same statement.
 
@@ -268,13 +269,15 @@ class MemoryRepository:
             new.decay_rate,
             Jsonb(new.attributes),
             new.check_repeat,
+            new.embedder,
         )
         statement = _CREATE_MEMORY
         if new.about_user_id is not None:
             statement = _CREATE_ABOUT
             parameters += (new.about_user_id, new.server_key)
         row = self.session.connection().exec_driver_sql(statement, parameters).one()
-        return CreateOutcome(outcome=row.outcome, memory_id=row.memory_id, count=row.saved_count)
+        refused = new.embedding is not None and row.embedded is False
+        return CreateOutcome(row.outcome, row.memory_id, row.saved_count, refused)
 
     def settings_locking(
         self, scope: ServerScope | PersonalScope, server_key: str, *, is_dm: bool
@@ -339,6 +342,7 @@ class MemoryRepository:
         actor: str | None,
         persona_id: int | None,
         embedding: Sequence[float] | None = None,
+        embedder: str | None = None,
         event_time: datetime | None = None,
     ) -> ScopedUpdate:
         """Replace the content and embedding of ``memory_id`` if it lies in ``scope``.
@@ -348,7 +352,8 @@ class MemoryRepository:
         :func:`kioku._memory.write_decision.decisions_by_settings`), locks the row (as
         :meth:`find_for_update`) and updates it (``created_at`` kept; a trigger logs it).
         Atomic on its own, so it may run outside a transaction. ``event_time`` (UTC), when
-        given, becomes the memory's ``attributes.event_time``.
+        given, becomes the memory's ``attributes.event_time``; ``embedder``: the model that
+        made ``embedding`` (stored only while the database records it).
         """
         visibility = scope.visibility()
         [row] = fetch_all(
@@ -361,6 +366,7 @@ class MemoryRepository:
                 "id": memory_id,
                 "content": new,
                 "embedding": halfvec_text(embedding) if embedding is not None else None,
+                "embedder": embedder,
                 "actor": actor,
                 "persona": persona_id,
                 "event_time": event_time.isoformat() if event_time is not None else None,
@@ -377,7 +383,9 @@ class MemoryRepository:
                     memory_id, new, row.changed_at, key, row.version_before, row.version_after
                 ),
             )
-        return ScopedUpdate(row.self_teaching_enabled, row.personal_memories_enabled, updated)
+        refused = embedding is not None and row.embedded is False
+        settings = (row.self_teaching_enabled, row.personal_memories_enabled)
+        return ScopedUpdate(*settings, updated, refused)
 
     def delete(self, memory_id: int, *, actor: str | None, persona_id: int | None) -> None:
         """Delete the memory (its ``delete`` history row names ``actor``)."""

@@ -47,6 +47,7 @@ from kioku._memory.write_decision import (
     decisions_by_settings,
 )
 from kioku._reach import Reach, reach_of
+from kioku._recorded_embedder import reread
 
 logger = logging.getLogger("kioku._memory")
 
@@ -269,6 +270,7 @@ def _change(
             actor=context.user.user_id,
             persona_id=context.persona.persona_id,
             embedding=revision.embedding,
+            embedder=call.deps.embedder.model,
             event_time=revision.event_time,
         )
         call.session.commit()
@@ -277,6 +279,8 @@ def _change(
             raise
         logger.warning("kioku: the reply to an update was lost (%s); checking", exc)
         return _confirmed(call, context, memory_id, scope, revision, write)
+    if outcome.vector_refused:  # saved queued: the database records another embedder now
+        reread(call.deps)
     read = ServerSettings(
         self_teaching_enabled=outcome.self_teaching_enabled,
         personal_memories_enabled=outcome.personal_memories_enabled,

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Self
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
@@ -19,7 +20,7 @@ from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
-from kioku._deps import HasDeps
+from kioku._deps import HasDeps, KiokuDeps
 from kioku._domain.statuses import SearchStatus
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import embedding_text
@@ -36,6 +37,7 @@ from kioku._memory.typed import MEMORY_TYPES
 from kioku._memory.typed_arguments import MemoryType
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
+from kioku._recorded_embedder import vector_refused, vectors_usable
 from kioku._search.engine import rank_candidates
 from kioku._search.rows import SearchHit
 from kioku._search.when import narrowing, time_phrase
@@ -172,32 +174,10 @@ def search_long_term_memory(
         parsed = parse_search_args(arguments)
     except ArgumentError as exc:
         return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
-    try:
-        vector = embed_query(deps.embedder.embeddings, embedding_text(parsed.query))
-    except Exception as exc:
-        logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
-        vector = None
+    vector = _query_vector(deps, parsed.query)
     now = utc_now()
     try:
-        # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
-        # psycopg would drop the connection's prepared statements.
-        with storage_errors("search_long_term_memory"), deps.reads() as session:
-            hits = rank_candidates(
-                session,
-                visibility_for(session, context),
-                parsed.query,
-                vector,
-                now=now,
-                memory_type=parsed.memory_type,
-                min_importance=parsed.min_importance,
-                since=parsed.since,
-                until=parsed.until,
-                limit=parsed.limit,
-                aids=deps.search_aids,
-                min_similarity=relevance_floor(
-                    deps.embedder.model, deps.settings.relevance_similarity
-                ),
-            ).hits()
+        hits = _hits(deps, context, parsed, vector, now)
     except StorageError as exc:
         return {
             "status": SearchStatus.DB_ERROR,
@@ -213,6 +193,56 @@ def search_long_term_memory(
         {"status": SearchStatus.FOUND, "memories": [render_hit(h, context, now) for h in hits]},
         [h.to_artifact() for h in hits],
     )
+
+
+def _query_vector(deps: KiokuDeps, query: str) -> list[float] | None:
+    """The query embedded; ``None`` (text only) when the embedder fails or is not current."""
+    if not vectors_usable(deps):
+        return None
+    try:
+        return embed_query(deps.embedder.embeddings, embedding_text(query))
+    except Exception as exc:
+        logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
+        return None
+
+
+def _hits(
+    deps: KiokuDeps,
+    context: TurnContext,
+    parsed: SearchArgs,
+    vector: list[float] | None,
+    now: datetime,
+) -> list[SearchHit]:
+    """The search's hits; by text alone when ``vector`` met a column of another size."""
+
+    def ranked(vector: list[float] | None) -> list[SearchHit]:
+        # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
+        # psycopg would drop the connection's prepared statements.
+        with deps.reads() as session:
+            return rank_candidates(
+                session,
+                visibility_for(session, context),
+                parsed.query,
+                vector,
+                now=now,
+                memory_type=parsed.memory_type,
+                min_importance=parsed.min_importance,
+                since=parsed.since,
+                until=parsed.until,
+                limit=parsed.limit,
+                aids=deps.search_aids,
+                min_similarity=relevance_floor(
+                    deps.embedder.model, deps.settings.relevance_similarity
+                ),
+            ).hits()
+
+    with storage_errors("search_long_term_memory"):
+        try:
+            return ranked(vector)
+        except SQLAlchemyError as exc:
+            if vector is None or not vector_refused(deps, exc):
+                raise
+        return ranked(None)
 
 
 def search_long_term_memory_tool(store: HasDeps) -> StructuredTool:

@@ -1,0 +1,101 @@
+"""Whether this process's embedder is still the one the database records (``kioku_meta``).
+
+``kioku reembed`` may switch embedders while workers run. The database never stores a
+vector of a model other than the one it records (``kioku_vector_columns``, migration
+0023); a worker learns of a switch from its own write (the vector it sent was not stored)
+or from the error a vector of another size meets, and from then on writes its memories
+queued and searches by text alone, until the database records its embedder again. Nothing
+is read on the way there: while the embedders agree, no turn pays for this.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from psycopg.errors import DataException
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from kioku._db.vectors import stored_embedder
+
+if TYPE_CHECKING:
+    from kioku._deps import KiokuDeps
+
+logger = logging.getLogger("kioku._embeddings")
+
+RECHECK_SECONDS = 30.0
+"""How often a worker switched away from reads the database's embedder again."""
+
+Embedder = tuple[str, int]
+"""A model and its dimension, as ``kioku_meta`` records them."""
+
+
+@dataclass
+class RecordedEmbedder:
+    """What this process last learnt of the database's embedder (shared by its threads)."""
+
+    other: Embedder | None = None
+    """The embedder the database records instead of this process's (``None``: the same, as
+    far as this process knows)."""
+    checked: float = 0.0
+    """When ``other`` was last read (``time.monotonic``)."""
+
+
+def other_embedder(stored: Embedder | None, own: Embedder) -> Embedder | None:
+    """The embedder a database records when it is not ``own`` (one not set up: none)."""
+    return stored if stored is not None and stored != own else None
+
+
+def vectors_usable(deps: KiokuDeps) -> bool:
+    """Whether to embed and search by vector with ``deps.embedder``.
+
+    False once the database was found to record another embedder; that record is read
+    again at most every :data:`RECHECK_SECONDS`, and only while it differs.
+    """
+    known = deps.recorded
+    if known.other is None:
+        return True
+    if time.monotonic() - known.checked >= RECHECK_SECONDS:
+        reread(deps)
+    return known.other is None
+
+
+def reread(deps: KiokuDeps) -> bool:
+    """Read the database's embedder again; whether it is this process's.
+
+    A database that cannot be read leaves what was known (the caller's own statement
+    reports that failure).
+    """
+    known, spec = deps.recorded, deps.embedder
+    known.checked = time.monotonic()
+    try:
+        with deps.reads() as session:
+            stored = stored_embedder(session.connection())
+    except SQLAlchemyError:
+        return known.other is None
+    was, known.other = known.other, other_embedder(stored, (spec.model, spec.dimension))
+    if known.other is not None and was is None:
+        logger.warning(
+            "kioku: the database's memories are now embedded with %s (%d dimensions), not "
+            "%s: this process saves its memories queued and searches by text until it is "
+            "restarted with that embedder (KIOKU_EMBEDDINGS); then run `kioku reembed`",
+            *known.other,
+            spec.model,
+        )
+    elif known.other is None and was is not None:
+        logger.warning("kioku: the database records %s again; vectors are back", spec.model)
+    return known.other is None
+
+
+def vector_refused(deps: KiokuDeps, exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a vector meeting a column of another size after a switch.
+
+    pgvector refuses such a vector as a data exception; when the database then records
+    another embedder, that is noted (:func:`vectors_usable` turns false) and the caller
+    may run its statement again without a vector.
+    """
+    while exc is not None and not isinstance(exc, DataException):
+        exc = exc.orig if isinstance(exc, DBAPIError) else exc.__cause__
+    return exc is not None and not reread(deps)

@@ -24,8 +24,8 @@ from kioku._deps import KiokuDeps
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.statuses import UpdateStatus
 from kioku._errors import ConfigurationError
-from kioku._memory.repository import carry_subjects
 from kioku._memory.results import ToolResult
+from kioku._memory.subjects import carry_subjects
 from kioku._memory.update import update_long_term_memory
 from kioku._memory.windows import MemoryWindow
 from kioku._models import ask_model

@@ -91,21 +91,6 @@ _CREATE_ABOUT = (
 )
 """The create of a memory about a bridged user, who is recorded (``memory_subjects``) in
 the same statement: atomic even when sent on its own."""
-_CARRY_SUBJECTS = text(
-    "INSERT INTO memory_subjects (memory_id, user_id, server_id) "
-    "SELECT :keep, user_id, server_id FROM memory_subjects "
-    "WHERE memory_id = ANY(CAST(:merged AS bigint[])) ON CONFLICT DO NOTHING"
-)
-
-
-def carry_subjects(session: Session, keep: int, merged: Sequence[int]) -> None:
-    """Record on ``keep`` the bridged users the ``merged`` memories were saved about.
-
-    A consolidation merge writes their text into ``keep``: erasing such a user must find
-    it there too. The merged memories keep their own links (erasure scrubs their history).
-    """
-    session.execute(_CARRY_SUBJECTS, {"keep": keep, "merged": list(merged)})
-
 
 _UPDATE_ALLOWED = (
     "(CAST(:allowed AS boolean[]))"

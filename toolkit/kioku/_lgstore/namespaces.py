@@ -72,10 +72,17 @@ def checked_scope(rule: ScopeRule, namespace: Namespace) -> ServerScope | Person
     """``rule``'s scope for ``namespace`` as stored: a server's id becomes its server key.
 
     Raises:
-        ConfigurationError: the rule returned something else, or an owner that is not a
-            non-empty string, or a lineage that is not an ``int`` from 0.
+        ConfigurationError: the rule failed, returned something else, an owner that is
+            not a non-empty string, or a lineage that is not an ``int`` from 0.
     """
-    scope = rule(namespace)
+    try:
+        scope = rule(namespace)
+    except ConfigurationError:
+        raise
+    except Exception as exc:
+        raise ConfigurationError(
+            f"the scope rule failed for {namespace!r}: {type(exc).__name__}: {one_line(exc)}"
+        ) from exc
     if not isinstance(scope, ServerScope | PersonalScope):
         raise ConfigurationError(
             f"the scope rule returned {type(scope).__name__} for {namespace!r}; "

@@ -1,6 +1,7 @@
-"""``kioku.KiokuLangGraphStore`` beyond the ported PostgresStore cases: the cases of
-LangGraph's base store tests (``libs/checkpoint/tests/test_store.py``), and what kioku adds:
-scopes, history, erasure, no leaks across namespaces, filters, refused input."""
+"""``kioku.KiokuLangGraphStore`` beyond most ported PostgresStore cases: the cases of
+LangGraph's base store tests (``libs/checkpoint/tests/test_store.py``), the last two
+PostgresStore ones, and what kioku adds: scopes, history, erasure, no leaks across
+namespaces, filters, refused input."""
 
 from __future__ import annotations
 
@@ -169,6 +170,26 @@ async def _async_batched_vector_search(lg: KiokuLangGraphStore) -> None:
     assert all(r.value["color"] == "red" for r in found[0])
     assert all(r.value["index"] > 25 for r in found[1])
     assert all(r.value["index"] <= 10 and r.value["color"] == "blue" for r in found[2])
+
+
+# libs/checkpoint-postgres/tests/test_store.py, continued (see test_langgraph_store.py) ------
+
+
+def test_non_ascii(store: KiokuStore) -> None:
+    lg = KiokuLangGraphStore(store, user_label=None)
+    texts = ["这是中文", "これは日本語です", "이건 한국어야", "Это русский", "यह रूसी है"]
+    for n, words in enumerate(texts, start=1):
+        lg.put(("user_123", "memories"), str(n), {"text": words})
+    for n, words in enumerate(texts, start=1):
+        assert lg.search(("user_123", "memories"), query=words)[0].key == str(n)
+
+
+def test_namespace_labels_with_trailing_newline(store: KiokuStore) -> None:
+    lg = KiokuLangGraphStore(store, user_label=None)
+    lg.put(("users", "alice"), "k", {"v": 1})
+    lg.put(("users", "alice\n"), "k", {"v": 2})
+    assert set(lg.list_namespaces(suffix=("alice",), limit=100)) == {("users", "alice")}
+    assert set(lg.list_namespaces(prefix=("users", "alice"), limit=100)) == {("users", "alice")}
 
 
 # what kioku adds ------------------------------------------------------------------------------

@@ -42,12 +42,13 @@ def _shown(store: KiokuStore, user_id: str, query: str) -> str:
     return "\n".join(item.text for item in built.items) + json.dumps(payload)
 
 
-def test_crossed_batches_over_two_scopes_never_deadlock(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store, user_label=1)
+def _crossed_batches(lg: KiokuLangGraphStore, rounds: int) -> list[str]:
+    """Two threads at once, each putting one item of user u and one of v, in crossed scope
+    order (the item order agrees); every other round the scopes' rows exist already."""
     errors: list[str] = []
-    for round in range(25):
+    for round in range(rounds):
         u, v = f"u{round}", f"v{round}"
-        if round % 2:  # the scopes' rows exist already: updates and new items
+        if round % 2:
             for namespace in (("a", u), ("b", v)):
                 lg.put(namespace, "k", {"x": 0})
         one = [PutOp(("a", u), "k", {"x": 1}), PutOp(("b", v), "k", {"x": 1})]
@@ -66,8 +67,18 @@ def test_crossed_batches_over_two_scopes_never_deadlock(store: KiokuStore) -> No
             thread.start()
         for thread in threads:
             thread.join()
-    assert errors == []
+    return errors
+
+
+def test_crossed_batches_over_two_scopes_never_deadlock(store: KiokuStore) -> None:
+    assert _crossed_batches(KiokuLangGraphStore(store, user_label=1), 25) == []
     assert _count(store, "SELECT count(*) FROM langgraph_items") == 100
+
+
+def test_crossed_batches_never_deadlock_behind_pgbouncer(pooled_database: str) -> None:
+    settings = KiokuSettings(database_url=pooled_database, embeddings="hashing")
+    with KiokuStore.open(settings) as pooled:
+        assert _crossed_batches(KiokuLangGraphStore(pooled, user_label=1), 10) == []
 
 
 @pytest.mark.parametrize("level", [PrivacyLevel.PARTIAL, PrivacyLevel.FULL])
@@ -251,6 +262,7 @@ def test_a_bad_scope_from_the_rule_is_refused(store: KiokuStore) -> None:
         lambda ns: PersonalScope(5, 0),  # type: ignore[arg-type]
         lambda ns: ServerScope("s", -1),
         lambda ns: ServerScope("s", True),
+        lambda ns: ns[5],  # the rule itself fails
     ]
     for rule in bad:
         with pytest.raises(ConfigurationError, match="scope rule"):

@@ -185,12 +185,17 @@ def _write(session: Session, placed: Placed) -> None:
         "status": "active" if write.indexed else "archived",
     }
     item = {"value": json.dumps(write.value, ensure_ascii=False), "indexed": write.indexed}
-    if placed.memory_id is None:
-        memory_id = _add_memory(session, scope, memory)
-        session.execute(text(sql.ADD_ITEM), {**address, **item, "memory_id": memory_id})
-    else:
-        session.execute(text(sql.CHANGE_MEMORY), {**memory, "memory_id": placed.memory_id})
-        session.execute(text(sql.CHANGE_ITEM), {**item, "memory_id": placed.memory_id})
+    if placed.memory_id is not None:
+        changed = session.execute(
+            text(sql.CHANGE_MEMORY), {**memory, "memory_id": placed.memory_id}
+        )
+        if getattr(changed, "rowcount", 0):
+            session.execute(text(sql.CHANGE_ITEM), {**item, "memory_id": placed.memory_id})
+            return
+    # New, or its memory deleted by kioku's tools since it was found (the item with it):
+    # saved again in the scope locked for it.
+    memory_id = _add_memory(session, scope, memory)
+    session.execute(text(sql.ADD_ITEM), {**address, **item, "memory_id": memory_id})
 
 
 def _add_memory(session: Session, scope: Scope, memory: dict[str, Any]) -> int:

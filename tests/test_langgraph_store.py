@@ -7,7 +7,6 @@ PostgreSQL; docs/langgraph-store.md lists those left out and why.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import cast
 
 import pytest
@@ -26,8 +25,8 @@ from kioku import ConfigurationError, KiokuLangGraphStore, KiokuStore
 
 
 @pytest.fixture
-def lg(store: KiokuStore) -> Iterator[KiokuLangGraphStore]:
-    yield KiokuLangGraphStore(store)
+def lg(store: KiokuStore) -> KiokuLangGraphStore:
+    return KiokuLangGraphStore(store, user_label=None)
 
 
 def _found(result: Result) -> list[Item]:
@@ -282,12 +281,13 @@ def test_search(lg: KiokuLangGraphStore) -> None:
 
 def test_vector_store_initialization(store: KiokuStore) -> None:
     """Adapted: kioku embeds with its own embedder; ``index`` takes only ``fields``."""
-    lg = KiokuLangGraphStore(store, index={"fields": ["text"], "dims": store.embedder.dimension})
+    index = {"fields": ["text"], "dims": store.embedder.dimension}
+    lg = KiokuLangGraphStore(store, user_label=None, index=index)
     assert lg.index.fields == ("text",)
     with pytest.raises(ConfigurationError, match="embed"):
-        KiokuLangGraphStore(store, index={"embed": store.embedder.embeddings})
+        KiokuLangGraphStore(store, user_label=None, index={"embed": store.embedder.embeddings})
     with pytest.raises(ConfigurationError, match="dims"):
-        KiokuLangGraphStore(store, index={"dims": 3})
+        KiokuLangGraphStore(store, user_label=None, index={"dims": 3})
 
 
 def test_vector_insert_with_auto_embedding(lg: KiokuLangGraphStore) -> None:
@@ -366,7 +366,7 @@ def test_vector_search_edge_cases(lg: KiokuLangGraphStore) -> None:
 
 def test_embed_with_path(store: KiokuStore) -> None:
     """Adapted: one vector per item (its fields' text), so no per-field score equalities."""
-    lg = KiokuLangGraphStore(store, index={"fields": ["key0", "key1", "key3"]})
+    lg = KiokuLangGraphStore(store, user_label=None, index={"fields": ["key0", "key1", "key3"]})
     lg.put(("test",), "doc1", {"key1": "xxx", "key2": "yyy", "key3": "zzz"})
     lg.put(("test",), "doc2", {"key0": "uuu", "key1": "vvv", "key2": "www", "key3": "xxx"})
     assert {r.key for r in lg.search(("test",), query="xxx")} == {"doc1", "doc2"}
@@ -380,7 +380,7 @@ def test_embed_with_path(store: KiokuStore) -> None:
 
 
 def test_embed_with_path_operation_config(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store, index={"fields": ["key17"]})
+    lg = KiokuLangGraphStore(store, user_label=None, index={"fields": ["key17"]})
     doc3 = {"key0": "aaa", "key1": "bbb", "key2": "ccc", "key3": "ddd"}
     doc4 = {"key0": "eee", "key1": "bbb", "key2": "fff", "key3": "ggg"}
     lg.put(("test",), "doc3", doc3, index=["key0", "key1"])
@@ -396,18 +396,3 @@ def test_embed_with_path_operation_config(store: KiokuStore) -> None:
     assert len(listed) == 3 and all(r.score is None for r in listed)
     assert any(r.key == "doc5" for r in listed)
     assert all(r.key != "doc5" for r in lg.search(("test",), query="hhh"))
-
-
-def test_non_ascii(lg: KiokuLangGraphStore) -> None:
-    texts = ["这是中文", "これは日本語です", "이건 한국어야", "Это русский", "यह रूसी है"]
-    for n, words in enumerate(texts, start=1):
-        lg.put(("user_123", "memories"), str(n), {"text": words})
-    for n, words in enumerate(texts, start=1):
-        assert lg.search(("user_123", "memories"), query=words)[0].key == str(n)
-
-
-def test_namespace_labels_with_trailing_newline(lg: KiokuLangGraphStore) -> None:
-    lg.put(("users", "alice"), "k", {"v": 1})
-    lg.put(("users", "alice\n"), "k", {"v": 2})
-    assert set(lg.list_namespaces(suffix=("alice",), limit=100)) == {("users", "alice")}
-    assert set(lg.list_namespaces(prefix=("users", "alice"), limit=100)) == {("users", "alice")}

@@ -1,6 +1,7 @@
-"""``kioku.KiokuLangGraphStore`` beyond the ported PostgresStore cases: the cases of
-LangGraph's base store tests (``libs/checkpoint/tests/test_store.py``), and what kioku adds:
-scopes, history, erasure, no leaks across namespaces, filters, refused input."""
+"""``kioku.KiokuLangGraphStore`` beyond most ported PostgresStore cases: the cases of
+LangGraph's base store tests (``libs/checkpoint/tests/test_store.py``), the last two
+PostgresStore ones, and what kioku adds: scopes, history, erasure, no leaks across
+namespaces, filters, refused input."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _owners(store: KiokuStore) -> dict[str, tuple[str, str | None, str | None]]:
 
 
 def test_list_namespaces_basic(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     namespaces = [
         ("a", "b", "c"),
         ("a", "b", "d", "e"),
@@ -82,7 +83,7 @@ def test_list_namespaces_basic(store: KiokuStore) -> None:
 
 
 def test_list_namespaces_with_wildcards(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     for i, ns in enumerate(
         [
             ("users", "123"),
@@ -104,7 +105,7 @@ def test_list_namespaces_with_wildcards(store: KiokuStore) -> None:
 
 
 def test_list_namespaces_pagination_depth_and_empty(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     assert lg.list_namespaces() == []
     for i in range(20):
         lg.put(("namespace", f"sub_{i:02d}"), f"id_{i:02d}", {"data": i})
@@ -118,7 +119,7 @@ def test_list_namespaces_pagination_depth_and_empty(store: KiokuStore) -> None:
 
 
 def test_cannot_put_empty_namespace(store: KiokuStore) -> None:
-    asyncio.run(_cannot_put_empty_namespace(KiokuLangGraphStore(store)))
+    asyncio.run(_cannot_put_empty_namespace(KiokuLangGraphStore(store, user_label=None)))
 
 
 async def _cannot_put_empty_namespace(lg: KiokuLangGraphStore) -> None:
@@ -144,7 +145,7 @@ async def _cannot_put_empty_namespace(lg: KiokuLangGraphStore) -> None:
 def test_async_batched_vector_search(store: KiokuStore) -> None:
     """Adapted from ``test_async_batched_vector_search_concurrent``: puts, deletes and puts
     run as three concurrent waves (one wave's writes to a key have no order here)."""
-    asyncio.run(_async_batched_vector_search(KiokuLangGraphStore(store)))
+    asyncio.run(_async_batched_vector_search(KiokuLangGraphStore(store, user_label=None)))
 
 
 async def _async_batched_vector_search(lg: KiokuLangGraphStore) -> None:
@@ -171,11 +172,31 @@ async def _async_batched_vector_search(lg: KiokuLangGraphStore) -> None:
     assert all(r.value["index"] <= 10 and r.value["color"] == "blue" for r in found[2])
 
 
+# libs/checkpoint-postgres/tests/test_store.py, continued (see test_langgraph_store.py) ------
+
+
+def test_non_ascii(store: KiokuStore) -> None:
+    lg = KiokuLangGraphStore(store, user_label=None)
+    texts = ["这是中文", "これは日本語です", "이건 한국어야", "Это русский", "यह रूसी है"]
+    for n, words in enumerate(texts, start=1):
+        lg.put(("user_123", "memories"), str(n), {"text": words})
+    for n, words in enumerate(texts, start=1):
+        assert lg.search(("user_123", "memories"), query=words)[0].key == str(n)
+
+
+def test_namespace_labels_with_trailing_newline(store: KiokuStore) -> None:
+    lg = KiokuLangGraphStore(store, user_label=None)
+    lg.put(("users", "alice"), "k", {"v": 1})
+    lg.put(("users", "alice\n"), "k", {"v": 2})
+    assert set(lg.list_namespaces(suffix=("alice",), limit=100)) == {("users", "alice")}
+    assert set(lg.list_namespaces(prefix=("users", "alice"), limit=100)) == {("users", "alice")}
+
+
 # what kioku adds ------------------------------------------------------------------------------
 
 
 def test_every_change_is_in_the_memorys_history(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store, index={"fields": ["text"]})
+    lg = KiokuLangGraphStore(store, user_label=None, index={"fields": ["text"]})
     lg.put(("docs", "secret-namespace"), "secret-key", {"text": "tea at five", "n": 1})
     lg.put(("docs", "secret-namespace"), "secret-key", {"text": "coffee at six", "n": 2})
     lg.delete(("docs", "secret-namespace"), "secret-key")
@@ -190,7 +211,7 @@ def test_every_change_is_in_the_memorys_history(store: KiokuStore) -> None:
 
 
 def test_the_whole_value_is_the_default_text(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     lg.put(("docs",), "k", {"b": "second", "a": "first"})
     [(action, _, content, _)] = _history(store)
     assert (action, content) == ("create", '{"a": "first", "b": "second"}')
@@ -252,7 +273,7 @@ def test_nothing_leaks_across_namespaces(store: KiokuStore) -> None:
 
 
 def test_filter_operators(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     lg.put(("f",), "one", {"n": 1, "s": "b", "tags": ["x"]})
     lg.put(("f",), "two", {"n": 2, "s": "a"})
     lg.put(("f",), "ten", {"n": 10, "s": "c"})
@@ -273,7 +294,7 @@ def test_filter_operators(store: KiokuStore) -> None:
 
 
 def test_bad_input_is_refused_with_a_clear_error(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     with pytest.raises(ConfigurationError, match="values are dicts"):
         lg.put(("docs",), "k", ["not", "a", "dict"])  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="NUL"):
@@ -289,13 +310,13 @@ def test_bad_input_is_refused_with_a_clear_error(store: KiokuStore) -> None:
     with pytest.raises(InvalidNamespaceError):
         lg.search(("a.b",))
     with pytest.raises(ConfigurationError, match="index fields"):
-        KiokuLangGraphStore(store, index={"fields": []})
+        KiokuLangGraphStore(store, user_label=None, index={"fields": []})
     assert not lg.supports_ttl
     assert lg.list_namespaces() == []
 
 
 def test_concurrent_first_puts_of_a_key_make_one_memory(store: KiokuStore) -> None:
-    lg = KiokuLangGraphStore(store)
+    lg = KiokuLangGraphStore(store, user_label=None)
     start = threading.Barrier(4)
 
     def put(n: int) -> None:

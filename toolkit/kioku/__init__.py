@@ -38,7 +38,12 @@ if TYPE_CHECKING:
     from kioku._domain.settings import ServerSettings
     from kioku._domain.statuses import CreateStatus, UpdateStatus
     from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-    from kioku._errors import ConfigurationError, DatabaseUnavailableError, ModelCallError
+    from kioku._errors import (
+        ConfigurationError,
+        DatabaseUnavailableError,
+        ItemRefusedError,
+        ModelCallError,
+    )
     from kioku._intent import IntentGate
     from kioku._lgstore.store import KiokuLangGraphStore
     from kioku._mcp_server import KiokuMcp, build_server
@@ -84,6 +89,7 @@ __all__ = [
     "EmbedderSpec",
     "HashingEmbeddings",
     "IntentGate",
+    "ItemRefusedError",
     "KiokuAgentState",
     "KiokuLangGraphStore",
     "KiokuMcp",
@@ -140,6 +146,7 @@ _LAZY: dict[str, str] = {
     "TurnContext": "kioku._context",
     "ConfigurationError": "kioku._errors",
     "DatabaseUnavailableError": "kioku._errors",
+    "ItemRefusedError": "kioku._errors",
     "ModelCallError": "kioku._errors",
     "DatabaseUserDirectory": "kioku._memory.directory",
     "UserDirectory": "kioku._memory.directory",

@@ -88,6 +88,9 @@ PERSON_HISTORY = (
 PERSON_MEMORIES = f"(scope = 'personal' AND user_id = :u) OR id IN ({_ABOUT})"
 """The ``memories`` rows that are person ``:u``'s: personal ones in every lineage, and the
 server-wide ones saved about them as a bridged user (what erasure deletes, export shows)."""
+PERSON_ITEMS = f"memory_id IN (SELECT id FROM memories WHERE {PERSON_MEMORIES})"
+"""The LangGraph store items (``langgraph_items``) that are person ``:u``'s: those whose
+memory is theirs (erasure deletes them with their memories, export shows them)."""
 _SCRUB_USER = _SCRUB.format(PERSON_HISTORY)
 _SCRUB_SERVER = _SCRUB.format("scope = 'server' AND owner_id = :k")
 _DELETE_USERS_MEMORIES = f"DELETE FROM memories WHERE {PERSON_MEMORIES}"

@@ -35,6 +35,14 @@ class EmbedderMismatchError(ConfigurationError):
         self.configured = configured
 
 
+class ItemRefusedError(ConfigurationError, ValueError):
+    """A LangGraph store item kioku refuses as given; nothing was written.
+
+    Its address, value or text cannot be kept as given, or its owner's privacy allows no
+    personal memories: the message says which, on one line.
+    """
+
+
 class ModelCallError(ConfigurationError):
     """A chat model kioku asked (consolidation) failed or answered with something unreadable.
 

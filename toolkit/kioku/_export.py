@@ -3,7 +3,8 @@
 What it gathers is what :mod:`kioku._erasure` removes for the same person, found by the
 same definitions: their personal memories in every lineage and the server-wide ones kioku
 saved about them as a bridged user, the history rows of those memories, their directory
-row and memberships, their own short-term memory entries, their messages (and the bot's
+row and memberships, the LangGraph store items whose memories those are (namespace, key,
+whole JSON value), their own short-term memory entries, their messages (and the bot's
 replies to them) in other entries and in the conversation threads.
 """
 
@@ -13,13 +14,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from sqlalchemy import select, text
+from sqlalchemy import RowMapping, select, text
 from sqlalchemy.orm import Session
 
 from kioku._conversations import conversation_threads, person_thread_messages
 from kioku._db.models import Memory, MemoryHistory
 from kioku._deps import KiokuDeps
-from kioku._erasure import PERSON_HISTORY, PERSON_MEMORIES, name_keys
+from kioku._erasure import PERSON_HISTORY, PERSON_ITEMS, PERSON_MEMORIES, name_keys
 from kioku._inspection import HistoryRow, StoredMemory
 from kioku._stm.model import belongs_to
 from kioku._stm.registry import StmRegistry
@@ -29,6 +30,10 @@ _DIRECTORY = text(
     "FROM users WHERE id = :u"
 )
 _MEMBERSHIPS = text("SELECT server_id, nickname FROM server_members WHERE user_id = :u")
+_STORE_ITEMS = text(
+    "SELECT namespace, key, value, memory_id, created_at, updated_at FROM langgraph_items "
+    f"WHERE {PERSON_ITEMS} ORDER BY namespace, key"
+)
 
 
 def export_person(
@@ -72,9 +77,23 @@ def _memories(session: Session, user_id: str) -> dict[str, Any]:
         .params(u=user_id)
         .order_by(MemoryHistory.created_at, MemoryHistory.id)
     )
+    items = session.execute(_STORE_ITEMS, {"u": user_id}).mappings()
     return {
         "memories": [StoredMemory.of(row).to_dict() for row in memories],
         "memory_history": [HistoryRow.of(row).to_dict() for row in history],
+        "langgraph_store_items": [_item(item) for item in items],
+    }
+
+
+def _item(row: RowMapping) -> dict[str, Any]:
+    """A LangGraph store item, JSON-ready: its address, value, memory and times."""
+    return {
+        "namespace": list(row["namespace"]),
+        "key": row["key"],
+        "value": row["value"],
+        "memory_id": row["memory_id"],
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat(),
     }
 
 

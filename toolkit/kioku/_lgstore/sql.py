@@ -29,12 +29,20 @@ ITEMS_BY_MEMORY = (
     "WHERE memory_id = ANY(CAST(:ids AS bigint[]))"
 )
 
-LOCK_ITEM = "SELECT pg_advisory_xact_lock(hashtextextended(:lock, 0))"
-"""Serialises writers of one item: two first puts of a key make one memory, not two."""
+LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(:lock, 0))"
+"""A transaction's advisory lock on text: an item's address, or a scope's
+(:attr:`kioku.ServerScope.lock_key`, which kioku's own creates take)."""
 FIND_ITEM = (
-    "SELECT memory_id FROM langgraph_items "
-    "WHERE namespace = CAST(:namespace AS text[]) AND key = :key"
+    "SELECT m.id, m.scope, COALESCE(m.server_id, m.user_id) AS owner, m.persona_lineage_id "
+    "FROM langgraph_items AS i JOIN memories AS m ON m.id = i.memory_id "
+    "WHERE i.namespace = CAST(:namespace AS text[]) AND i.key = :key"
 )
+"""The item's memory and the scope it lives in."""
+PEOPLE = (
+    "SELECT id, display_name, privacy_level, is_bridge FROM users "
+    "WHERE id = ANY(CAST(:ids AS text[]))"
+)
+"""What the privacy rule reads of the owners of personal items."""
 ADD_SERVER = "INSERT INTO servers (id, name) VALUES (:owner, :owner) ON CONFLICT (id) DO NOTHING"
 ADD_USER = (
     "INSERT INTO users (id, display_name, display_name_key) "
@@ -43,17 +51,18 @@ ADD_USER = (
 """A scope's owner, registered by its first item (as kioku's own create does)."""
 ADD_MEMORY = (
     "INSERT INTO memories (scope, server_id, user_id, persona_lineage_id, content, "
-    "embedding, needs_embedding) VALUES (:scope, :server_id, :user_id, :lineage, :content, "
-    "CAST(:embedding AS halfvec), :queued) RETURNING id"
+    "embedding, needs_embedding, status) VALUES (:scope, :server_id, :user_id, :lineage, "
+    ":content, CAST(:embedding AS halfvec), :queued, :status) RETURNING id"
 )
-"""The item's memory; its ``create`` history row and scope count come from triggers."""
+"""The item's memory; its ``create`` history row and scope count come from triggers. An
+item without indexed text has an ``archived`` memory, which kioku never shows a model."""
 ADD_ITEM = (
     "INSERT INTO langgraph_items (namespace, key, memory_id, value, indexed) "
     "VALUES (CAST(:namespace AS text[]), :key, :memory_id, CAST(:value AS jsonb), :indexed)"
 )
 CHANGE_MEMORY = (
     "UPDATE memories SET content = :content, embedding = CAST(:embedding AS halfvec), "
-    "needs_embedding = :queued, updated_at = now() WHERE id = :memory_id"
+    "needs_embedding = :queued, status = :status, updated_at = now() WHERE id = :memory_id"
 )
 """A new text for the item's memory (an ``update`` history row when the text changed)."""
 CHANGE_ITEM = (

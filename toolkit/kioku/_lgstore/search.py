@@ -16,6 +16,7 @@ from typing import Any
 
 from langgraph.store.base import SearchItem
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from kioku._awaiting import embed_query
@@ -23,6 +24,7 @@ from kioku._db.vectors import halfvec_text
 from kioku._deps import KiokuDeps
 from kioku._embeddings import embedding_text
 from kioku._lgstore.sql import ITEMS_BY_MEMORY, Params, candidates_sql
+from kioku._recorded_embedder import vector_refused, vectors_usable
 from kioku._search.candidates import text_terms
 from kioku._search.fusion import fuse_candidates
 from kioku._search.rows import RankedRow
@@ -37,12 +39,43 @@ MIN_POOL = 20
 
 
 def query_vector(deps: KiokuDeps, query: str) -> list[float] | None:
-    """The query's embedding, or ``None`` (a text-only search) when the embedder fails."""
+    """The query's embedding, or ``None`` (a text-only search) when the embedder fails.
+
+    ``None`` too while the database records another embedder (``kioku reembed`` switched
+    it while this process ran): :mod:`kioku._recorded_embedder`.
+    """
+    if not vectors_usable(deps):
+        return None
     try:
         return [float(x) for x in embed_query(deps.embedder.embeddings, embedding_text(query))]
     except Exception as exc:
         logger.warning("kioku: embedding the store query failed (%s); searching by text", exc)
         return None
+
+
+def searched(
+    deps: KiokuDeps,
+    session: Session,
+    query: str,
+    filtered: tuple[str, Params],
+    *,
+    limit: int,
+    offset: int,
+) -> list[SearchItem]:
+    """:func:`ranked_items` for ``query``, by vector and text; by text alone when no vector.
+
+    A query vector meeting a column of another size (``kioku reembed`` switched embedders
+    while this process ran) is noted (:func:`kioku._recorded_embedder.vector_refused`) and
+    the search runs again by text, as kioku's own search tool does.
+    """
+    vector = query_vector(deps, query)
+    try:
+        return ranked_items(session, query, vector, filtered, limit=limit, offset=offset)
+    except DBAPIError as exc:
+        if vector is None or not vector_refused(deps, exc):
+            raise
+    session.rollback()
+    return ranked_items(session, query, None, filtered, limit=limit, offset=offset)
 
 
 def ranked_items(

@@ -51,18 +51,25 @@ ADD_USER = (
 """A scope's owner, registered by its first item (as kioku's own create does)."""
 ADD_MEMORY = (
     "INSERT INTO memories (scope, server_id, user_id, persona_lineage_id, content, "
-    "embedding, needs_embedding, status) VALUES (:scope, :server_id, :user_id, :lineage, "
-    ":content, CAST(:embedding AS halfvec), :queued, :status) RETURNING id"
+    "embedding, needs_embedding, embedded_with, status) SELECT :scope, :server_id, :user_id, "
+    ":lineage, :content, v.embedding, CAST(:indexed AS boolean) AND v.needs_embedding, "
+    "v.embedded_with, :status "
+    "FROM kioku_vector_columns(CAST(:embedding AS halfvec), :embedder) AS v RETURNING id"
 )
 """The item's memory; its ``create`` history row and scope count come from triggers. An
-item without indexed text has an ``archived`` memory, which kioku never shows a model."""
+item without indexed text has an ``archived`` memory, which kioku never shows a model. Its
+vector is kept only while the database records the model that made it
+(``kioku_vector_columns``, as kioku's own creates); else an indexed item is queued."""
 ADD_ITEM = (
     "INSERT INTO langgraph_items (namespace, key, memory_id, value, indexed) "
     "VALUES (CAST(:namespace AS text[]), :key, :memory_id, CAST(:value AS jsonb), :indexed)"
 )
 CHANGE_MEMORY = (
-    "UPDATE memories SET content = :content, embedding = CAST(:embedding AS halfvec), "
-    "needs_embedding = :queued, status = :status, updated_at = now() WHERE id = :memory_id"
+    "UPDATE memories SET content = :content, embedding = v.embedding, "
+    "needs_embedding = CAST(:indexed AS boolean) AND v.needs_embedding, "
+    "embedded_with = v.embedded_with, status = :status, updated_at = now() "
+    "FROM kioku_vector_columns(CAST(:embedding AS halfvec), :embedder) AS v "
+    "WHERE memories.id = :memory_id"
 )
 """A new text for the item's memory (an ``update`` history row when the text changed)."""
 CHANGE_ITEM = (

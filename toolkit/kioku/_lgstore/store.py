@@ -28,7 +28,7 @@ from kioku._errors import ConfigurationError
 from kioku._lgstore import sql
 from kioku._lgstore.checks import check_op
 from kioku._lgstore.namespaces import DEFAULT_SERVER, IndexFields, ScopeRule, namespace_rule
-from kioku._lgstore.search import item_fields, query_vector, ranked_items, search_item
+from kioku._lgstore.search import item_fields, search_item, searched
 from kioku._lgstore.writes import prepare, write_all
 
 
@@ -172,9 +172,8 @@ class KiokuLangGraphStore(BaseStore):
         filters, params = sql.filter_sql(op.filter, "i")
         params["prefix"] = list(op.namespace_prefix)
         if op.query and op.query.strip():
-            vector = query_vector(self.deps, op.query)
-            return ranked_items(
-                session, op.query, vector, (filters, params), limit=op.limit, offset=op.offset
+            return searched(
+                self.deps, session, op.query, (filters, params), limit=op.limit, offset=op.offset
             )
         rows = session.execute(
             text(sql.listing_sql(filters)), {**params, "limit": op.limit, "offset": op.offset}

@@ -54,6 +54,8 @@ class Write:
     embedding: list[float] | None = None
     indexed: bool = False
     """Whether the item has indexed text: else its memory is archived, never shown."""
+    embedder: str | None = None
+    """The model that made ``embedding`` (the database keeps only its recorded model's)."""
 
     @property
     def lock(self) -> str:
@@ -105,7 +107,8 @@ def _prepared(deps: KiokuDeps, op: PutOp, rule: ScopeRule, fields: Sequence[str]
     if content is None:
         return Write(namespace, op.key, dict(op.value), scope, unindexed_text(op.value))
     vector = embed_or_queue(deps, content)
-    return Write(namespace, op.key, dict(op.value), scope, content, vector, True)
+    model = deps.embedder.model if vector is not None else None
+    return Write(namespace, op.key, dict(op.value), scope, content, vector, True, model)
 
 
 def write_all(session: Session, writes: Sequence[Write]) -> None:
@@ -181,7 +184,8 @@ def _write(session: Session, placed: Placed) -> None:
     memory = {
         "content": write.content,
         "embedding": halfvec_text(write.embedding) if write.embedding is not None else None,
-        "queued": write.indexed and write.embedding is None,
+        "embedder": write.embedder,
+        "indexed": write.indexed,
         "status": "active" if write.indexed else "archived",
     }
     item = {"value": json.dumps(write.value, ensure_ascii=False), "indexed": write.indexed}

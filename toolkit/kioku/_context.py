@@ -87,6 +87,11 @@ class PrivacyLevel(IntEnum):
     FULL = 2
     """Invisible: no memories, messages not captured."""
 
+    @property
+    def allows_personal_memories(self) -> bool:
+        """Whether personal memories of someone at this level may be kept and shown."""
+        return self is PrivacyLevel.MINIMAL
+
 
 @dataclass(frozen=True, slots=True)
 class Participant:

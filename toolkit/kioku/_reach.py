@@ -102,7 +102,7 @@ def may_remember_message(
 def has_personal_memories(person: Participant, bot_user_id: str) -> bool:
     """Whether personal memories of ``person`` may be shown at all (privacy, kind)."""
     return (
-        person.privacy == PrivacyLevel.MINIMAL
+        person.privacy.allows_personal_memories
         and not person.is_bridge
         and person.user_id != bot_user_id
     )

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._accounts import AccountRepository
-from kioku._context import PrivacyLevel, TurnContext
+from kioku._context import TurnContext
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.statuses import CreateStatus as S
 from kioku._domain.writes import CreateOutcome, NewMemory
@@ -202,7 +202,7 @@ def _resolve_target(
             f"{person.display_name} is not taking part in this conversation; personal "
             "memories can only be saved about its participants. Nothing was saved.",
         )
-    if person.privacy != PrivacyLevel.MINIMAL:
+    if not person.privacy.allows_personal_memories:
         raise fail(
             S.PRIVACY_RESTRICTED,
             f"{person.display_name}'s privacy settings do not allow personal memories. "

@@ -10,7 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
-from kioku._context import PrivacyLevel, TurnContext
+from kioku._context import TurnContext
 from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._domain.settings import ServerSettings
@@ -225,7 +225,7 @@ def _resolve_owner(
         else any(decisions_by_settings(write, context))
     ):
         raise fail(S.NOT_FOUND, not_found_reason(args.memory_id))
-    if not deleting and person.privacy != PrivacyLevel.MINIMAL:
+    if not deleting and not person.privacy.allows_personal_memories:
         raise fail(
             S.PRIVACY_RESTRICTED,
             f"{person.display_name}'s privacy settings do not allow personal memories; "

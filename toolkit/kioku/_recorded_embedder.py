@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 from psycopg.errors import DataException
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from kioku._awaiting import embed_query
 from kioku._db.vectors import stored_embedder
+from kioku._embeddings import embedding_text
 
 if TYPE_CHECKING:
     from kioku._deps import KiokuDeps
@@ -99,3 +101,19 @@ def vector_refused(deps: KiokuDeps, exc: BaseException | None) -> bool:
     while exc is not None and not isinstance(exc, DataException):
         exc = exc.orig if isinstance(exc, DBAPIError) else exc.__cause__
     return exc is not None and not reread(deps)
+
+
+def query_embedding(deps: KiokuDeps, query: str) -> list[float] | None:
+    """``query`` embedded by ``deps``'s embedder, or ``None``: search by text alone.
+
+    ``None`` when the embedder fails, or while the database records another embedder
+    (:func:`vectors_usable`). The one way every search (the tool, the context build, the
+    LangGraph store) embeds its query.
+    """
+    if not vectors_usable(deps):
+        return None
+    try:
+        return embed_query(deps.embedder.embeddings, embedding_text(query))
+    except Exception as exc:
+        logger.warning("kioku: embedding the query failed (%s); searching by text", exc)
+        return None

@@ -13,7 +13,6 @@ from typing import TypedDict
 from sqlalchemy.orm import Session
 
 from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_row, settings_params
-from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
@@ -23,7 +22,6 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
-from kioku._embeddings import embedding_text
 from kioku._memory.repository import VERSIONS_SQL, version_params, versions_of
 from kioku._memory.windows import MEMORY_WINDOW, MemoryWindow
 from kioku._reach import (
@@ -34,7 +32,6 @@ from kioku._reach import (
     reach_of,
     stored_full_user,
 )
-from kioku._recorded_embedder import vectors_usable
 from kioku._search.aids import SearchAids
 from kioku._search.engine import rank_candidates_steps, rank_ids_steps
 from kioku._search.planning import HNSW_EF_SEARCH
@@ -300,16 +297,6 @@ def _ranked(store: KiokuDeps, count: int, now: datetime) -> _RankingOptions:
             store.embedder.model, store.settings.relevance_similarity
         ),
     }
-
-
-def query_vector(store: KiokuDeps, query: str) -> list[float] | None:
-    """``query`` embedded by the store's embedder; ``None`` when it fails or is not current."""
-    if not vectors_usable(store):
-        return None  # rank by text: the database records another embedder
-    try:
-        return embed_query(store.embedder.embeddings, embedding_text(query))
-    except Exception:
-        return None  # rank by text and relevance alone
 
 
 def wanted(total: int, omitted: int) -> int:

@@ -44,7 +44,7 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._reach import Reach, reach_of
-from kioku._recorded_embedder import vector_refused, vectors_usable
+from kioku._recorded_embedder import query_embedding, vector_refused, vectors_usable
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.store import ShortTermMemory
 
@@ -163,7 +163,7 @@ class BuildRun:
     @cached_property
     def query_vector(self) -> list[float] | None:
         """The message embedded once per build: both blocks rank by it."""
-        return loader.query_vector(self.builder.deps, self.query)
+        return query_embedding(self.builder.deps, self.query)
 
     def ranking(self, need: loader.RankingNeed) -> Steps[loader.Ranked]:
         """``need``'s ranking, as statements for the build's session."""

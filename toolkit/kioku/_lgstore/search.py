@@ -19,12 +19,10 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from kioku._awaiting import embed_query
 from kioku._db.vectors import halfvec_text
 from kioku._deps import KiokuDeps
-from kioku._embeddings import embedding_text
 from kioku._lgstore.sql import ITEMS_BY_MEMORY, Params, candidates_sql
-from kioku._recorded_embedder import vector_refused, vectors_usable
+from kioku._recorded_embedder import query_embedding, vector_refused
 from kioku._search.candidates import text_terms
 from kioku._search.fusion import fuse_candidates
 from kioku._search.rows import RankedRow
@@ -36,21 +34,6 @@ STORE_WEIGHTS = FusionWeights(relevance=0.0)
 """Vector and text rankings only: items carry no importance and do not fade with age."""
 MIN_POOL = 20
 """Candidates each ranking keeps at least (kioku's search keeps as many)."""
-
-
-def query_vector(deps: KiokuDeps, query: str) -> list[float] | None:
-    """The query's embedding, or ``None`` (a text-only search) when the embedder fails.
-
-    ``None`` too while the database records another embedder (``kioku reembed`` switched
-    it while this process ran): :mod:`kioku._recorded_embedder`.
-    """
-    if not vectors_usable(deps):
-        return None
-    try:
-        return [float(x) for x in embed_query(deps.embedder.embeddings, embedding_text(query))]
-    except Exception as exc:
-        logger.warning("kioku: embedding the store query failed (%s); searching by text", exc)
-        return None
 
 
 def searched(
@@ -68,7 +51,7 @@ def searched(
     while this process ran) is noted (:func:`kioku._recorded_embedder.vector_refused`) and
     the search runs again by text, as kioku's own search tool does.
     """
-    vector = query_vector(deps, query)
+    vector = query_embedding(deps, query)
     try:
         return ranked_items(session, query, vector, filtered, limit=limit, offset=offset)
     except DBAPIError as exc:

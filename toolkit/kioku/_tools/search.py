@@ -15,7 +15,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
-from kioku._awaiting import embed_query
 from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
@@ -23,7 +22,6 @@ from kioku._db.errors import StorageError, storage_errors
 from kioku._deps import HasDeps, KiokuDeps
 from kioku._domain.statuses import SearchStatus
 from kioku._domain.visibility import Visibility
-from kioku._embeddings import embedding_text
 from kioku._memory.arguments import (
     ArgumentError,
     Form,
@@ -37,7 +35,7 @@ from kioku._memory.typed import MEMORY_TYPES
 from kioku._memory.typed_arguments import MemoryType
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
-from kioku._recorded_embedder import vector_refused, vectors_usable
+from kioku._recorded_embedder import query_embedding, vector_refused
 from kioku._search.engine import rank_candidates
 from kioku._search.rows import SearchHit
 from kioku._search.when import narrowing, time_phrase
@@ -174,7 +172,7 @@ def search_long_term_memory(
         parsed = parse_search_args(arguments)
     except ArgumentError as exc:
         return {"status": SearchStatus.INVALID_ARGS, "reason": str(exc)}, []
-    vector = _query_vector(deps, parsed.query)
+    vector = query_embedding(deps, parsed.query)
     now = utc_now()
     try:
         hits = _hits(deps, context, parsed, vector, now)
@@ -193,17 +191,6 @@ def search_long_term_memory(
         {"status": SearchStatus.FOUND, "memories": [render_hit(h, context, now) for h in hits]},
         [h.to_artifact() for h in hits],
     )
-
-
-def _query_vector(deps: KiokuDeps, query: str) -> list[float] | None:
-    """The query embedded; ``None`` (text only) when the embedder fails or is not current."""
-    if not vectors_usable(deps):
-        return None
-    try:
-        return embed_query(deps.embedder.embeddings, embedding_text(query))
-    except Exception as exc:
-        logger.warning("kioku: query embedding failed (%s); searching by text only", exc)
-        return None
 
 
 def _hits(

@@ -24,7 +24,7 @@ import psycopg
 
 from bench import turn as bench_turn
 from bench.common import bench_database
-from kioku._context_build import build as build_module
+from kioku._context_build import run as run_module
 from kioku._context_build import loader
 from kioku._context_build.build import ContextBuilder
 from kioku._db import driver
@@ -35,7 +35,7 @@ from kioku._stm.store import ShortTermMemory
 STAGES: tuple[tuple[Any, str, str], ...] = (
     (ContextBuilder, "build", "context build"),
     (loader, "load_turn_state", "  turn state"),
-    (build_module, "run_memory_stages", "  memory blocks (their rankings sent together)"),
+    (run_module, "run_memory_stages", "  memory blocks (their rankings sent together)"),
     (bench_turn, "update_long_term_memory", "update tool"),
     (ShortTermMemory, "capture", "capture"),
 )

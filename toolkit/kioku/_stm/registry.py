@@ -17,18 +17,21 @@ from kioku._stm.model import ScopeKind, StmCandidate, StmEntry, StmKey
 RECORD_SQL = """
 INSERT INTO stm_threads AS t (thread_id, kind, owner_id, channel_id, lineage_id, server_id,
                               parent_channel_id, has_summary, last_updated, private, entry)
-SELECT * FROM unnest(%(thread_id)s::text[], %(kind)s::text[], %(owner_id)s::text[],
-                     %(channel_id)s::text[], %(lineage_id)s::bigint[], %(server_id)s::text[],
-                     %(parent_channel_id)s::text[], %(has_summary)s::boolean[],
-                     %(last_updated)s::timestamptz[], %(private)s::boolean[],
-                     %(entry)s::jsonb[])
+SELECT * FROM unnest(%(thread_id)b::text[], %(kind)b::text[], %(owner_id)b::text[],
+                     %(channel_id)b::text[], %(lineage_id)b::bigint[], %(server_id)b::text[],
+                     %(parent_channel_id)b::text[], %(has_summary)b::boolean[],
+                     %(last_updated)b::timestamptz[], %(private)b::boolean[],
+                     %(entry)b::jsonb[])
 ON CONFLICT (thread_id) DO UPDATE SET
     kind = excluded.kind, owner_id = excluded.owner_id, channel_id = excluded.channel_id,
     lineage_id = excluded.lineage_id, server_id = excluded.server_id,
     parent_channel_id = excluded.parent_channel_id, has_summary = excluded.has_summary,
     last_updated = excluded.last_updated, private = excluded.private, entry = excluded.entry
 """
-"""Rows of written entries, one statement for any number (psycopg parameters)."""
+"""Rows of written entries, one statement for any number (psycopg parameters).
+
+The parameters go in binary (``%(name)b``): as text, every quote of the entries' JSON
+would be escaped one by one, in Python, on every write."""
 
 STORED_SQL = "SELECT thread_id, entry FROM stm_threads WHERE thread_id = ANY(%(threads)s)"
 """The stored state of the entries among ``threads`` (psycopg parameters)."""

@@ -32,11 +32,13 @@ FACTS: dict[str, list[tuple[str, str]]] = {
         ("{user}喜欢喝乌龙茶", "乌龙茶"),
         ("{user}的女儿在北京上大学", "北京"),
         ("{user}每天早上跑步五公里", "跑步"),
+        ("{user}开一辆红色的丰田", "丰田"),
     ],
     "ko": [
         ("{user}의 고양이 이름은 나비입니다", "고양이"),
         ("{user}는 서울에서 간호사로 일합니다", "간호사"),
         ("{user}의 고향은 부산입니다", "부산"),
+        ("{user}는 주말마다 등산을 합니다", "등산"),
     ],
     "th": [
         ("{user}ชอบกินข้าวมันไก่", "ข้าวมันไก่"),
@@ -100,7 +102,9 @@ def test_a_shared_word_finds_the_memory(world: World, language: str) -> None:
 
 UNRELATED = {
     "ja": "自転車の色は？",
-    "zh": "他喜欢什么咖啡？",
+    # Not "他喜欢什么咖啡？": it shares "喜欢" (likes) with a memory, as "What coffee does
+    # she like?" shares "like"; half of what it asks about, like any such question.
+    "zh": "他骑什么自行车？",
     "ko": "자동차 색깔",
     "th": "รถยนต์สีอะไร",
     "en": "which bicycle does she ride?",
@@ -142,6 +146,9 @@ QUESTIONS = [
     ("{user}의 고양이 이름은 나비입니다", "나비는 잘 지내?"),
     ("{user}喜欢喝乌龙茶", "乌龙茶好喝吗？"),
     ("{user} wohnt in Heidelberg", "Seit wann wohnt sie in Heidelberg?"),
+    # The question words would outweigh the shared word if they counted.
+    ("{user}开一辆红色的丰田", "那辆丰田是哪一年的？"),
+    ("{user}는 주말마다 등산을 합니다", "요즘 주말에 뭐 해요?"),
 ]
 
 

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 import kioku
-from kioku._search.query import query_words
+from kioku._search.query import asked_words, query_words
 from kioku._spaceless import RUN_CLASS, ideographs, pairs, split_runs, terms
 
 SQL = Path(kioku.__path__[0]) / "_db" / "sql" / "kioku_search_text.sql"
@@ -27,6 +27,17 @@ def test_query_words_pair_spaceless_runs_and_keep_other_words() -> None:
     assert query_words("猫の名前は？") == ["猫の", "の名", "名前", "前は"]
     assert query_words("ﾃﾆｽ") == ["テニ", "ニス"]  # half-width kana read as full-width
     assert terms("กินข้าว", str.split) == ["กิ", "ิน", "นข", "ข้", "้า", "าว"]  # marks kept
+
+
+def test_question_words_do_not_weigh_in_a_query() -> None:
+    """The relevance floor counts a query's share over what it asks about."""
+    assert asked_words("那辆大众是什么颜色？") == ["辆大", "大众", "颜色"]
+    assert asked_words("아침마다 뭐 해?") == ["아침", "침마", "마다"]
+    assert asked_words("猫は何？") == ["猫は"]
+    assert asked_words("是什么？") == query_words("是什么？")  # nothing else: all kept
+    assert asked_words("What colour is it?") == query_words("What colour is it?")
+    # The full-text query keeps every pair: a content word holding one still matches.
+    assert "会计" in query_words("会计是谁？") and asked_words("会计是谁？") == ["计"]
 
 
 def test_the_database_uses_the_same_scripts() -> None:

@@ -54,6 +54,52 @@ def pairs(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+QUESTION_PARTS = (
+    # Chinese: what, how, why, where, which, how many, who; the question particles; the
+    # copula and "can"; this/that.
+    *("什么", "甚么", "什麼", "怎么", "怎麼", "怎样", "怎樣", "为什么", "為什麼", "哪", "多少"),
+    *("几", "幾", "谁", "誰", "吗", "嗎", "呢", "吧", "是", "能", "会", "會", "可以", "这", "這"),
+    "那",
+    # Japanese: what, who, and the polite question endings.
+    *("何", "誰", "ですか", "ますか"),
+)
+"""Words that only make a sentence a question, cut out of a query's runs wherever they
+occur: the spaceless scripts' counterpart of the stop words ("what", "is", "can",
+"that") PostgreSQL leaves out of English queries. Only the relevance floor's share of the
+query reads runs without them (the full-text query keeps every pair); a content word
+holding one of them (会计) still counts by its other characters, which the database
+indexes one by one too."""
+
+QUESTION_RUNS = frozenset(
+    # Korean writes spaces between words: its question words and verb endings, whole.
+    {
+        *("뭐", "뭘", "무엇", "무엇을", "무슨", "뭐야", "뭐예요", "어디", "어디서", "어디에"),
+        *("언제", "누구", "누가", "왜", "어떻게", "어떤", "몇", "해", "해요", "했어", "했어요"),
+        *("있어", "있어요", "있나요", "이야", "이에요", "예요", "인가요", "입니까", "나요"),
+    }
+)
+"""Runs left out of a query when they are one of these words as a whole."""
+
+_QUESTION_PART = re.compile("|".join(sorted(QUESTION_PARTS, key=len, reverse=True)))
+
+
+def terms_asked(text: str, words: Callable[[str], list[str]]) -> list[str]:
+    """:func:`terms` of a query, less the words that only make it a question.
+
+    ``"那辆大众是什么颜色？"`` is about 大众 and 颜色: without its question words half of its
+    pairs are the car's, as half of "What colour is the Volkswagen?"'s words are once
+    English stop words are gone. A query of nothing but question words keeps them all.
+    """
+    found: list[str] = []
+    for part in split_runs(unicodedata.normalize("NFKC", text)):
+        if not is_run(part):
+            found += words(part)
+        elif part not in QUESTION_RUNS:
+            for piece in _QUESTION_PART.split(part):
+                found += pairs(piece) if piece else []
+    return found or terms(text, words)
+
+
 def terms(text: str, words: Callable[[str], list[str]]) -> list[str]:
     """``text``'s terms: ``words`` of its spaced parts, each run's character pairs.
 

@@ -23,7 +23,7 @@ from kioku._db.vectors import (
 )
 from kioku._domain.visibility import Visibility
 from kioku._search.planning import VectorPlans, came_back_short, choose_vector_plan
-from kioku._search.query import or_tsquery, query_words
+from kioku._search.query import asked_words, or_tsquery, query_words
 from kioku._search.rows import CandidateRow, Row
 from kioku._search.sizes import ScopeSizes
 from kioku._search.sql import (
@@ -122,7 +122,22 @@ def vector_plan(
 
 
 def text_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
-    words = query_words(query)
+    """The full-text query of ``query``: its words less those too common in the scope."""
+    return _distinctive_query(query, query_words(query), shares)
+
+
+def weighed_terms(query: str, shares: Mapping[str, float] | None) -> str | None:
+    """What a memory's share of ``query`` is counted over (the relevance floor).
+
+    :func:`text_terms` less the words that only make it a question
+    (:func:`kioku._search.query.asked_words`).
+    """
+    return _distinctive_query(query, asked_words(query), shares)
+
+
+def _distinctive_query(
+    query: str, words: list[str], shares: Mapping[str, float] | None
+) -> str | None:
     if shares is not None:
         words = distinctive_words(words, shares)
     return or_tsquery(query, words)
@@ -144,6 +159,9 @@ class CandidateSearch:
     until: datetime | None = None
     details: bool = True
     """Rows hold :data:`DETAIL_COLUMNS`, else :data:`RANKING_COLUMNS`."""
+    weighed: str | None = None
+    """What each text match's share of the query is counted over (:func:`weighed_terms`);
+    ``None``: ``terms``."""
 
     @property
     def timed(self) -> bool:
@@ -163,6 +181,7 @@ class CandidateSearch:
             min_importance=self.min_importance,
             vector=self.query_vector,
             terms=self.terms,
+            weighed=self.weighed,
             pool=self.pool,
             since=self.since,
             until=self.until,

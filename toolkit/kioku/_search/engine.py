@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from kioku._db.driver import Steps, run_steps
 from kioku._domain.visibility import Visibility
 from kioku._search.aids import SearchAids
-from kioku._search.candidates import CandidateSearch, row_steps, text_terms
+from kioku._search.candidates import CandidateSearch, row_steps, text_terms, weighed_terms
 from kioku._search.fusion import Fusion, clears_floor, fuse_candidates, query_time
 from kioku._search.rows import CandidateRow, RankedRow, Row, SearchHit
 from kioku._search.scoring import FusionWeights
@@ -230,6 +230,7 @@ def _fused_steps(
             visibility,
             query_vector=query_vector,
             terms=text_terms(asked.about, shares),
+            weighed=weighed_terms(asked.about, shares),
             memory_type=memory_type,
             min_importance=min_importance,
             pool=pool,

@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
 from kioku._context import GLOBAL_LINEAGE
 from kioku._db.models import Memory
 from kioku._domain.visibility import Visibility
-from kioku._spaceless import terms
+from kioku._spaceless import terms, terms_asked
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
@@ -108,6 +108,17 @@ def query_words(text: str) -> list[str]:
     (:mod:`kioku._spaceless`), as the database indexes them.
     """
     found = terms(text, _TERM.findall)
+    return list(dict.fromkeys(w.lower() for w in found))[:MAX_TERMS]
+
+
+def asked_words(text: str) -> list[str]:
+    """:func:`query_words` less the words that only make ``text`` a question.
+
+    What a memory's share of a query is counted over (the relevance floor): in scripts
+    written without spaces such words are cut out of the runs
+    (:func:`kioku._spaceless.terms_asked`), as English stop words never reach a query.
+    """
+    found = terms_asked(text, _TERM.findall)
     return list(dict.fromkeys(w.lower() for w in found))[:MAX_TERMS]
 
 

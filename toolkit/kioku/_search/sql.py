@@ -230,11 +230,12 @@ _ASKED = (
     f"{_PAIR_WEIGHT}), 1.0) FROM unnest(words) AS word) AS weight "
     "FROM (SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) "
     f"AS words FROM (SELECT raw, {_STOP_WORD} AS stop "
-    "FROM regexp_split_to_table(:terms, ' \\| ') AS raw) AS r, "
+    "FROM regexp_split_to_table(:weighed, ' \\| ') AS raw) AS r, "
     "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS picked) AS asked"
 )
-"""The query's words as the text search sees them (stemmed), less any language's stop
-words unless nothing else is left, and their weight in words (:data:`_PAIR_WEIGHT`): what
+"""The query's words as the text search sees them (stemmed; ``:weighed``, which leaves
+out the question words of scripts without spaces), less any language's stop words unless
+nothing else is left, and their weight in words (:data:`_PAIR_WEIGHT`): what
 a memory's share of the query is counted over, worked out once per query."""
 
 _MATCHED_SHARE = (
@@ -306,12 +307,17 @@ def search_params(
     min_importance: float | None = None,
     vector: Sequence[float] | None = None,
     terms: str | None = None,
+    weighed: str | None = None,
     pool: int = 0,
     cap: int = 0,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> dict[str, Any]:
-    """Bind parameters for the statements above (an open end of a time range: infinity)."""
+    """Bind parameters for the statements above (an open end of a time range: infinity).
+
+    ``weighed``: the words a text match's share of the query is counted over
+    (:data:`_ASKED`; ``None``: ``terms``).
+    """
     params: dict[str, Any] = {
         "server": visibility.server_key,
         "lineage": visibility.lineage_id,
@@ -319,6 +325,7 @@ def search_params(
         "memory_type": memory_type,
         "min_importance": min_importance,
         "terms": terms,
+        "weighed": terms if weighed is None else weighed,
         "pool": pool,
         "cap": cap,
         "since": since.isoformat() if since is not None else "-infinity",

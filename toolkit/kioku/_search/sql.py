@@ -226,17 +226,18 @@ _PAIR_WEIGHT = f"CASE WHEN word ~ '^{RUN_CLASS}$' THEN 0.5 ELSE 1.0 END"
 word: a word there is about two characters, so a question's pairs outnumber its words."""
 
 _ASKED = (
-    "(SELECT words, (SELECT greatest(sum("
+    "asked AS MATERIALIZED (SELECT words, (SELECT greatest(sum("
     f"{_PAIR_WEIGHT}), 1.0) FROM unnest(words) AS word) AS weight "
     "FROM (SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) "
     f"AS words FROM (SELECT raw, {_STOP_WORD} AS stop "
     "FROM regexp_split_to_table(:weighed, ' \\| ') AS raw) AS r, "
-    "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS picked) AS asked"
+    "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS picked)"
 )
 """The query's words as the text search sees them (stemmed; ``:weighed``, which leaves
 out the question words of scripts without spaces), less any language's stop words unless
 nothing else is left, and their weight in words (:data:`_PAIR_WEIGHT`): what
-a memory's share of the query is counted over, worked out once per query."""
+a memory's share of the query is counted over, worked out once per statement (a
+materialised ``WITH``: as a subquery it was worked out again for each row it met)."""
 
 _MATCHED_SHARE = (
     "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE least(1.0, "
@@ -251,7 +252,7 @@ def _text_hits(shape: SearchShape) -> str:
     return (
         f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched"
         f"{_carried(shape)} "
-        f"FROM memories, to_tsquery('english', :terms) AS query, {_ASKED} "
+        "FROM memories, to_tsquery('english', :terms) AS query, asked "
         f"WHERE {_any_part(shape)} AND search_vector @@ query "
         "ORDER BY score DESC, id LIMIT :pool"
     )
@@ -271,6 +272,7 @@ def candidates_sql(shape: SearchShape) -> str:
         searches.append(("vector", _vector_hits(shape)))
     if shape.text:
         searches.append(("text", _text_hits(shape)))
+    asked = f"WITH {_ASKED} " if shape.text else ""
     if not searches:
         return (
             f"SELECT {details}, 0.0 AS score, '' AS source, NULL::float8 AS matched "
@@ -278,12 +280,12 @@ def candidates_sql(shape: SearchShape) -> str:
         )
     if not shape.details:  # the searches carry what the ranking needs: no join
         carried = ", ".join(f"hits.{column}" for column in RANKING_COLUMNS)
-        return " UNION ALL ".join(
+        return asked + " UNION ALL ".join(
             f"(SELECT {carried}, hits.score::float8 AS score, '{name}' AS source, hits.matched "
             f"FROM ({sql}) AS hits)"
             for name, sql in searches
         )
-    return " UNION ALL ".join(
+    return asked + " UNION ALL ".join(
         f"(SELECT {details}, hits.score::float8 AS score, '{name}' AS source, hits.matched "
         f"FROM ({sql}) AS hits JOIN memories AS m ON m.id = hits.id)"
         for name, sql in searches

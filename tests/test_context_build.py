@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 from collections import Counter
@@ -744,6 +745,27 @@ def test_a_large_blocks_ranking_runs_beside_the_other_and_renders_the_same(
     assert not again.failed_stages
     assert [(i.tag, i.text) for i in again.items] == [(i.tag, i.text) for i in together.items]
     assert "ranking it again" in caplog.text
+
+
+def test_the_ranking_threads_end_with_the_builder_that_made_them(store: KiokuStore) -> None:
+    """A middleware or graph dropped takes its ranking threads with it (the executor is
+    collected with it, which ends its idle threads)."""
+
+    def nothing(session: Any) -> Any:
+        if False:  # a generator of no statements
+            yield
+        return [], []
+
+    before = set(threading.enumerate())
+    rankings = stages_module.RankingThreads(store.deps.reads)
+    assert rankings.start(nothing).result() == ([], [])
+    workers = [t for t in set(threading.enumerate()) - before if t.name.startswith("kioku-ranking")]
+    assert workers
+    del rankings
+    gc.collect()
+    for worker in workers:
+        worker.join(timeout=60)  # ends at once; the bound only keeps a failure from hanging
+    assert not any(worker.is_alive() for worker in workers)
 
 
 def test_a_one_user_app_recalling_its_own_conversations_sends_no_privacy_look_up(

@@ -24,8 +24,8 @@ import psycopg
 
 from bench import turn as bench_turn
 from bench.common import bench_database
-from kioku._context_build import run as run_module
 from kioku._context_build import loader
+from kioku._context_build import run as run_module
 from kioku._context_build.build import ContextBuilder
 from kioku._db import driver
 from kioku._db.engine import libpq_url

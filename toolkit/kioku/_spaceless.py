@@ -86,9 +86,10 @@ _QUESTION_PART = re.compile("|".join(sorted(QUESTION_PARTS, key=len, reverse=Tru
 def terms_asked(text: str, words: Callable[[str], list[str]]) -> list[str]:
     """:func:`terms` of a query, less the words that only make it a question.
 
-    ``"那辆大众是什么颜色？"`` is about 大众 and 颜色: without its question words half of its
-    pairs are the car's, as half of "What colour is the Volkswagen?"'s words are once
-    English stop words are gone. A query of nothing but question words keeps them all.
+    ``"那辆大众是什么颜色？"`` asks about 大众 (the car) and 颜色 (colour): with its question
+    words cut out, the pair 大众 is one of its three pairs, not one of eight, as
+    "Volkswagen" is one of "What colour is the Volkswagen?"'s two words once English stop
+    words are gone. A query of nothing but question words keeps them all.
     """
     found: list[str] = []
     for part in split_runs(unicodedata.normalize("NFKC", text)):

@@ -107,8 +107,7 @@ def query_words(text: str) -> list[str]:
     Runs of scripts written without spaces count as their character pairs
     (:mod:`kioku._spaceless`), as the database indexes them.
     """
-    found = terms(text, _TERM.findall)
-    return list(dict.fromkeys(w.lower() for w in found))[:MAX_TERMS]
+    return _distinct(terms(text, _TERM.findall))
 
 
 def asked_words(text: str) -> list[str]:
@@ -118,7 +117,11 @@ def asked_words(text: str) -> list[str]:
     written without spaces such words are cut out of the runs
     (:func:`kioku._spaceless.terms_asked`), as English stop words never reach a query.
     """
-    found = terms_asked(text, _TERM.findall)
+    return _distinct(terms_asked(text, _TERM.findall))
+
+
+def _distinct(found: Sequence[str]) -> list[str]:
+    """``found`` lower-cased, each once, in order; at most ``MAX_TERMS``."""
     return list(dict.fromkeys(w.lower() for w in found))[:MAX_TERMS]
 
 

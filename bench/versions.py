@@ -6,7 +6,7 @@ per scope, as that commit's bench builds it. The workers take turns, five turns 
 and the order reversed each round, like ``bench.agent``'s contenders; p50/p95 per commit
 and their ratio are printed with the load average before and after.
 
-Run: .venv/bin/python -m bench.versions BEFORE [AFTER] [--turns 300]
+Run: .venv/bin/python -m bench.versions BEFORE [AFTER] [--turns 300] [--workers 1]
 (AFTER defaults to the working tree's HEAD; a commit from before 876adc9, when the library
 lived in ``toolkit/`` itself, is laid out as ``kioku/`` for its worker.)
 """
@@ -111,29 +111,50 @@ class Worker:
         self.process.wait(timeout=120)
 
 
-def compare(before: str, after: str, turns: int) -> dict[str, object]:
-    """p50/p95 of each commit's turns, run alternately (module docstring)."""
+def compare(before: str, after: str, turns: int, workers: int = 1) -> dict[str, object]:
+    """p50/p95 of each commit's turns, run alternately (module docstring).
+
+    With ``workers`` > 1 each commit runs in that many processes (each with a database of
+    its own), taking turns with the other commit's: a process's own speed differs from
+    the next one's by a few percent, which one process per commit counts as the change's.
+    Each commit's figures pool its processes' turns; ``per_worker_p50_ms`` shows the spread.
+    """
     load_before = loadavg()
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(bench_database("kioku_bench_versions"))
-        workers = {}
+        running: list[tuple[str, Worker]] = []
         for name, commit in (("before", before), ("after", after)):
             path = stack.enter_context(checked_out(commit))
-            url = stack.enter_context(new_database(server, f"kioku_bench_{name}"))
-            workers[name] = Worker(path, url)
-            stack.callback(workers[name].close)
-        samples: dict[str, list[float]] = {name: [] for name in workers}
-        order = list(workers)
-        for _ in range(max(1, turns // TURNS_PER_ROUND)):
-            for name in order:
-                samples[name] += workers[name].turns(TURNS_PER_ROUND)
+            for index in range(workers):
+                url = stack.enter_context(new_database(server, f"kioku_bench_{name}_{index}"))
+                worker = Worker(path, url)
+                stack.callback(worker.close)
+                running.append((name, worker))
+        order = [
+            running[i]
+            for pair in zip(range(workers), range(workers, 2 * workers), strict=True)
+            for i in pair
+        ]
+        samples: dict[str, list[float]] = {"before": [], "after": []}
+        per_worker: dict[int, list[float]] = {id(w): [] for _, w in running}
+        for _ in range(max(1, turns // (TURNS_PER_ROUND * workers))):
+            for name, worker in order:
+                times = worker.turns(TURNS_PER_ROUND)
+                samples[name] += times
+                per_worker[id(worker)] += times
             order.reverse()
     figures = {name: summary(times) for name, times in samples.items()}
+    spread = {
+        name: [summary(per_worker[id(w)])["p50_ms"] for n, w in running if n == name]
+        for name in samples
+    }
     return {
         "commits": {"before": before, "after": after},
         **figures,
         "ratio_p50": round(figures["after"]["p50_ms"] / figures["before"]["p50_ms"], 3),
         "ratio_p95": round(figures["after"]["p95_ms"] / figures["before"]["p95_ms"], 3),
+        "workers_per_commit": workers,
+        "per_worker_p50_ms": spread,
         "load_before": load_before,
         "load_after": loadavg(),
     }
@@ -145,8 +166,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("before", help="the commit before the change")
     parser.add_argument("after", nargs="?", default="HEAD", help="the commit after (HEAD)")
     parser.add_argument("--turns", type=int, default=300, help="timed turns per commit")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes per commit, taking turns (default 1)"
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(compare(args.before, args.after, args.turns), indent=2))
+    print(json.dumps(compare(args.before, args.after, args.turns, args.workers), indent=2))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from psycopg.errors import DataException
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -29,6 +30,8 @@ logger = logging.getLogger("kioku._embeddings")
 
 RECHECK_SECONDS = 30.0
 """How often a worker switched away from reads the database's embedder again."""
+
+T = TypeVar("T")
 
 Embedder = tuple[str, int]
 """A model and its dimension, as ``kioku_meta`` records them."""
@@ -101,6 +104,24 @@ def vector_refused(deps: KiokuDeps, exc: BaseException | None) -> bool:
     while exc is not None and not isinstance(exc, DataException):
         exc = exc.orig if isinstance(exc, DBAPIError) else exc.__cause__
     return exc is not None and not reread(deps)
+
+
+def again_by_text(
+    deps: KiokuDeps, attempt: Callable[[], T], undo: Callable[[], object] = lambda: None
+) -> T:
+    """``attempt()``, or, when its vector met a column of another size, ``attempt()`` again.
+
+    The switch is noted first (:func:`vector_refused`), so the second attempt, which asks
+    :func:`vectors_usable` afresh, goes by text; ``undo`` readies the attempt's session.
+    The one way every write and search recovers from ``kioku reembed`` switching sizes.
+    """
+    try:
+        return attempt()
+    except SQLAlchemyError as exc:
+        if not vector_refused(deps, exc):
+            raise
+    undo()
+    return attempt()
 
 
 def query_embedding(deps: KiokuDeps, query: str) -> list[float] | None:

@@ -44,7 +44,7 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._reach import Reach, reach_of
-from kioku._recorded_embedder import query_embedding, vector_refused, vectors_usable
+from kioku._recorded_embedder import again_by_text, query_embedding, vectors_usable
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.store import ShortTermMemory
 
@@ -171,13 +171,12 @@ class BuildRun:
         vector = self.query_vector if vectors_usable(deps) else None
         return loader.ranking_steps(self.session, deps, need, self.query, vector, self.facts.now)
 
-    def ranking_mended(self, exc: Exception) -> bool:
-        """Whether a failed ranking may run again, by text: its vector met another size.
+    def ranking_again(self, attempt: Callable[[], loader.Ranked]) -> loader.Ranked:
+        """``attempt``, and once more by text when its vector met a column of another size.
 
         ``kioku reembed`` switched to an embedder of another dimension; that is noted.
         """
-        self.session.rollback()
-        return vector_refused(self.builder.deps, exc)
+        return again_by_text(self.builder.deps, attempt, self.session.rollback)
 
     def beside(self, need: loader.RankingNeed) -> Future[loader.Ranked]:
         """``need``'s ranking started on a connection of its own."""
@@ -333,7 +332,7 @@ class BuildRun:
             self.guarded,
             self.session,
             self.beside,
-            self.ranking_mended,
+            self.ranking_again,
         )
         blocks = list(memory_blocks.items())
         stm = self.builder.stm

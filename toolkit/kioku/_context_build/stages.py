@@ -34,8 +34,8 @@ Guard = Callable[[str, Callable[[], Rendered]], Rendered]
 """Runs a stage; a failure is logged and the stage contributes nothing."""
 RankBeside = Callable[[loader.RankingNeed], Future[loader.Ranked]]
 """Starts a ranking on a connection of its own; its future holds the ranking."""
-Mended = Callable[[Exception], bool]
-"""Whether a ranking that failed so may run again (the session made ready for it)."""
+Again = Callable[[Callable[[], loader.Ranked]], loader.Ranked]
+"""Runs a ranking, and once more when it failed in a way that allows it."""
 
 RANK_BESIDE_FROM = 1_000
 """Memories from which a block's ranking runs beside the other block's, not after it.
@@ -75,7 +75,7 @@ def run_memory_stages(
     guarded: Guard,
     session: Session,
     beside: RankBeside | None = None,
-    mended: Mended = lambda exc: False,
+    again: Again = lambda attempt: attempt(),
 ) -> dict[str, Rendered]:
     """Each stage's block; the rankings they need sent together, in one round trip.
 
@@ -83,7 +83,7 @@ def run_memory_stages(
     stage that needed one ranks alone, so only the failing one contributes nothing. With
     ``beside``, the largest of two or more rankings over :data:`RANK_BESIDE_FROM`
     memories or more runs on a connection of its own while the others run here. A
-    ranking that fails alone runs once more when ``mended`` says so.
+    ranking that fails alone runs through ``again``.
     """
     rendered: dict[str, Rendered] = {}
     waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
@@ -99,7 +99,7 @@ def run_memory_stages(
     # The rankings run here first, while those set aside run on their own connections.
     for name in sorted(waiting, key=lambda name: name in aside):
         stage, need = waiting[name]
-        ranked = partial(_ranked_alone, together, name, session, ranking, need, mended)
+        ranked = partial(_ranked_alone, together, name, session, ranking, need, again)
         if name in aside:
             ranked = partial(_ranked_aside, aside[name], ranked)
         rendered[name] = guarded(name, partial(_finished, name, stage, ranked))
@@ -151,17 +151,12 @@ def _ranked_alone(
     session: Session,
     ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
     need: loader.RankingNeed,
-    mended: Mended,
+    again: Again,
 ) -> loader.Ranked:
     """The stage's ranking: as sent with the others, or alone when that failed."""
     if name in together:
         return together[name]
-    try:
-        return run_steps(session, ranking(need))
-    except Exception as exc:
-        if not mended(exc):
-            raise
-    return run_steps(session, ranking(need))
+    return again(lambda: run_steps(session, ranking(need)))
 
 
 def _finished(name: str, stage: MemoryStage, ranked: Callable[[], loader.Ranked]) -> Rendered:

@@ -16,13 +16,12 @@ from typing import Any
 
 from langgraph.store.base import SearchItem
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from kioku._db.vectors import halfvec_text
 from kioku._deps import KiokuDeps
 from kioku._lgstore.sql import ITEMS_BY_MEMORY, Params, candidates_sql
-from kioku._recorded_embedder import query_embedding, vector_refused
+from kioku._recorded_embedder import again_by_text, query_embedding, vectors_usable
 from kioku._search.candidates import text_terms
 from kioku._search.fusion import fuse_candidates
 from kioku._search.rows import RankedRow
@@ -48,17 +47,16 @@ def searched(
     """:func:`ranked_items` for ``query``, by vector and text; by text alone when no vector.
 
     A query vector meeting a column of another size (``kioku reembed`` switched embedders
-    while this process ran) is noted (:func:`kioku._recorded_embedder.vector_refused`) and
+    while this process ran) is noted (:func:`kioku._recorded_embedder.again_by_text`) and
     the search runs again by text, as kioku's own search tool does.
     """
     vector = query_embedding(deps, query)
-    try:
-        return ranked_items(session, query, vector, filtered, limit=limit, offset=offset)
-    except DBAPIError as exc:
-        if vector is None or not vector_refused(deps, exc):
-            raise
-    session.rollback()
-    return ranked_items(session, query, None, filtered, limit=limit, offset=offset)
+
+    def attempt() -> list[SearchItem]:
+        usable = vector if vectors_usable(deps) else None
+        return ranked_items(session, query, usable, filtered, limit=limit, offset=offset)
+
+    return again_by_text(deps, attempt, session.rollback)
 
 
 def ranked_items(

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
@@ -36,7 +37,7 @@ from kioku._memory.resolution import (
 from kioku._memory.results import ToolResult
 from kioku._memory.text import echo, normalise_name, unstorable
 from kioku._memory.write_decision import Refusal, decide
-from kioku._recorded_embedder import vector_refused, vectors_usable
+from kioku._recorded_embedder import again_by_text, vectors_usable
 
 logger = logging.getLogger("kioku._memory")
 
@@ -115,7 +116,9 @@ def tool_flow(
         call = FlowCall(session, store.deps, context, arguments, stream_writer)
         try:
             with storage_errors(operation):
-                return _again_without_vector(call, body)
+                # A vector of another size (a re-embed switched): the call runs again,
+                # undone first, its memory queued (embed_or_queue).
+                return again_by_text(call.deps, partial(body, call), partial(undo_refused, session))
         except FlowFailure as failure:
             undo_refused(session)
             return failure.result
@@ -136,22 +139,6 @@ def tool_flow(
 
     flow.__name__ = flow.__qualname__ = operation
     return flow
-
-
-def _again_without_vector(call: FlowCall, body: Callable[[FlowCall], ToolResult]) -> ToolResult:
-    """``body``'s result; run again, without a vector, when its vector met one of another size.
-
-    After ``kioku reembed`` switched to another dimension, this process's vectors cannot
-    meet the column (a create compares its vector with the scope's memories); the call
-    is undone and, the switch noted, runs again without one (:func:`embed_or_queue`).
-    """
-    try:
-        return body(call)
-    except SQLAlchemyError as exc:
-        if not vector_refused(call.deps, exc):
-            raise
-    undo_refused(call.session)
-    return body(call)
 
 
 def undo_refused(session: Session) -> None:

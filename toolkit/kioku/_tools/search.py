@@ -11,7 +11,6 @@ from typing import Annotated, Any, Self
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from kioku._accounts import AccountRepository
@@ -35,7 +34,7 @@ from kioku._memory.typed import MEMORY_TYPES
 from kioku._memory.typed_arguments import MemoryType
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
-from kioku._recorded_embedder import query_embedding, vector_refused
+from kioku._recorded_embedder import again_by_text, query_embedding, vectors_usable
 from kioku._search.engine import rank_candidates
 from kioku._search.rows import SearchHit
 from kioku._search.when import narrowing, time_phrase
@@ -224,12 +223,7 @@ def _hits(
             ).hits()
 
     with storage_errors("search_long_term_memory"):
-        try:
-            return ranked(vector)
-        except SQLAlchemyError as exc:
-            if vector is None or not vector_refused(deps, exc):
-                raise
-        return ranked(None)
+        return again_by_text(deps, lambda: ranked(vector if vectors_usable(deps) else None))
 
 
 def search_long_term_memory_tool(store: HasDeps) -> StructuredTool:

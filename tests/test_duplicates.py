@@ -270,6 +270,27 @@ def test_hashing_embedder_precision_on_the_labelled_set() -> None:
         ("Ana can't stand cilantro", "Ana really dislikes cilantro", None),  # a verb reworded
         ("Ana is a nurse", "Ana works as a nurse", None),
         ("Ana loves ice cream", "Ana loves icecream", None),
+        # Japanese and Chinese, compared character by character.
+        ("Aoiは東京に住んでいます", "Aoiは東京在住です", None),
+        ("Aoiはラーメンが大好きです", "Aoiの大好物はラーメンです", None),
+        ("Aoiは毎朝コーヒーを飲みます", "Aoiは朝にいつもコーヒーを飲みます", None),
+        ("Li住在北京", "Li在北京生活", None),
+        ("Li的生日是五月三日", "Li五月三日出生", None),
+        ("Aoiの娘はピアノを習っています", "Aoiの娘はバレエを習っています", "value"),
+        ("Aoiは東京に住んでいます", "Aoiは大阪に住んでいます", "value"),
+        ("Aoiの弟は医者です", "Aoiの父は医者です", "value"),
+        ("Aoiは猫を二匹飼っています", "Aoiは猫を三匹飼っています", "numbers"),
+        ("Aoiは肉を食べます", "Aoiは肉を食べません", "polarity"),
+        ("Li住在北京", "Li住在南京", "value"),
+        ("Li有三个孩子", "Li有两个孩子", "numbers"),
+        ("Li喜欢猫", "Li不喜欢猫", "polarity"),
+        ("Li每周三去健身房", "Li每周五去健身房", "numbers"),
+        ("Li2019年搬到了上海", "Li2021年搬到了上海", "numbers"),
+        ("Li是素食者,已经十年没吃肉了", "Li十年没吃肉了", None),  # says less
+        # Thai keeps its vowel signs; other languages' negations count.
+        ("Somchaiไปว่ายน้ำทุกวันจันทร์", "Somchaiไปว่ายน้ำทุกวันศุกร์", "value"),
+        ("Jonas mag Katzen", "Jonas mag keine Katzen", "polarity"),
+        ("Lucía come carne", "Lucía nunca come carne", "polarity"),
     ],
 )
 def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str | None) -> None:

@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import Engine, text
 
 import kioku
+from kioku._memory.reading import WORD
 from kioku._search.query import asked_words, query_words
-from kioku._spaceless import RUN_CLASS, ideographs, pairs, split_runs, terms
+from kioku._spaceless import RUN_CLASS, ideographs, pairs, split_runs, terms, word_parts
 
 SQL = Path(kioku.__path__[0]) / "_db" / "sql" / "kioku_search_text.sql"
 
@@ -71,3 +72,12 @@ def test_every_query_term_of_a_memory_is_in_its_index(engine: Engine, content: s
 def test_only_ideographs_stand_alone() -> None:
     assert ideographs("猫の名前はミケ") == ["猫", "名", "前"]
     assert ideographs("고양이") == [] and ideographs("แมว") == []
+
+
+def test_words_for_comparing_memories_cut_runs_into_characters() -> None:
+    """A name glued to a run is a word of its own; CJK runs are read a character at a time;
+    Korean words and Thai runs stay whole."""
+    assert word_parts("Yui2019年に猫", WORD) == ["Yui", "2019", "年", "に", "猫"]
+    assert word_parts("Min은 고양이를 키워요", WORD) == ["Min", "은", "고양이를", "키워요"]
+    assert word_parts("Somchaiชอบกาแฟ", WORD) == ["Somchai", "ชอบกาแฟ"]
+    assert word_parts("Model3 and COVID19", WORD) == ["Model3", "and", "COVID19"]

@@ -111,3 +111,51 @@ def terms(text: str, words: Callable[[str], list[str]]) -> list[str]:
     for part in split_runs(unicodedata.normalize("NFKC", text)):
         found += pairs(part) if is_run(part) else words(part)
     return found
+
+
+_CHARACTER_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+"""Kana and CJK ideographs: Japanese and Chinese, whose characters are read one by one."""
+_GRAMMAR = re.compile(
+    r"[\u3040-\u309f的地得了着著过過是在和与與也都很就才还還吗嗎呢吧啊把被给給对對从從]"
+)
+"""Characters that only bind a sentence together: hiragana (Japanese particles and
+endings) and Chinese particles, aspect markers, the copula, prepositions and adverbs."""
+
+
+def word_parts(text: str, word: re.Pattern[str]) -> list[str]:
+    """``text``'s words, for comparing memories word by word.
+
+    Spaceless runs are cut out first (``"Yui2019年に"`` is ``"Yui"``, ``"2019"`` and
+    ``"年に"``: a word touching a run is cut where letters meet digits), the rest is
+    read by the ``word`` pattern. A Japanese or Chinese run is read as its characters,
+    the smallest unit of meaning those scripts mark; Korean (spaced) and Thai runs stay
+    whole.
+    """
+    parts: list[str] = []
+    pieces = split_runs(text)
+    for at, part in enumerate(pieces):
+        if _CHARACTER_RUN.fullmatch(part):
+            parts += list(part)
+        elif is_run(part):
+            parts.append(part)
+        else:
+            found = word.findall(part)
+            after_run = at > 0 and part[0].isalnum()
+            before_run = at + 1 < len(pieces) and part[-1].isalnum()
+            for index, each in enumerate(found):
+                touching = (index == 0 and after_run) or (index == len(found) - 1 and before_run)
+                parts += _DIGITS_APART.findall(each) if touching else [each]
+    return parts
+
+
+_DIGITS_APART = re.compile(r"\d+|\D+")
+
+
+def is_character(word: str) -> bool:
+    """Whether ``word`` is one Japanese or Chinese character (from :func:`word_parts`)."""
+    return len(word) == 1 and _CHARACTER_RUN.fullmatch(word) is not None
+
+
+def is_grammar(word: str) -> bool:
+    """Whether ``word`` is a character that only binds a sentence (:data:`_GRAMMAR`)."""
+    return len(word) == 1 and _GRAMMAR.fullmatch(word) is not None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kioku._memory.text import APOSTROPHES
 from kioku._search.when import MONTHS
+from kioku._spaceless import is_character, is_grammar, word_parts
 from kioku._stemming import stem
 
 
@@ -35,6 +36,12 @@ NUMBER_WORDS = {
 } | {"once": "1", "twice": "2", "thrice": "3", "pair": "2", "dozen": "12", "decade": "10"}
 NUMBER_WORDS |= {"duo": "2", "trio": "3", "quartet": "4", "quintet": "5"}
 NUMBER_WORDS |= {"midnight": "0", "noon": "12", "midday": "12"}  # "12 AM" is "0"
+NUMBER_WORDS |= {
+    character: str(value)
+    for value, characters in enumerate(words("〇零 一 二两兩 三 四 五 六 七 八 九 十"))
+    for character in characters
+} | {"百": "100", "千": "1000", "万": "10000", "萬": "10000"}
+"""Chinese and Japanese numerals, read a character at a time (二十 is 2 and 10)."""
 NUMBER_WORDS |= {
     word: str(value)
     for value, word in enumerate(
@@ -73,6 +80,9 @@ _HEDGES = re.compile(
 )
 """Phrases that hedge or date a statement without adding a fact ("Ali works at Google, as far
 as I know")."""
+_CJK_NEGATION = re.compile("ません|ない|なかっ|嫌い|苦手|不|没|沒|无|無|讨厌|討厭")
+"""Japanese and Chinese negations and dislikes, read as "not" (their characters are no
+words of their own to find in :data:`NEGATIONS`)."""
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?", re.IGNORECASE)
 _AGE = re.compile(r"(\d)[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
 _WEEKDAYS = {
@@ -98,11 +108,15 @@ NEGATIONS = frozenset(
     dreaded optional ban bans banning forbid forbids prohibit prohibits
     intolerant prohibited forbidden banned teetotal teetotaler teetotaller vegan vegetarian
     sober abstains abstained
+    nicht kein keine keinen keinem keiner keines niemals nichts
+    nunca jamas ningun ninguno ninguna nada tampoco
+    pas jamais aucun aucune rien nessuno niente nao nenhum nenhuma
     """
     )
 )
-"""Words that turn a statement around ("dislikes tea" against "likes tea"), or say what
-someone does not do ("vegan", "teetotal", "lactose intolerant" against "can't digest
+"""Words that turn a statement around ("dislikes tea" against "likes tea"; German, Spanish,
+French, Italian and Portuguese negations too, accents dropped), or say what someone does
+not do ("vegan", "teetotal", "lactose intolerant" against "can't digest
 lactose")."""
 _NON = re.compile(r"\bnon-(?=[^\W\d_])", re.IGNORECASE)
 """``non-smoker``: one word, so the prefix reads as a negation of ``smoker``."""
@@ -189,16 +203,19 @@ class Reading:
     aside: frozenset[str] = frozenset()
     """Stems of words in asides that describe what they follow ("Milan, Italy", "Siemens,
     the engineering company"): detail, not a new fact."""
+    characters: tuple[str, ...] = ()
+    """Japanese and Chinese characters that carry meaning, in order (no grammar, no
+    numerals)."""
 
 
 def read(text: str) -> Reading:
     """The words, names, numbers and polarity of ``text``."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).translate(APOSTROPHES)
+    text = unaccented(text).translate(APOSTROPHES)
     text = _NO_LONGER.sub(" nolonger ", text)
     text = _USED_TO.sub(" usedto ", text)
     text = _PASSED_AWAY.sub(" died ", text)
     text = _HEDGES.sub(" ", text)
+    text = _CJK_NEGATION.sub(" not ", text)
     text = _NON.sub("non", text)
     text = _FREE_OF.sub(" without", text)
     text = _IN_LAW.sub(r"\1inlaw", text)
@@ -206,7 +223,7 @@ def read(text: str) -> Reading:
     text = _CLOCK.sub(_on_the_clock, text)  # "2pm" is "14", "2:30 p.m." is "14:30"
     text = _THOUSANDS.sub(lambda m: m.group(1).replace(",", "") + "000", text)  # "85k"
     text = _SCALED.sub(_scaled, text)  # "two thousand" is "2000"
-    tokens = [token for token in WORD.findall(text) if token.lower() not in FILLERS]
+    tokens = [part for part in word_parts(text, WORD) if part.lower() not in FILLERS]
     lowered = tuple(
         token.lower().replace("'", "") if token[0].isupper() else spelling(token.replace("'", ""))
         for token in tokens
@@ -235,7 +252,9 @@ def read(text: str) -> Reading:
     return Reading(
         tokens=lowered,
         words=words,
-        content=frozenset(stem(word) for word in lowered if word not in _STOP),
+        content=frozenset(
+            stem(word) for word in lowered if word not in _STOP and not is_grammar(word)
+        ),
         relations=frozenset(
             RELATIONS[word] for word in (owner_word(w) for w in words) if word in RELATIONS
         ),
@@ -244,7 +263,28 @@ def read(text: str) -> Reading:
         negated=negations % 2 == 1,
         past=_PAST.search(text) is not None,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
+        characters=tuple(
+            word
+            for word in lowered
+            if is_character(word) and not is_grammar(word) and word not in NUMBER_WORDS
+        ),
     )
+
+
+def unaccented(text: str) -> str:
+    """``text`` with the accents of Latin letters dropped ("café" is "cafe").
+
+    Other scripts keep their marks: a Thai vowel sign is part of the word.
+    """
+    kept: list[str] = []
+    latin = False
+    for ch in unicodedata.normalize("NFKD", text):
+        if not unicodedata.combining(ch):
+            latin = ch < "\u0370"
+        elif latin:
+            continue
+        kept.append(ch)
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
 _BRITISH_ENDINGS = (

@@ -26,6 +26,7 @@ from kioku._memory.reading import (
     read,
     words,
 )
+from kioku._spaceless import is_grammar
 from kioku._stemming import stem
 
 
@@ -56,6 +57,8 @@ def _conflict(a: Reading, b: Reading) -> str | None:
         return "roles"  # "Alice owes Bob" / "Bob owes Alice"
     if _one_word_swapped(a.tokens, b.tokens) or _span_swapped(a.tokens, b.tokens):
         return "value"
+    if _characters_swapped(a.characters, b.characters):
+        return "value"  # "犬の名前はポチ" / "犬の名前はクロ"
     added, dropped = len(b.content - a.content - b.aside), len(a.content - b.content - a.aside)
     shared = len(a.content & b.content)
     if dropped == 0 and (added >= min(ADDED_WORDS, shared) or _new_names(only_b, b)):
@@ -157,6 +160,8 @@ def _one_word_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     if len(changed) != 1:
         return False
     old, new = changed[0]
+    if is_grammar(old) and is_grammar(new):
+        return False  # one Japanese particle for another: "猫を" / "猫が"
     old_number, new_number = _is_number(old), _is_number(new)
     if old_number and new_number:
         return False  # numbers are compared as numbers
@@ -194,6 +199,23 @@ def _span_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     old_words, new_words = {_canonical(w) for w in old}, {_canonical(w) for w in new}
     joined_old, joined_new = "".join(old), "".join(new)
     return not old_words & new_words and joined_old != joined_new  # "ice cream" / "icecream"
+
+
+def _characters_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """The same Japanese or Chinese characters but one span, replaced by others.
+
+    Characters in the same order on both sides of it, none of its own kept: one value
+    for another ("京都出身" / "神戸出身", "哥哥是牙医" / "姐姐是牙医"). Reordered or
+    reworded texts ("大阪で会計士" / "会計士として大阪で") do not line up so.
+    """
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    old, new = a[start : len(a) - end], b[start : len(b) - end]
+    return bool(old and new and start + end and not set(old) & set(new))
 
 
 def _is_number(word: str) -> bool:

@@ -66,6 +66,36 @@ def test_near_misses_are_saved(world: World, different: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("stored", "repeat", "near_miss"),
+    [
+        (
+            "{user}は毎週土曜日に大阪でテニスをします",
+            "{user}は毎週土曜日、大阪でテニスをしています",
+            "{user}は毎週日曜日に大阪でテニスをします",
+        ),
+        (
+            "{user}の猫の名前はミケです",
+            "{user}の飼い猫の名前はミケです",
+            "{user}の猫の名前はタマです",
+        ),
+        ("{user}每周六在上海打网球", "{user}每个周六都在上海打网球", "{user}每周六在北京打网球"),
+    ],
+)
+def test_japanese_and_chinese_repeats_are_refused_and_near_misses_saved(
+    world: World, stored: str, repeat: str, near_miss: str
+) -> None:
+    """With the default (lexical) embedder, in scripts written without spaces."""
+    personal = {"memory_scope": "target_user", "target_user": "Alice"}
+    first = create(world, stored, **personal)
+    assert first["status"] == "memory_saved_successfully", first
+    again = create(world, repeat, **personal)
+    assert again["status"] == "memory_save_failed_duplicate", again
+    assert again["memory_id"] == first["memory_id"]
+    other = create(world, near_miss, **personal)
+    assert other["status"] == "memory_saved_successfully", other
+
+
+@pytest.mark.parametrize(
     ("stored", "new", "args"),
     [
         # Full-width letters render (and embed) as plain ones.

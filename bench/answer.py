@@ -238,7 +238,7 @@ def retrieve(
             now=loaded.now,
             limit=k,
             aids=store.search_aids,
-            min_similarity=relevance_floor(
+            floor=relevance_floor(
                 store.embedder.model, store.settings.relevance_similarity
             ),
         ).hits()

@@ -20,6 +20,9 @@ Run: ``.venv/bin/python -m bench.calibrate [--embedder multilingual|hashing|loca
   refusing the most queries about things not stored: the largest sum of both shares
   (ties: the lower floor). Literal queries are also let through by their words, so the
   shares here are cosine alone.
+- **Standing out** (a query the floor refuses is still related when its nearest fact is
+  this much more similar than the mean of the next ones): the lowest margin, in steps of
+  0.005, at which no query about an absent thing clears the floor that way.
 
 Prints the sweep around each fit and both fits; :mod:`kioku._calibration` records them.
 """
@@ -33,6 +36,7 @@ from typing import Any
 
 from bench.duplicates import ALL_PAIRS, load_pairs
 from bench.multilingual import EMBEDDERS, embedder, load_set
+from kioku._calibration import RelevanceFloor
 from kioku._embeddings import EmbedderSpec, embedding_text
 from kioku._memory.sameness import same_meaning
 from kioku._memory.text import render_tokens
@@ -147,9 +151,9 @@ def per_set(pairs: Sequence[Pair], threshold: float) -> list[str]:
     return lines
 
 
-def query_scores(spec: EmbedderSpec) -> dict[str, list[float]]:
-    """Per kind of query (literal, paraphrase, absent), each query's best cosine."""
-    scores: dict[str, list[float]] = {"literal": [], "paraphrase": [], "absent": []}
+def query_similarities(spec: EmbedderSpec) -> dict[str, list[list[float]]]:
+    """Per kind of query (literal, paraphrase, absent), each query's cosine to every fact."""
+    scores: dict[str, list[list[float]]] = {"literal": [], "paraphrase": [], "absent": []}
     for data in load_set().values():
         facts = spec.embeddings.embed_documents(
             [embedding_text(f["memory"]) for f in data["facts"]]
@@ -162,8 +166,40 @@ def query_scores(spec: EmbedderSpec) -> dict[str, list[float]]:
         for kind, texts in queries.items():
             for text in texts:
                 vector = spec.embeddings.embed_query(embedding_text(text))
-                scores[kind].append(max(_cosine(vector, fact) for fact in facts))
+                scores[kind].append([_cosine(vector, fact) for fact in facts])
     return scores
+
+
+def best_scores(similarities: dict[str, list[list[float]]]) -> dict[str, list[float]]:
+    """Each query's best cosine, per kind."""
+    return {kind: [max(each) for each in queries] for kind, queries in similarities.items()}
+
+
+MARGINS = [round(0.02 + 0.005 * i, 3) for i in range(13)]
+
+
+def fit_stands_out(
+    similarities: dict[str, list[list[float]]], floor: float
+) -> tuple[float, list[str]]:
+    """The lowest margin at which no query about an absent thing stands out past ``floor``.
+
+    A query the floor refuses still counts as related when its nearest fact stands out
+    from the rest by the margin (:class:`kioku._calibration.RelevanceFloor`); the fit lets
+    through no absent query that way, so it only adds queries about stored facts.
+    """
+    lines = [f"{'margin':>6} {'literal':>8} {'paraphr':>8} {'absent':>7}"]
+    chosen = MARGINS[-1]
+    for margin in reversed(MARGINS):
+        rule = RelevanceFloor(floor, stands_out=margin)
+        kept = {kind: _share([rule.cleared_by(s) for s in q]) for kind, q in similarities.items()}
+        lines.insert(
+            1,
+            f"{margin:6.3f} {kept['literal']:8.3f} {kept['paraphrase']:8.3f} "
+            f"{kept['absent']:7.3f}",
+        )
+        if kept["absent"] <= _share([max(s) >= floor for s in similarities["absent"]]):
+            chosen = margin
+    return chosen, lines
 
 
 def _share(values: Sequence[bool]) -> float:
@@ -204,10 +240,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\n".join(near(sweep, duplicate)))
     print(f"per set at {duplicate:.3f}:")
     print("\n".join(per_set(pairs, duplicate)))
-    floor, floor_sweep = fit_floor(query_scores(spec))
+    similarities = query_similarities(spec)
+    floor, floor_sweep = fit_floor(best_scores(similarities))
     print(f"{spec.model}: relevance floor sweep (share of queries whose best cosine clears it)")
     print("\n".join(near(floor_sweep, floor)))
-    print(f"fit: duplicate={duplicate:.3f} relevant={floor:.3f}")
+    margin, margin_sweep = fit_stands_out(similarities, floor)
+    print(f"{spec.model}: standing out at {floor:.3f} (share of queries clearing the floor)")
+    print("\n".join(margin_sweep))
+    print(f"fit: duplicate={duplicate:.3f} relevant={floor:.3f} stands_out={margin:.3f}")
 
 
 if __name__ == "__main__":

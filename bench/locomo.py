@@ -33,7 +33,7 @@ from bench.locomo_data import (
     load_conversation,
 )
 from kioku import KiokuStore
-from kioku._calibration import calibration_for
+from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._db.models import Memory
 from kioku._embeddings import (
     E5_MODEL,
@@ -106,7 +106,11 @@ def main() -> None:
     if args.judge or args.limit is not None or args.json is not None or args.top_k != TOP_K:
         parser.error("--judge, --top-k, --limit and --json go with --answer")
     embedder = embedder_named(args.embedder)
-    floor = args.floor if args.floor is not None else calibration_for(embedder.model).relevant
+    floor = (
+        RelevanceFloor(args.floor)
+        if args.floor is not None
+        else relevance_floor(embedder.model, None) or RelevanceFloor(-1.0)
+    )
     samples = read_samples(args.data)
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     started = time.perf_counter()
@@ -148,7 +152,7 @@ def main() -> None:
     print(
         f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
         f"{time.perf_counter() - started:.0f} s, {embedder.model}, "
-        f"relevance floor {floor:.2f} (cosine), "
+        f"relevance floor {floor.similarity:.3f} (cosine; stands out by {floor.stands_out}), "
         f"load {os.getloadavg()[0]:.2f}"
     )
     keys = ["recall@5", "recall@10", "hit@10"] + [f"recall@10/cat{c}" for c in (1, 2, 3, 4)]
@@ -210,7 +214,7 @@ def _hybrid(
     conversation: LoadedConversation,
     question: str,
     vector: list[float],
-    floor: float | None,
+    floor: RelevanceFloor | None,
     weights: FusionWeights | None = None,
     candidates: int | None = None,
 ) -> list[str]:
@@ -223,7 +227,7 @@ def _hybrid(
         now=conversation.now,
         limit=10,
         aids=store.search_aids,
-        min_similarity=floor,
+        floor=floor,
         weights=weights,
         candidates=candidates,
     ).hits()
@@ -236,7 +240,7 @@ def _rankings(
     conversation: LoadedConversation,
     question: str,
     vector: list[float],
-    floor: float,
+    floor: RelevanceFloor,
 ) -> dict[str, list[str]]:
     """Plain cosine, hybrid, and hybrid with the relevance floor: top 10 ``dia_id``s each."""
     distance = Memory.embedding.cosine_distance(vector)

@@ -13,7 +13,7 @@ from typing import TypedDict
 from sqlalchemy.orm import Session
 
 from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_row, settings_params
-from kioku._calibration import relevance_floor
+from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._db.driver import Steps, fetch_all
@@ -284,7 +284,7 @@ class _RankingOptions(TypedDict):
     now: datetime
     candidates: int
     aids: SearchAids
-    min_similarity: float | None
+    floor: RelevanceFloor | None
 
 
 def _ranked(store: KiokuDeps, count: int, now: datetime) -> _RankingOptions:
@@ -293,7 +293,7 @@ def _ranked(store: KiokuDeps, count: int, now: datetime) -> _RankingOptions:
         "now": now,
         "candidates": count,
         "aids": store.search_aids,
-        "min_similarity": relevance_floor(
+        "floor": relevance_floor(
             store.embedder.model, store.settings.relevance_similarity
         ),
     }

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from kioku._calibration import RelevanceFloor
 from kioku._db.driver import Steps, run_steps
 from kioku._domain.visibility import Visibility
 from kioku._search.aids import SearchAids
@@ -101,7 +102,7 @@ def rank_candidates_steps(
     candidates: int | None = None,
     weights: FusionWeights | None = None,
     aids: SearchAids | None = None,
-    min_similarity: float | None = None,
+    floor: RelevanceFloor | None = None,
     min_matched: float = MIN_MATCHED_SHARE,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -113,9 +114,10 @@ def rank_candidates_steps(
     store's ``search_aids``) remembers scope sizes and word statistics between searches:
     without them every search counts its scope and searches by every word.
 
-    ``min_similarity`` is the relevance floor: unless some memory is at least this similar to
-    the query (cosine), a query about nothing stored finds nothing instead of the least
-    unrelated memories; a memory holding ``min_matched`` of the query's words lifts the floor
+    ``floor`` is the relevance floor: unless the vector candidates clear it (one similar
+    enough to the query, or standing out from the rest; :class:`RelevanceFloor`), a query
+    about nothing stored finds nothing instead of the least unrelated memories; a memory
+    holding ``min_matched`` of the query's words lifts the floor
     too, as does, for a query asking only what happened at some time ("what happened last
     week"), one that happened then. When there is nothing to compare vectors with (no query
     vector, no embedded memory), any text match counts.
@@ -141,7 +143,7 @@ def rank_candidates_steps(
         candidates=candidates,
         weights=weights,
         aids=aids,
-        min_similarity=min_similarity,
+        floor=floor,
         min_matched=min_matched,
         since=since,
         until=until,
@@ -170,7 +172,7 @@ def rank_ids_steps(
     limit: int,
     candidates: int | None = None,
     aids: SearchAids | None = None,
-    min_similarity: float | None = None,
+    floor: RelevanceFloor | None = None,
 ) -> Steps[list[int]]:
     """The ids of :func:`rank_candidates`'s ``limit`` best, best first.
 
@@ -188,7 +190,7 @@ def rank_ids_steps(
         limit=limit,
         candidates=candidates,
         aids=aids,
-        min_similarity=min_similarity,
+        floor=floor,
     )
     return [memory_id for memory_id, _ in fused.order[:limit]]
 
@@ -208,7 +210,7 @@ def _fused_steps(
     candidates: int | None = None,
     weights: FusionWeights | None = None,
     aids: SearchAids | None = None,
-    min_similarity: float | None = None,
+    floor: RelevanceFloor | None = None,
     min_matched: float = MIN_MATCHED_SHARE,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -245,7 +247,7 @@ def _fused_steps(
     if not clears_floor(
         vector_rows,
         text_rows,
-        min_similarity=min_similarity,
+        floor=floor,
         min_matched=min_matched,
         only_when=asked.only_when,
     ):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic
 
+from kioku._calibration import RelevanceFloor
 from kioku._search.rows import Rankable, Row
 from kioku._search.scoring import FusionWeights, fuse, relevance
 from kioku._search.when import Window, narrowing, time_phrase
@@ -47,20 +48,21 @@ def clears_floor(
     vector_rows: Sequence[Rankable],
     text_rows: Sequence[Rankable],
     *,
-    min_similarity: float | None,
+    floor: RelevanceFloor | None,
     min_matched: float,
     only_when: Window | None,
 ) -> bool:
     """Whether the candidates are about the query at all: the relevance floor.
 
-    They are when some memory is at least ``min_similarity`` similar to the query (cosine),
-    or holds ``min_matched`` of its words, or happened when a query about nothing else asks
-    (``only_when``); without a floor, or vectors to compare, any text match counts.
+    They are when the vector candidates clear ``floor`` (:class:`RelevanceFloor`: one
+    similar enough, or standing out), or a memory holds ``min_matched`` of its words, or
+    happened when a query about nothing else asks (``only_when``); without a floor, or
+    vectors to compare, any text match counts.
     """
-    if min_similarity is None or not vector_rows:
+    if floor is None or not vector_rows:
         return True
     return (
-        any(1.0 - row.score >= min_similarity for row in vector_rows)
+        floor.cleared_by([1.0 - row.score for row in vector_rows])
         or any((row.matched or 0.0) >= min_matched for row in text_rows)
         or (
             only_when is not None

@@ -217,7 +217,7 @@ def _hits(
                 until=parsed.until,
                 limit=parsed.limit,
                 aids=deps.search_aids,
-                min_similarity=relevance_floor(
+                floor=relevance_floor(
                     deps.embedder.model, deps.settings.relevance_similarity
                 ),
             ).hits()

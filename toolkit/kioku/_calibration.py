@@ -73,11 +73,11 @@ class RelevanceFloor:
 
     def cleared_by(self, similarities: Sequence[float]) -> bool:
         """Whether memories of these similarities to the query clear the floor."""
-        ranked = sorted(similarities, reverse=True)
-        if ranked and ranked[0] >= self.similarity:
-            return True
-        if self.stands_out is None or len(ranked) - 1 < STAND_OUT_PEERS:
+        if not similarities or max(similarities) >= self.similarity:
+            return bool(similarities)
+        if self.stands_out is None or len(similarities) - 1 < STAND_OUT_PEERS:
             return False
+        ranked = sorted(similarities, reverse=True)
         next_ones = ranked[1 : 1 + STAND_OUT_COMPARED]
         return ranked[0] - sum(next_ones) / len(next_ones) >= self.stands_out
 

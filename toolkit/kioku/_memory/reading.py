@@ -12,6 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from kioku._memory import cjk
 from kioku._memory.text import APOSTROPHES
 from kioku._search.when import MONTHS
 from kioku._spaceless import is_character, is_grammar, word_parts
@@ -36,12 +37,7 @@ NUMBER_WORDS = {
 } | {"once": "1", "twice": "2", "thrice": "3", "pair": "2", "dozen": "12", "decade": "10"}
 NUMBER_WORDS |= {"duo": "2", "trio": "3", "quartet": "4", "quintet": "5"}
 NUMBER_WORDS |= {"midnight": "0", "noon": "12", "midday": "12"}  # "12 AM" is "0"
-NUMBER_WORDS |= {
-    character: str(value)
-    for value, characters in enumerate(words("〇零 一 二两兩 三 四 五 六 七 八 九 十"))
-    for character in characters
-} | {"百": "100", "千": "1000", "万": "10000", "萬": "10000"}
-"""Chinese and Japanese numerals, read a character at a time (二十 is 2 and 10)."""
+NUMBER_WORDS |= cjk.NUMERALS
 NUMBER_WORDS |= {
     word: str(value)
     for value, word in enumerate(
@@ -80,9 +76,6 @@ _HEDGES = re.compile(
 )
 """Phrases that hedge or date a statement without adding a fact ("Ali works at Google, as far
 as I know")."""
-_CJK_NEGATION = re.compile("ません|ない|なかっ|嫌い|苦手|不|没|沒|无|無|讨厌|討厭")
-"""Japanese and Chinese negations and dislikes, read as "not" (their characters are no
-words of their own to find in :data:`NEGATIONS`)."""
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?m\b\.?", re.IGNORECASE)
 _AGE = re.compile(r"(\d)[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
 _WEEKDAYS = {
@@ -204,8 +197,8 @@ class Reading:
     """Stems of words in asides that describe what they follow ("Milan, Italy", "Siemens,
     the engineering company"): detail, not a new fact."""
     characters: tuple[str, ...] = ()
-    """Japanese and Chinese characters that carry meaning, in order (no grammar, no
-    numerals)."""
+    """Japanese and Chinese characters in order, numerals left out (compared as
+    numbers)."""
 
 
 def read(text: str) -> Reading:
@@ -215,7 +208,8 @@ def read(text: str) -> Reading:
     text = _USED_TO.sub(" usedto ", text)
     text = _PASSED_AWAY.sub(" died ", text)
     text = _HEDGES.sub(" ", text)
-    text = _CJK_NEGATION.sub(" not ", text)
+    past = _PAST.search(text) is not None or cjk.PAST.search(text) is not None
+    text = cjk.NEGATION.sub(" not ", text)
     text = _NON.sub("non", text)
     text = _FREE_OF.sub(" without", text)
     text = _IN_LAW.sub(r"\1inlaw", text)
@@ -257,16 +251,17 @@ def read(text: str) -> Reading:
         ),
         relations=frozenset(
             RELATIONS[word] for word in (owner_word(w) for w in words) if word in RELATIONS
-        ),
+        )
+        | cjk.relations(text),
         names=frozenset(name.removesuffix("'s") for name in names),
         numbers=frozenset(numbers),
         negated=negations % 2 == 1,
-        past=_PAST.search(text) is not None,
+        past=past,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
         characters=tuple(
             word
             for word in lowered
-            if is_character(word) and not is_grammar(word) and word not in NUMBER_WORDS
+            if is_character(word) and word not in NUMBER_WORDS
         ),
     )
 

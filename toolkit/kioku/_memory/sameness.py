@@ -192,8 +192,8 @@ def _span_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     old, new = a[start:], b[start:]
     if not start or not old or not new or len(old) == len(new):
         return False
-    if max(len(old), len(new)) > SWAPPED_SPAN:
-        return False
+    if max(len(old), len(new)) > SWAPPED_SPAN or all(map(is_grammar, (*old, *new))):
+        return False  # too long for a value; or Japanese endings ("です" / "だ")
     if any(_is_number(word) for word in (*old, *new)):
         return False  # numbers are compared as numbers
     old_words, new_words = {_canonical(w) for w in old}, {_canonical(w) for w in new}
@@ -205,8 +205,9 @@ def _characters_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """The same Japanese or Chinese characters but one span, replaced by others.
 
     Characters in the same order on both sides of it, none of its own kept: one value
-    for another ("京都出身" / "神戸出身", "哥哥是牙医" / "姐姐是牙医"). Reordered or
-    reworded texts ("大阪で会計士" / "会計士として大阪で") do not line up so.
+    for another ("京都出身" / "神戸出身", "ラーメンが好き" / "うどんが好き"). Reordered or
+    reworded texts ("大阪で会計士" / "会計士として大阪で") do not line up so, and a span
+    of particles and endings alone is grammar, not a value.
     """
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
@@ -215,7 +216,13 @@ def _characters_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
     old, new = a[start : len(a) - end], b[start : len(b) - end]
-    return bool(old and new and start + end and not set(old) & set(new))
+    kept = (*a[:start], *a[len(a) - end :])
+    if not old or not new or all(map(is_grammar, kept)):
+        return False  # nothing but particles around it: not the same sentence
+    old_meaning = {c for c in old if not is_grammar(c)}
+    new_meaning = {c for c in new if not is_grammar(c)}
+    # Particles and endings alone ("です" / "だ") are grammar, not a value.
+    return bool(old_meaning or new_meaning) and not old_meaning & new_meaning
 
 
 def _is_number(word: str) -> bool:

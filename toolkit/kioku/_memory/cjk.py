@@ -1,4 +1,4 @@
-"""Japanese and Chinese words the duplicate check reads (pure).
+"""Japanese, Chinese and Korean words the duplicate check reads (pure).
 
 Those scripts are compared a character at a time (:func:`kioku._spaceless.word_parts`),
 so the words that decide a comparison are found in the text itself: numerals, negations,
@@ -22,8 +22,12 @@ NUMERALS = {
 NEGATION = re.compile("ません|ない|なかっ|嫌い|苦手|不|没|沒|无|無|讨厌|討厭")
 """Negations and dislikes, read as "not" (their characters are no words of their own)."""
 
-PAST = re.compile("去年|昨天|前天|上周|上个月|上個月|上星期|以前|曾经|曾經|昨日|先週|先月|昔")
-"""Words placing a statement in the past ("去年结婚了" against "明年要结婚")."""
+PAST = re.compile(
+    "去年|昨天|前天|上周|上个月|上個月|上星期|以前|曾经|曾經|昨日|先週|先月|昔|"
+    "작년|어제|그저께|지난주|지난달|지난해|예전|옛날"
+)
+"""Words placing a statement in the past ("去年结婚了" against "明年要结婚"; Korean's
+"작년에" against "내년에")."""
 
 _RELATION_GROUPS = (
     ("son", "儿子 兒子 息子"),

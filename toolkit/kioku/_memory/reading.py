@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kioku._memory import cjk
 from kioku._memory.text import APOSTROPHES
 from kioku._search.when import MONTHS
-from kioku._spaceless import is_character, is_grammar, word_parts
+from kioku._spaceless import is_grammar, word_parts
 from kioku._stemming import stem
 
 
@@ -196,9 +196,14 @@ class Reading:
     aside: frozenset[str] = frozenset()
     """Stems of words in asides that describe what they follow ("Milan, Italy", "Siemens,
     the engineering company"): detail, not a new fact."""
-    characters: tuple[str, ...] = ()
-    """Japanese and Chinese characters in order, numerals left out (compared as
-    numbers)."""
+    sequence: tuple[str, ...] = ()
+    """:attr:`tokens` without numbers (compared as numbers), in order."""
+
+    def carries(self, token: str) -> bool:
+        """Whether ``token`` says what: no grammar, stop word, name or negation."""
+        return not (
+            is_grammar(token) or token in _STOP or token in self.names or token in NEGATIONS
+        )
 
 
 def read(text: str) -> Reading:
@@ -258,11 +263,7 @@ def read(text: str) -> Reading:
         negated=negations % 2 == 1,
         past=past,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
-        characters=tuple(
-            word
-            for word in lowered
-            if is_character(word) and word not in NUMBER_WORDS
-        ),
+        sequence=tuple(word for word in lowered if word not in NUMBER_WORDS and not word.isdigit()),
     )
 
 

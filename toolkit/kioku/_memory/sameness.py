@@ -26,7 +26,7 @@ from kioku._memory.reading import (
     read,
     words,
 )
-from kioku._spaceless import is_grammar
+from kioku._spaceless import is_character, is_grammar
 from kioku._stemming import stem
 
 
@@ -57,7 +57,7 @@ def _conflict(a: Reading, b: Reading) -> str | None:
         return "roles"  # "Alice owes Bob" / "Bob owes Alice"
     if _one_word_swapped(a.tokens, b.tokens) or _span_swapped(a.tokens, b.tokens):
         return "value"
-    if _characters_swapped(a.characters, b.characters):
+    if _characters_swapped(a, b):
         return "value"  # "犬の名前はポチ" / "犬の名前はクロ"
     added, dropped = len(b.content - a.content - b.aside), len(a.content - b.content - a.aside)
     shared = len(a.content & b.content)
@@ -201,14 +201,16 @@ def _span_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return not old_words & new_words and joined_old != joined_new  # "ice cream" / "icecream"
 
 
-def _characters_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """The same Japanese or Chinese characters but one span, replaced by others.
+def _characters_swapped(first: Reading, second: Reading) -> bool:
+    """The same words but one span holding Japanese or Chinese, replaced by other words.
 
-    Characters in the same order on both sides of it, none of its own kept: one value
-    for another ("京都出身" / "神戸出身", "ラーメンが好き" / "うどんが好き"). Reordered or
-    reworded texts ("大阪で会計士" / "会計士として大阪で") do not line up so, and a span
-    of particles and endings alone is grammar, not a value.
+    The words on both sides of it the same and in the same order (some of them saying
+    something), none of the span's own kept: one value for another ("京都出身" /
+    "神戸出身", "ラーメンが好き" / "うどんが好き", "grew up in 大阪" / "grew up in
+    福岡"). Reordered or reworded texts ("大阪で会計士" / "会計士として大阪で") do not
+    line up so, and particles and endings alone ("です" / "だ") are grammar, not a value.
     """
+    a, b = first.sequence, second.sequence
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
         start += 1
@@ -216,13 +218,21 @@ def _characters_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
     old, new = a[start : len(a) - end], b[start : len(b) - end]
-    kept = (*a[:start], *a[len(a) - end :])
-    if not old or not new or all(map(is_grammar, kept)):
-        return False  # nothing but particles around it: not the same sentence
-    old_meaning = {c for c in old if not is_grammar(c)}
-    new_meaning = {c for c in new if not is_grammar(c)}
-    # Particles and endings alone ("です" / "だ") are grammar, not a value.
-    return bool(old_meaning or new_meaning) and not old_meaning & new_meaning
+    if not old or not new or not any(map(is_character, (*old, *new))):
+        return False  # spans of other scripts are the word rules' above
+    if not any(map(first.carries, (*a[:start], *a[len(a) - end :]))):
+        return False  # nothing but particles or a name around it: not the same sentence
+    old_meaning = set(filter(first.carries, old))
+    new_meaning = set(filter(second.carries, new))
+    if not old_meaning & new_meaning:
+        return bool(old_meaning or new_meaning)
+    # A short name sharing a character ("田中" / "山田"): neither holds the other.
+    short = max(len(old_meaning), len(new_meaning)) <= SHORT_VALUE
+    return short and not (old_meaning <= new_meaning or new_meaning <= old_meaning)
+
+
+SHORT_VALUE = 2
+"""Characters of meaning a swapped value may hold on each side and still share one."""
 
 
 def _is_number(word: str) -> bool:

@@ -247,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     margin, margin_sweep = fit_stands_out(similarities, floor)
     print(f"{spec.model}: standing out at {floor:.3f} (share of queries clearing the floor)")
     print("\n".join(margin_sweep))
+    if margin == MARGINS[-1]:
+        print(f"no margin up to {MARGINS[-1]} lets no absent query through: none fitted")
     print(f"fit: duplicate={duplicate:.3f} relevant={floor:.3f} stands_out={margin:.3f}")
 
 

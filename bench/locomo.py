@@ -33,7 +33,7 @@ from bench.locomo_data import (
     load_conversation,
 )
 from kioku import KiokuStore
-from kioku._calibration import RelevanceFloor, relevance_floor
+from kioku._calibration import RelevanceFloor, calibrated_floor
 from kioku._db.models import Memory
 from kioku._embeddings import (
     E5_MODEL,
@@ -107,9 +107,7 @@ def main() -> None:
         parser.error("--judge, --top-k, --limit and --json go with --answer")
     embedder = embedder_named(args.embedder)
     floor = (
-        RelevanceFloor(args.floor)
-        if args.floor is not None
-        else relevance_floor(embedder.model, None) or RelevanceFloor(-1.0)
+        RelevanceFloor(args.floor) if args.floor is not None else calibrated_floor(embedder.model)
     )
     samples = read_samples(args.data)
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

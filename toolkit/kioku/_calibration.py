@@ -89,9 +89,14 @@ def relevance_floor(model: str, setting: float | None) -> RelevanceFloor | None:
     nearest memory stand out (:class:`RelevanceFloor`).
     """
     if setting is None:
-        calibration = calibration_for(model)
-        return RelevanceFloor(calibration.relevant, calibration.stands_out)
+        return calibrated_floor(model)
     return None if setting <= -1.0 else RelevanceFloor(setting)
+
+
+def calibrated_floor(model: str) -> RelevanceFloor:
+    """The relevance floor calibrated for the embedder stored as ``model``."""
+    calibration = calibration_for(model)
+    return RelevanceFloor(calibration.relevant, calibration.stands_out)
 
 
 def calibration_for(model: str) -> Calibration:

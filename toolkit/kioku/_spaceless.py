@@ -15,15 +15,19 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+_KANA = r"\u3040-\u30ff"
+_IDEOGRAPHS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""CJK ideographs (and extension A), CJK compatibility ideographs."""
 RUN_CLASS = (
-    r"[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff"
-    r"\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+    r"[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff" + _KANA
+    + r"\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
 )
 """Thai and Lao, Myanmar, Hangul Jamo, Khmer, kana, Hangul compatibility Jamo, CJK
-ideographs (and extension A), Hangul syllables, CJK compatibility ideographs."""
+ideographs (and extension A), Hangul syllables, CJK compatibility ideographs (in code
+point order, as ``kioku/_db/sql/kioku_search_text.sql`` writes them)."""
 
 _RUN = re.compile(RUN_CLASS)
-_IDEOGRAPH = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_IDEOGRAPH = re.compile(f"[{_IDEOGRAPHS}]")
 
 
 def split_runs(word: str) -> list[str]:
@@ -113,7 +117,7 @@ def terms(text: str, words: Callable[[str], list[str]]) -> list[str]:
     return found
 
 
-_CHARACTER_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CHARACTER_RUN = re.compile(f"[{_KANA}{_IDEOGRAPHS}]+")
 """Kana and CJK ideographs: Japanese and Chinese, whose characters are read one by one."""
 _GRAMMAR = re.compile(
     r"[\u3040-\u309f的地得了着著过過是在和与與也都很就才还還吗嗎呢吧啊把被给給对對从從]"
@@ -154,6 +158,11 @@ _DIGITS_APART = re.compile(r"\d+|\D+")
 def is_character(word: str) -> bool:
     """Whether ``word`` is one Japanese or Chinese character (from :func:`word_parts`)."""
     return len(word) == 1 and _CHARACTER_RUN.fullmatch(word) is not None
+
+
+def is_hiragana(word: str) -> bool:
+    """Whether ``word`` is one hiragana character."""
+    return len(word) == 1 and "\u3040" <= word <= "\u309f"
 
 
 def is_grammar(word: str) -> bool:

@@ -1,26 +1,54 @@
 """Japanese, Chinese and Korean words the duplicate check reads (pure).
 
 Those scripts are compared a character at a time (:func:`kioku._spaceless.word_parts`),
-so the words that decide a comparison are found in the text itself: numerals, negations,
-relatives and the words placing a statement in the past, each as its English counterpart
-would be read (:mod:`kioku._memory.reading`).
+so the words that decide a comparison are found in the text itself: numbers, negations,
+relatives, the words placing a statement in the past and the grammar, each as its English
+counterpart would be read (:mod:`kioku._memory.reading`).
 """
 
 from __future__ import annotations
 
 import re
 
-NUMERALS = {
-    character: str(value)
-    for value, characters in enumerate(
-        ["〇零", "一", "二两兩", "三", "四", "五", "六", "七", "八", "九", "十"]
-    )
-    for character in characters
-} | {"百": "100", "千": "1000", "万": "10000", "萬": "10000"}
-"""Numerals, read a character at a time (二十 is 2 and 10)."""
+_DIGIT_GROUPS = ("〇零", "一", "二两兩", "三", "四", "五", "六", "七", "八", "九")
+_DIGITS = {character: value for value, group in enumerate(_DIGIT_GROUPS) for character in group}
+_UNITS = {"十": 10, "百": 100, "千": 1000}
+_MYRIADS = {"万": 10_000, "萬": 10_000, "億": 100_000_000, "亿": 100_000_000}
+_NUMERAL_RUN = re.compile("[" + "".join([*_DIGITS, *_UNITS, *_MYRIADS]) + "]+")
 
-NEGATION = re.compile("ません|ない|なかっ|嫌い|苦手|不|没|沒|无|無|讨厌|討厭")
-"""Negations and dislikes, read as "not" (their characters are no words of their own)."""
+
+def is_numeral(character: str) -> bool:
+    """Whether ``character`` is part of a written number (二, 十, 万)."""
+    return character in _DIGITS or character in _UNITS or character in _MYRIADS
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers written in numerals in ``text``: 二十一 is 21, 十五万 150000."""
+    return {str(_value(run)) for run in _NUMERAL_RUN.findall(text)}
+
+
+def _value(run: str) -> int:
+    if all(character in _DIGITS for character in run):  # 二〇一九: digit by digit
+        return int("".join(str(_DIGITS[character]) for character in run))
+    total = section = digit = 0
+    for character in run:
+        if character in _DIGITS:
+            digit = _DIGITS[character]
+        elif character in _UNITS:
+            section += (digit or 1) * _UNITS[character]
+            digit = 0
+        else:
+            total += ((section + digit) or 1) * _MYRIADS[character]
+            section = digit = 0
+    return total + section + digit
+
+
+NEGATION = re.compile(
+    "ません|(?<![少危])ない|なかっ|嫌い|苦手|不(?!動産|动产|過|过|错|錯|同)|没|沒|"
+    "无(?!论|論|印)|無(?!料|論|印)|讨厌|討厭"
+)
+"""Negations and dislikes, read as "not" (their characters are no words of their own);
+not in words that only hold them (少ない "few", 不動産 "real estate", 無料 "free")."""
 
 PAST = re.compile(
     "去年|昨天|前天|上周|上个月|上個月|上星期|以前|曾经|曾經|昨日|先週|先月|昔|"
@@ -42,7 +70,7 @@ _RELATION_GROUPS = (
     ("grandfather", "爷爷 爺爺 外公 祖父"),
     ("grandmother", "奶奶 外婆 祖母"),
     ("boyfriend", "男朋友 彼氏"),
-    ("girlfriend", "女朋友 彼女"),
+    ("girlfriend", "女朋友"),
     ("friend", "朋友 友達 友人"),
     ("colleague", "同事 同僚"),
     ("boss", "老板 老闆 上司"),
@@ -50,8 +78,20 @@ _RELATION_GROUPS = (
 RELATIONS = {word: group for group, words in _RELATION_GROUPS for word in words.split()}
 """Words naming someone related to the subject, each to its group's English name."""
 _RELATION = re.compile("|".join(sorted(RELATIONS, key=len, reverse=True)))
+_FALSE_RELATIVES = re.compile("大丈夫|丈夫な|酵母|父母")
+"""Words holding a relative's character that name none (大丈夫 "fine", 酵母 "yeast"),
+and 父母 ("parents"), both at once."""
 
 
 def relations(text: str) -> set[str]:
     """The relatives ``text`` names (longest words first: 男朋友 is not 朋友)."""
-    return {RELATIONS[found] for found in _RELATION.findall(text)}
+    return {RELATIONS[found] for found in _RELATION.findall(_FALSE_RELATIVES.sub(" ", text))}
+
+
+ENDINGS = frozenset(
+    ("です", "だ", "である", "でした", "だった", "ます", "ました", "ません", "ている")
+    + ("ています", "ていた", "てる", "する", "します", "した", "しています", "は", "が")
+    + ("を", "に", "で", "へ", "と", "の", "も", "や", "から", "まで", "より")
+)
+"""Japanese particles and endings: a span of them swapped for another is grammar
+("です" / "だ", "を" / "が"), where other hiragana words carry meaning (りんご / みかん)."""

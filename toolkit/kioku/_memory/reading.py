@@ -37,7 +37,6 @@ NUMBER_WORDS = {
 } | {"once": "1", "twice": "2", "thrice": "3", "pair": "2", "dozen": "12", "decade": "10"}
 NUMBER_WORDS |= {"duo": "2", "trio": "3", "quartet": "4", "quintet": "5"}
 NUMBER_WORDS |= {"midnight": "0", "noon": "12", "midday": "12"}  # "12 AM" is "0"
-NUMBER_WORDS |= cjk.NUMERALS
 NUMBER_WORDS |= {
     word: str(value)
     for value, word in enumerate(
@@ -101,16 +100,23 @@ NEGATIONS = frozenset(
     dreaded optional ban bans banning forbid forbids prohibit prohibits
     intolerant prohibited forbidden banned teetotal teetotaler teetotaller vegan vegetarian
     sober abstains abstained
-    nicht kein keine keinen keinem keiner keines niemals nichts
-    nunca jamas ningun ninguno ninguna nada tampoco
-    pas jamais aucun aucune rien nessuno niente nao nenhum nenhuma
     """
     )
 )
-"""Words that turn a statement around ("dislikes tea" against "likes tea"; German, Spanish,
-French, Italian and Portuguese negations too, accents dropped), or say what someone does
-not do ("vegan", "teetotal", "lactose intolerant" against "can't digest
+"""Words that turn a statement around ("dislikes tea" against "likes tea"), or say what
+someone does not do ("vegan", "teetotal", "lactose intolerant" against "can't digest
 lactose")."""
+FOREIGN_NEGATIONS = frozenset(
+    words(
+        """
+    nicht kein keine keinen keinem keiner keines nie niemals nichts
+    nunca jamas ningun ninguno ninguna nada tampoco jamais aucun aucune rien
+    non mai nessuno niente nao nenhum nenhuma
+    """
+    )
+)
+"""German, Spanish, French, Italian and Portuguese negations (accents dropped), counted
+when written in lower case: "Nada" and "Nao" are names."""
 _NON = re.compile(r"\bnon-(?=[^\W\d_])", re.IGNORECASE)
 """``non-smoker``: one word, so the prefix reads as a negation of ``smoker``."""
 _FREE_OF = re.compile(r"(?<=\w)-free\b", re.IGNORECASE)
@@ -202,7 +208,11 @@ class Reading:
     def carries(self, token: str) -> bool:
         """Whether ``token`` says what: no grammar, stop word, name or negation."""
         return not (
-            is_grammar(token) or token in _STOP or token in self.names or token in NEGATIONS
+            is_grammar(token)
+            or token in _STOP
+            or token in self.names
+            or token in NEGATIONS
+            or token in FOREIGN_NEGATIONS
         )
 
 
@@ -233,21 +243,14 @@ def read(text: str) -> Reading:
         for token in tokens
         if token[0].isupper() and not token.isupper() and token.lower() not in _NOT_NAMES
     )
-    negations = sum(1 for word in lowered if word in NEGATIONS)
+    negations = sum(
+        1
+        for word in lowered
+        if word in NEGATIONS or (word in FOREIGN_NEGATIONS and word not in names)
+    )
     if words & _CHANGES:
         negations -= lowered.count("usedto")  # "used to …, but stopped": one change
     aside = aside_words(text)
-    on_the_hour = _ON_THE_HOUR.sub(r"\1", text)  # "3:00" is "3"
-    numbers = {m.replace(",", "").lstrip("0") or "0" for m in _NUMBER.findall(on_the_hour)}
-    numbers |= {NUMBER_WORDS[word] for word in words if word in NUMBER_WORDS}
-    numbers |= {_WEEKDAYS[word] for word in words if word in _WEEKDAYS}
-    if words & {"weekend", "weekends"}:
-        numbers |= {_WEEKDAYS["saturday"], _WEEKDAYS["sunday"]}
-    numbers |= {
-        MONTH_WORDS[token.lower()]
-        for token in tokens
-        if token.lower() in MONTH_WORDS and token[0].isupper()
-    }
     return Reading(
         tokens=lowered,
         words=words,
@@ -259,12 +262,34 @@ def read(text: str) -> Reading:
         )
         | cjk.relations(text),
         names=frozenset(name.removesuffix("'s") for name in names),
-        numbers=frozenset(numbers),
+        numbers=_numbers(text, tokens, words),
         negated=negations % 2 == 1,
         past=past,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
-        sequence=tuple(word for word in lowered if word not in NUMBER_WORDS and not word.isdigit()),
+        sequence=tuple(word for word in lowered if not _is_numeric(word)),
     )
+
+
+def _numbers(text: str, tokens: list[str], words: frozenset[str]) -> frozenset[str]:
+    """Numbers, clock times, weekdays and months of ``text`` (read into these words)."""
+    on_the_hour = _ON_THE_HOUR.sub(r"\1", text)  # "3:00" is "3"
+    numbers = {m.replace(",", "").lstrip("0") or "0" for m in _NUMBER.findall(on_the_hour)}
+    numbers |= {NUMBER_WORDS[word] for word in words if word in NUMBER_WORDS}
+    numbers |= cjk.numbers(text)
+    numbers |= {_WEEKDAYS[word] for word in words if word in _WEEKDAYS}
+    if words & {"weekend", "weekends"}:
+        numbers |= {_WEEKDAYS["saturday"], _WEEKDAYS["sunday"]}
+    numbers |= {
+        MONTH_WORDS[token.lower()]
+        for token in tokens
+        if token.lower() in MONTH_WORDS and token[0].isupper()
+    }
+    return frozenset(numbers)
+
+
+def _is_numeric(word: str) -> bool:
+    """A number word, digits or a numeral (compared as numbers, not as words)."""
+    return word in NUMBER_WORDS or word.isdigit() or (len(word) == 1 and cjk.is_numeral(word))
 
 
 def unaccented(text: str) -> str:

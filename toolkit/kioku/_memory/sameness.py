@@ -17,6 +17,7 @@ labelled pairs in ``tests/data/`` by ``python -m bench.duplicates``.
 
 from __future__ import annotations
 
+from kioku._memory.cjk import ENDINGS, is_numeral
 from kioku._memory.reading import (
     ADDED_WORDS,
     MONTH_WORDS,
@@ -26,7 +27,7 @@ from kioku._memory.reading import (
     read,
     words,
 )
-from kioku._spaceless import is_character, is_grammar
+from kioku._spaceless import is_character, is_grammar, is_hiragana
 from kioku._stemming import stem
 
 
@@ -55,6 +56,8 @@ def _conflict(a: Reading, b: Reading) -> str | None:
         return "relations"
     if _two_words_swapped(a.tokens, b.tokens) or _names_traded(a, b):
         return "roles"  # "Alice owes Bob" / "Bob owes Alice"
+    if _characters_traded(a, b):
+        return "roles"  # "王明喜欢李华" / "李华喜欢王明"
     if _one_word_swapped(a.tokens, b.tokens) or _span_swapped(a.tokens, b.tokens):
         return "value"
     if _characters_swapped(a, b):
@@ -210,7 +213,30 @@ def _characters_swapped(first: Reading, second: Reading) -> bool:
     福岡"). Reordered or reworded texts ("大阪で会計士" / "会計士として大阪で") do not
     line up so, and particles and endings alone ("です" / "だ") are grammar, not a value.
     """
-    a, b = first.sequence, second.sequence
+    spans = _differing_spans(first.sequence, second.sequence)
+    if spans is None:
+        return False
+    (old, new), kept = spans
+    if not any(map(first.carries, kept)):
+        return False  # nothing but particles or a name around it: not the same sentence
+    at_end = first.sequence[-len(old) :] == old
+    old_said, new_said = _said(first, old, at_end), _said(second, new, at_end)
+    if not old_said or not new_said:
+        return False  # one says less ("として働いています" / "です"), or grammar alone
+    if not old_said & new_said:
+        return True
+    # A short name sharing a character ("田中" / "山田"): neither holds the other.
+    short = max(len(old_said), len(new_said)) <= SHORT_VALUE
+    return short and not (old_said <= new_said or new_said <= old_said)
+
+
+def _differing_spans(
+    a: tuple[str, ...], b: tuple[str, ...]
+) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] | None:
+    """``a``'s and ``b``'s spans between their common start and end, and what is around.
+
+    ``None`` unless both spans hold something, some of it Japanese or Chinese.
+    """
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
         start += 1
@@ -219,24 +245,50 @@ def _characters_swapped(first: Reading, second: Reading) -> bool:
         end += 1
     old, new = a[start : len(a) - end], b[start : len(b) - end]
     if not old or not new or not any(map(is_character, (*old, *new))):
-        return False  # spans of other scripts are the word rules' above
-    if not any(map(first.carries, (*a[:start], *a[len(a) - end :]))):
-        return False  # nothing but particles or a name around it: not the same sentence
-    old_meaning = set(filter(first.carries, old))
-    new_meaning = set(filter(second.carries, new))
-    if not old_meaning & new_meaning:
-        return bool(old_meaning or new_meaning)
-    # A short name sharing a character ("田中" / "山田"): neither holds the other.
-    short = max(len(old_meaning), len(new_meaning)) <= SHORT_VALUE
-    return short and not (old_meaning <= new_meaning or new_meaning <= old_meaning)
+        return None  # spans of other scripts are the word rules' above
+    return (old, new), (*a[:start], *a[len(a) - end :])
+
+
+def _said(reading: Reading, span: tuple[str, ...], at_end: bool) -> set[str]:
+    """What a swapped span says: its words of meaning, else its hiragana (うどん).
+
+    Nothing when it is Japanese grammar alone: particles and endings ("です", "を"), or
+    hiragana ending the sentence (a verb's ending: "いる" / "います").
+    """
+    said = set(filter(reading.carries, span))
+    if said or at_end or "".join(span) in ENDINGS:
+        return said
+    word = "".join(filter(is_hiragana, span))  # read by sound, whole: りんご / みかん
+    return {word} if word else set()
 
 
 SHORT_VALUE = 2
 """Characters of meaning a swapped value may hold on each side and still share one."""
+_AND = frozenset({"和", "与", "與", "跟", "と", "や", "and"})
+
+
+def _characters_traded(first: Reading, second: Reading) -> bool:
+    """Two people or things trading places around what joins them.
+
+    "王明喜欢李华" / "李华喜欢王明", "太郎が花子を好き" / "花子が太郎を好き"; not two
+    joined by "and" (和, と), nor a word only moved ("毎日東京で" / "東京で毎日").
+    """
+    spans = _differing_spans(first.sequence, second.sequence)
+    if spans is None:
+        return False
+    (old, new), _ = spans
+    if len(old) != len(new) or sorted(old) != sorted(new) or _AND & set(old):
+        return False
+    for x in range(1, len(old)):
+        for y in range(1, len(old) - x):
+            left, middle, right = old[:x], old[x : len(old) - y], old[len(old) - y :]
+            if (*right, *middle, *left) == new and left != right:
+                return not all(map(is_grammar, left)) and not all(map(is_grammar, right))
+    return False
 
 
 def _is_number(word: str) -> bool:
-    return word in NUMBER_WORDS or any(ch.isdigit() for ch in word)
+    return word in NUMBER_WORDS or any(ch.isdigit() for ch in word) or is_numeral(word)
 
 
 _SYNONYMS = {

@@ -14,7 +14,9 @@ _DIGIT_GROUPS = ("〇零", "一", "二两兩", "三", "四", "五", "六", "七"
 _DIGITS = {character: value for value, group in enumerate(_DIGIT_GROUPS) for character in group}
 _UNITS = {"十": 10, "百": 100, "千": 1000}
 _MYRIADS = {"万": 10_000, "萬": 10_000, "億": 100_000_000, "亿": 100_000_000}
-_NUMERAL_RUN = re.compile("[" + "".join([*_DIGITS, *_UNITS, *_MYRIADS]) + "]+")
+_NUMERALS = "".join([*_DIGITS, *_UNITS, *_MYRIADS])
+_NUMBER = re.compile(f"[0-9{_NUMERALS}]*[{_NUMERALS}][0-9{_NUMERALS}]*")
+"""A number holding numerals, digits among them or not (二十一, 5万, 十五万)."""
 
 
 def is_numeral(character: str) -> bool:
@@ -22,17 +24,19 @@ def is_numeral(character: str) -> bool:
     return character in _DIGITS or character in _UNITS or character in _MYRIADS
 
 
-def numbers(text: str) -> set[str]:
-    """The numbers written in numerals in ``text``: 二十一 is 21, 十五万 150000."""
-    return {str(_value(run)) for run in _NUMERAL_RUN.findall(text)}
+def in_digits(text: str) -> str:
+    """``text`` with its numbers in numerals written in digits: 二十一 is 21, 5万 50000."""
+    return _NUMBER.sub(lambda match: f" {_value(match.group())} ", text)
 
 
 def _value(run: str) -> int:
-    if all(character in _DIGITS for character in run):  # 二〇一九: digit by digit
-        return int("".join(str(_DIGITS[character]) for character in run))
+    if all(character in _DIGITS or character.isdigit() for character in run):
+        return int("".join(str(_DIGITS.get(character, character)) for character in run))
     total = section = digit = 0
     for character in run:
-        if character in _DIGITS:
+        if character.isdigit():
+            digit = digit * 10 + int(character)
+        elif character in _DIGITS:
             digit = _DIGITS[character]
         elif character in _UNITS:
             section += (digit or 1) * _UNITS[character]
@@ -49,6 +53,13 @@ NEGATION = re.compile(
 )
 """Negations and dislikes, read as "not" (their characters are no words of their own);
 not in words that only hold them (少ない "few", 不動産 "real estate", 無料 "free")."""
+
+FUTURE = re.compile(
+    "明年|明天|后天|後天|下周|下个月|下個月|下星期|打算|计划|計劃|准备|準備|将来|將來|"
+    "来年|明日|来週|来月|予定|つもり|내년|내일|다음 주|다음 달|예정"
+)
+"""Words placing a statement in the future or saying it is planned ("打算去日本" against
+"去过日本")."""
 
 PAST = re.compile(
     "去年|昨天|前天|上周|上个月|上個月|上星期|以前|曾经|曾經|昨日|先週|先月|昔|"

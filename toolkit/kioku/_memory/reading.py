@@ -36,6 +36,26 @@ NUMBER_WORDS = {
     )
 } | {"once": "1", "twice": "2", "thrice": "3", "pair": "2", "dozen": "12", "decade": "10"}
 NUMBER_WORDS |= {"duo": "2", "trio": "3", "quartet": "4", "quintet": "5"}
+NUMBER_WORDS |= {
+    word: str(value)
+    for value, group in enumerate(
+        (
+            "",
+            "uno eins",
+            "dos zwei deux",
+            "tres drei trois",
+            "cuatro vier quatre",
+            "cinco funf cinq",
+            "seis sechs",
+            "siete sieben",
+            "ocho acht huit",
+            "nueve neun neuf",
+            "diez zehn",
+        )
+    )
+    for word in group.split()
+}
+"""Spanish, German and French numbers to ten (accents dropped; none an English word)."""
 NUMBER_WORDS |= {"midnight": "0", "noon": "12", "midday": "12"}  # "12 AM" is "0"
 NUMBER_WORDS |= {
     word: str(value)
@@ -141,13 +161,16 @@ RELATIONS = {
 a memory about the subject's son is about a different person."""
 _PAST = re.compile(
     r"\b(?:last\s+(?:week|weekend|month|year|night|time|summer|winter|spring|fall|autumn|"
-    r"season|semester|term|{})(?!\s+of\b)|ago|yesterday|previously)\b".format(
+    r"season|semester|term|{})(?!\s+of\b)|ago|yesterday|previously|"
+    r"letzte[nsm]?\s+(?:woche|jahr|monat|sommer|winter)|gestern|vor\s+\d+\s+(?:jahren|tagen)|"
+    r"(?:el\s+)?(?:ano|mes|verano|invierno)\s+pasado|(?:la\s+)?semana\s+pasada|ayer|"
+    r"hace\s+\d+\s+(?:anos|dias|meses))\b".format(
         "|".join([*MONTHS, *(day.removesuffix("s") for day in _WEEKDAYS)])
     ),
     re.IGNORECASE,
 )
-"""Words placing a statement in the past ("last Monday", "two years ago"), not a recurring
-"last Friday of the month"."""
+"""Words placing a statement in the past ("last Monday", "two years ago"; German's "letztes
+Jahr", Spanish "el año pasado"), not a recurring "last Friday of the month"."""
 ADDED_WORDS = 3
 """Words of meaning one text adds to all of the other's that make it a new fact (or as
 many as the two share, when that is fewer: "after" / "after, async")."""
@@ -199,6 +222,8 @@ class Reading:
     """An odd number of negations."""
     past: bool = False
     """Placed in the past by :data:`_PAST`: "had a dentist appointment last Monday"."""
+    future: bool = False
+    """Placed in the future or planned, in Japanese, Chinese or Korean ("打算", "予定")."""
     aside: frozenset[str] = frozenset()
     """Stems of words in asides that describe what they follow ("Milan, Italy", "Siemens,
     the engineering company"): detail, not a new fact."""
@@ -224,6 +249,7 @@ def read(text: str) -> Reading:
     text = _PASSED_AWAY.sub(" died ", text)
     text = _HEDGES.sub(" ", text)
     past = _PAST.search(text) is not None or cjk.PAST.search(text) is not None
+    future = cjk.FUTURE.search(text) is not None
     text = cjk.NEGATION.sub(" not ", text)
     text = _NON.sub("non", text)
     text = _FREE_OF.sub(" without", text)
@@ -232,6 +258,7 @@ def read(text: str) -> Reading:
     text = _CLOCK.sub(_on_the_clock, text)  # "2pm" is "14", "2:30 p.m." is "14:30"
     text = _THOUSANDS.sub(lambda m: m.group(1).replace(",", "") + "000", text)  # "85k"
     text = _SCALED.sub(_scaled, text)  # "two thousand" is "2000"
+    text = cjk.in_digits(text)  # "二十一" is "21", "5万" is "50000"
     tokens = [part for part in word_parts(text, WORD) if part.lower() not in FILLERS]
     lowered = tuple(
         token.lower().replace("'", "") if token[0].isupper() else spelling(token.replace("'", ""))
@@ -265,6 +292,7 @@ def read(text: str) -> Reading:
         numbers=_numbers(text, tokens, words),
         negated=negations % 2 == 1,
         past=past,
+        future=future,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
         sequence=tuple(word for word in lowered if not _is_numeric(word)),
     )
@@ -275,7 +303,6 @@ def _numbers(text: str, tokens: list[str], words: frozenset[str]) -> frozenset[s
     on_the_hour = _ON_THE_HOUR.sub(r"\1", text)  # "3:00" is "3"
     numbers = {m.replace(",", "").lstrip("0") or "0" for m in _NUMBER.findall(on_the_hour)}
     numbers |= {NUMBER_WORDS[word] for word in words if word in NUMBER_WORDS}
-    numbers |= cjk.numbers(text)
     numbers |= {_WEEKDAYS[word] for word in words if word in _WEEKDAYS}
     if words & {"weekend", "weekends"}:
         numbers |= {_WEEKDAYS["saturday"], _WEEKDAYS["sunday"]}

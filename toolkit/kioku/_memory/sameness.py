@@ -43,7 +43,7 @@ def _conflict(a: Reading, b: Reading) -> str | None:
     """:func:`conflict` of two texts already read."""
     if a.negated != b.negated or _negated_word(a.words, b.words) or _negated_word(b.words, a.words):
         return "polarity"
-    if a.past != b.past:
+    if a.past != b.past or a.future != b.future:
         return "time"  # "is visiting next weekend" / "visited last weekend"
     if not b.numbers <= a.numbers and not a.numbers | b.numbers <= {"1"}:
         return "numbers"  # "one" on its own is "a": "has one cat" / "has a cat"

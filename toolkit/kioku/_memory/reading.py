@@ -12,7 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from kioku._memory import cjk
+from kioku._memory import cjk, european
 from kioku._memory.text import APOSTROPHES
 from kioku._search.when import MONTHS
 from kioku._spaceless import is_grammar, word_parts
@@ -36,26 +36,7 @@ NUMBER_WORDS = {
     )
 } | {"once": "1", "twice": "2", "thrice": "3", "pair": "2", "dozen": "12", "decade": "10"}
 NUMBER_WORDS |= {"duo": "2", "trio": "3", "quartet": "4", "quintet": "5"}
-NUMBER_WORDS |= {
-    word: str(value)
-    for value, group in enumerate(
-        (
-            "",
-            "uno eins",
-            "dos zwei deux",
-            "tres drei trois",
-            "cuatro vier quatre",
-            "cinco funf cinq",
-            "seis sechs",
-            "siete sieben",
-            "ocho acht huit",
-            "nueve neun neuf",
-            "diez zehn",
-        )
-    )
-    for word in group.split()
-}
-"""Spanish, German and French numbers to ten (accents dropped; none an English word)."""
+NUMBER_WORDS |= european.NUMBERS
 NUMBER_WORDS |= {"midnight": "0", "noon": "12", "midday": "12"}  # "12 AM" is "0"
 NUMBER_WORDS |= {
     word: str(value)
@@ -126,17 +107,6 @@ NEGATIONS = frozenset(
 """Words that turn a statement around ("dislikes tea" against "likes tea"), or say what
 someone does not do ("vegan", "teetotal", "lactose intolerant" against "can't digest
 lactose")."""
-FOREIGN_NEGATIONS = frozenset(
-    words(
-        """
-    nicht kein keine keinen keinem keiner keines nie niemals nichts
-    nunca jamas ningun ninguno ninguna nada tampoco jamais aucun aucune rien
-    non mai nessuno niente nao nenhum nenhuma
-    """
-    )
-)
-"""German, Spanish, French, Italian and Portuguese negations (accents dropped), counted
-when written in lower case: "Nada" and "Nao" are names."""
 _NON = re.compile(r"\bnon-(?=[^\W\d_])", re.IGNORECASE)
 """``non-smoker``: one word, so the prefix reads as a negation of ``smoker``."""
 _FREE_OF = re.compile(r"(?<=\w)-free\b", re.IGNORECASE)
@@ -237,7 +207,7 @@ class Reading:
             or token in _STOP
             or token in self.names
             or token in NEGATIONS
-            or token in FOREIGN_NEGATIONS
+            or token in european.NEGATIONS
         )
 
 
@@ -273,7 +243,7 @@ def read(text: str) -> Reading:
     negations = sum(
         1
         for word in lowered
-        if word in NEGATIONS or (word in FOREIGN_NEGATIONS and word not in names)
+        if word in NEGATIONS or (word in european.NEGATIONS and word not in names)
     )
     if words & _CHANGES:
         negations -= lowered.count("usedto")  # "used to …, but stopped": one change

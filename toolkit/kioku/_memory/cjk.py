@@ -19,11 +19,6 @@ _NUMBER = re.compile(f"[0-9{_NUMERALS}]*[{_NUMERALS}][0-9{_NUMERALS}]*")
 """A number holding numerals, digits among them or not (二十一, 5万, 十五万)."""
 
 
-def is_numeral(character: str) -> bool:
-    """Whether ``character`` is part of a written number (二, 十, 万)."""
-    return character in _DIGITS or character in _UNITS or character in _MYRIADS
-
-
 def in_digits(text: str) -> str:
     """``text`` with its numbers in numerals written in digits: 二十一 is 21, 5万 50000."""
     return _NUMBER.sub(lambda match: f" {_value(match.group())} ", text)

@@ -264,7 +264,7 @@ def read(text: str) -> Reading:
         past=past,
         future=future,
         aside=frozenset(stem(word) for word in aside if word not in _STOP),
-        sequence=tuple(word for word in lowered if not _is_numeric(word)),
+        sequence=tuple(word for word in lowered if not is_number(word)),
     )
 
 
@@ -284,9 +284,12 @@ def _numbers(text: str, tokens: list[str], words: frozenset[str]) -> frozenset[s
     return frozenset(numbers)
 
 
-def _is_numeric(word: str) -> bool:
-    """A number word, digits or a numeral (compared as numbers, not as words)."""
-    return word in NUMBER_WORDS or word.isdigit() or (len(word) == 1 and cjk.is_numeral(word))
+def is_number(word: str) -> bool:
+    """A number word or one holding digits ("4th"): compared as numbers, not as words.
+
+    Numerals are digits by then (:func:`kioku._memory.cjk.in_digits`).
+    """
+    return word in NUMBER_WORDS or any(ch.isdigit() for ch in word)
 
 
 def unaccented(text: str) -> str:

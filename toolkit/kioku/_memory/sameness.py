@@ -17,13 +17,13 @@ labelled pairs in ``tests/data/`` by ``python -m bench.duplicates``.
 
 from __future__ import annotations
 
-from kioku._memory.cjk import ENDINGS, is_numeral
+from kioku._memory.cjk import ENDINGS
 from kioku._memory.reading import (
     ADDED_WORDS,
     MONTH_WORDS,
-    NUMBER_WORDS,
     RELATIONS,
     Reading,
+    is_number,
     read,
     words,
 )
@@ -56,11 +56,12 @@ def _conflict(a: Reading, b: Reading) -> str | None:
         return "relations"
     if _two_words_swapped(a.tokens, b.tokens) or _names_traded(a, b):
         return "roles"  # "Alice owes Bob" / "Bob owes Alice"
-    if _characters_traded(a, b):
+    spans = _differing_spans(a.sequence, b.sequence)
+    if spans is not None and _characters_traded(spans):
         return "roles"  # "王明喜欢李华" / "李华喜欢王明"
     if _one_word_swapped(a.tokens, b.tokens) or _span_swapped(a.tokens, b.tokens):
         return "value"
-    if _characters_swapped(a, b):
+    if spans is not None and _characters_swapped(a, b, spans):
         return "value"  # "犬の名前はポチ" / "犬の名前はクロ"
     added, dropped = len(b.content - a.content - b.aside), len(a.content - b.content - a.aside)
     shared = len(a.content & b.content)
@@ -165,7 +166,7 @@ def _one_word_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     old, new = changed[0]
     if is_grammar(old) and is_grammar(new):
         return False  # one Japanese particle for another: "猫を" / "猫が"
-    old_number, new_number = _is_number(old), _is_number(new)
+    old_number, new_number = is_number(old), is_number(new)
     if old_number and new_number:
         return False  # numbers are compared as numbers
     if old_number or new_number:
@@ -197,14 +198,18 @@ def _span_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
         return False
     if max(len(old), len(new)) > SWAPPED_SPAN or all(map(is_grammar, (*old, *new))):
         return False  # too long for a value; or Japanese endings ("です" / "だ")
-    if any(_is_number(word) for word in (*old, *new)):
+    if any(is_number(word) for word in (*old, *new)):
         return False  # numbers are compared as numbers
     old_words, new_words = {_canonical(w) for w in old}, {_canonical(w) for w in new}
     joined_old, joined_new = "".join(old), "".join(new)
     return not old_words & new_words and joined_old != joined_new  # "ice cream" / "icecream"
 
 
-def _characters_swapped(first: Reading, second: Reading) -> bool:
+Spans = tuple[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]]
+"""Two texts' differing spans (old, new) and the words around them both share."""
+
+
+def _characters_swapped(first: Reading, second: Reading, spans: Spans) -> bool:
     """The same words but one span holding Japanese or Chinese, replaced by other words.
 
     The words on both sides of it the same and in the same order (some of them saying
@@ -213,9 +218,6 @@ def _characters_swapped(first: Reading, second: Reading) -> bool:
     福岡"). Reordered or reworded texts ("大阪で会計士" / "会計士として大阪で") do not
     line up so, and particles and endings alone ("です" / "だ") are grammar, not a value.
     """
-    spans = _differing_spans(first.sequence, second.sequence)
-    if spans is None:
-        return False
     (old, new), kept = spans
     if not any(map(first.carries, kept)):
         return False  # nothing but particles or a name around it: not the same sentence
@@ -230,9 +232,7 @@ def _characters_swapped(first: Reading, second: Reading) -> bool:
     return short and not (old_said <= new_said or new_said <= old_said)
 
 
-def _differing_spans(
-    a: tuple[str, ...], b: tuple[str, ...]
-) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] | None:
+def _differing_spans(a: tuple[str, ...], b: tuple[str, ...]) -> Spans | None:
     """``a``'s and ``b``'s spans between their common start and end, and what is around.
 
     ``None`` unless both spans hold something, some of it Japanese or Chinese.
@@ -267,15 +267,12 @@ SHORT_VALUE = 2
 _AND = frozenset({"和", "与", "與", "跟", "と", "や", "and"})
 
 
-def _characters_traded(first: Reading, second: Reading) -> bool:
+def _characters_traded(spans: Spans) -> bool:
     """Two people or things trading places around what joins them.
 
     "王明喜欢李华" / "李华喜欢王明", "太郎が花子を好き" / "花子が太郎を好き"; not two
     joined by "and" (和, と), nor a word only moved ("毎日東京で" / "東京で毎日").
     """
-    spans = _differing_spans(first.sequence, second.sequence)
-    if spans is None:
-        return False
     (old, new), _ = spans
     if len(old) != len(new) or sorted(old) != sorted(new) or _AND & set(old):
         return False
@@ -285,10 +282,6 @@ def _characters_traded(first: Reading, second: Reading) -> bool:
             if (*right, *middle, *left) == new and left != right:
                 return not all(map(is_grammar, left)) and not all(map(is_grammar, right))
     return False
-
-
-def _is_number(word: str) -> bool:
-    return word in NUMBER_WORDS or any(ch.isdigit() for ch in word) or is_numeral(word)
 
 
 _SYNONYMS = {

@@ -44,16 +44,30 @@ def test_an_idle_connection_is_pinged_and_a_dead_one_refused(database_url: str) 
     clock = Clock()
     idle = IdleCheck(1.0, clock=clock)
     with psycopg.connect(_libpq(database_url), autocommit=True) as connection:
-        idle.stamp(connection)
+        idle.stamp(connection)  # made
+        clock.now += 0.9
+        idle.check(connection)  # checked out: a use
+        assert idle.pings == 0
         clock.now += 0.9
         idle.check(connection)
         assert idle.pings == 0
-        clock.now += 0.1
+        clock.now += 1.5
         idle.check(connection)
         assert idle.pings == 1
         connection.close()
+        clock.now += 1.5
         with pytest.raises(psycopg.OperationalError):
             idle.check(connection)
+
+
+def test_a_returned_connection_is_taken_back_at_once(database_url: str) -> None:
+    """No ``reset`` callback: the pool takes a connection back in the returning thread
+    (with one, each return is a task for a worker thread of the pool's)."""
+    with checkpoint_pool(_libpq(database_url)) as pool:
+        for _ in range(20):
+            with pool.connection() as connection:
+                connection.execute("SELECT 1")
+            assert pool.get_stats()["pool_available"] >= 1
 
 
 @pytest.fixture

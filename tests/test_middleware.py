@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -407,6 +408,43 @@ def test_the_middleware_adds_one_graph_step(store: KiokuStore) -> None:
     assert state["kioku_context_tokens"]["personal_memories"] >= 0
     entries = [store.short_term_memory().load(key) for key in entry_keys(context)]
     assert all(e is not None and [m.text for m in e.messages][-1] == "Noted." for e in entries)
+
+
+def _written_channels(store: KiokuStore, thread_id: str) -> Counter[str]:
+    with store.transaction() as session:
+        rows = session.execute(
+            text("SELECT channel FROM checkpoint_writes WHERE thread_id = :t"), {"t": thread_id}
+        )
+        return Counter(str(channel) for (channel,) in rows)
+
+
+def test_a_turn_writes_only_the_flags_it_changes(store: KiokuStore) -> None:
+    """A flag a turn leaves as it was is not written again (each write is a checkpointer
+    row); the state still holds it, and a flag that changes is written."""
+    flags = ("kioku_ltm_intent", "kioku_private_recent", "kioku_stm_updated")
+    flags += ("kioku_search_offered",)
+    script = Script([say("Hello."), say("Hi again."), remember_tea(), say("Noted.")])
+    agent = _quickstart_agent(store, script)
+    config = {"configurable": {"thread_id": "flags"}}
+    context = TurnContext.for_user("u1", thread_id="flags")
+    written = Counter[str]()
+
+    def turn(message: str) -> Counter[str]:
+        agent.invoke({"messages": [HumanMessage(message)]}, config, context=context)
+        now = _written_channels(store, "flags")
+        added = now - written
+        written.update(added)
+        return added
+
+    first = turn("hello")
+    assert all(first[flag] for flag in flags), first
+    second = turn("hello again")
+    assert second["kioku_turn"] == 1
+    assert not any(second[flag] for flag in flags)
+    state = agent.get_state(config).values
+    assert [state[flag] for flag in flags] == [False, False, False, False]
+    assert turn("remember that I like tea")["kioku_ltm_intent"] == 1
+    assert agent.get_state(config).values["kioku_ltm_intent"] is True
 
 
 def test_a_turn_answers_calls_an_interrupted_turn_left_open(store: KiokuStore) -> None:

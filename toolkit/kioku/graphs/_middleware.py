@@ -70,6 +70,20 @@ logger = logging.getLogger(__name__)
 
 TURN_KEY = "kioku_turn"
 CONTEXT_TURN_KEY = "kioku_context_turn"
+KEPT_VALUES = frozenset(
+    {*TurnFlagKeys.__annotations__, "kioku_search_offered", "kioku_context_tokens"}
+)
+"""State keys written only when their value changes: each write is a row of the
+checkpointer's (and a value it keeps), and a turn usually leaves them as they were."""
+
+
+def changed_only(update: Mapping[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+    """``update`` less the :data:`KEPT_VALUES` that ``state`` holds already (pure)."""
+    return {
+        key: value
+        for key, value in update.items()
+        if key not in KEPT_VALUES or key not in state or state[key] != value
+    }
 
 
 class KiokuAgentState(AgentState[Any], TurnFlagKeys, BuiltContextKeys):
@@ -159,7 +173,8 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
         written = summary_written(since_latest_human(messages))
         if written and not state.get("kioku_stm_updated", False):
             update["kioku_stm_updated"] = True
-        return _TurnView({**state, **update, "messages": messages}, update, context)
+        view = {**state, **update, "messages": messages}
+        return _TurnView(view, changed_only(update, state), context)
 
     def _request(
         self, request: ModelRequest[TurnContext], view: _TurnView

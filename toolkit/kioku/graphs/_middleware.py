@@ -70,9 +70,7 @@ logger = logging.getLogger(__name__)
 
 TURN_KEY = "kioku_turn"
 CONTEXT_TURN_KEY = "kioku_context_turn"
-KEPT_VALUES = frozenset(
-    {*TurnFlagKeys.__annotations__, "kioku_search_offered", "kioku_context_tokens"}
-)
+KEPT_VALUES = frozenset({*TurnFlagKeys.__annotations__, "kioku_search_offered"})
 """State keys written only when their value changes: each write is a row of the
 checkpointer's (and a value it keeps), and a turn usually leaves them as they were."""
 

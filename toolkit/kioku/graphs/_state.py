@@ -22,8 +22,9 @@ class BuiltContextKeys(TypedDict, total=False):
     kioku_tail_directive: Annotated[AnyMessage | None, UntrackedValue(object)]
     """A directive inserted before the latest user/assistant pair when prompting (never
     checkpointed, like the memory blocks)."""
-    kioku_context_tokens: dict[str, int]
-    """Token count per context block, as built this turn."""
+    kioku_context_tokens: Annotated[dict[str, int], UntrackedValue(dict)]
+    """Token count per context block, as built this turn (never checkpointed, like the
+    blocks it counts: each turn's differs, and it would be a checkpointer row a turn)."""
     kioku_search_offered: bool
     """Memories overflowed their budget this turn, so the search tool is offered."""
 

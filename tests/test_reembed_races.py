@@ -332,6 +332,33 @@ def test_a_write_waits_for_a_change_of_the_recorded_model_under_way(old: KiokuSt
     assert written()["status"] == SAVED and queued(old.engine, "fact arriving")
 
 
+def test_a_worker_that_only_reads_learns_of_a_switch_to_a_model_of_the_same_size(
+    old: KiokuStore,
+) -> None:
+    """A same-size switch meets no error: the turn state every context build reads tells
+    the worker, which then ranks by text (its vectors no longer compare with the stored
+    ones) until the database records its embedder again."""
+    world, _, new = with_a_memory(old, "the office opens at nine", NEW)
+    for hour in range(3, 9):
+        assert save(world, f"the office was empty at {hour}")["status"] == SAVED
+    worker = KiokuStore(old.engine, settings=old.settings, embedder=OLD)
+    builder = ContextBuilder(worker, budgets=ContextBudgets(server_memories=150))
+    question = [HumanMessage("when does the office open?")]
+    context = world.context()
+    assert builder.build(context, question).retrieval == ("server_memories",)
+    assert worker.deps.recorded.other is None
+    reembed(new)
+    built = builder.build(context, question)
+    assert worker.deps.recorded.other == (NEW.model, NEW.dimension)
+    assert built.retrieval == ("server_memories",) and not built.failed_stages
+    assert "opens at nine" in " ".join(item.text for item in built.items)
+    reembed(old)  # and back: the next build notices that too
+    builder.build(context, question)
+    assert worker.deps.recorded.other is None
+    worker.access.close()
+    new.close()
+
+
 def test_a_worker_switched_back_to_resumes_writing_vectors(
     old: KiokuStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

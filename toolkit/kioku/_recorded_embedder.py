@@ -2,9 +2,10 @@
 
 ``kioku reembed`` may switch embedders while workers run. The database never stores a
 vector of a model other than the one it records (``kioku_vector_columns``, migration
-0023); a worker learns of a switch from its own write (the vector it sent was not stored)
-or from the error a vector of another size meets, and from then on writes its memories
-queued and searches by text alone, until the database records its embedder again. Nothing
+0023); a worker learns of a switch from its own write (the vector it sent was not stored),
+from the error a vector of another size meets, or from the turn state every context build
+reads (which carries the recorded embedder), and from then on writes its memories queued
+and searches by text alone, until the database records its embedder again. Nothing else
 is read on the way there: while the embedders agree, no turn pays for this.
 """
 
@@ -73,13 +74,22 @@ def reread(deps: KiokuDeps) -> bool:
     A database that cannot be read leaves what was known (the caller's own statement
     reports that failure).
     """
-    known, spec = deps.recorded, deps.embedder
-    known.checked = time.monotonic()
+    deps.recorded.checked = time.monotonic()
     try:
         with deps.reads() as session:
             stored = stored_embedder(session.connection())
     except SQLAlchemyError:
-        return known.other is None
+        return deps.recorded.other is None
+    return noted(deps, stored)
+
+
+def noted(deps: KiokuDeps, stored: Embedder | None) -> bool:
+    """Note ``stored``, the database's embedder as just read; whether it is this process's.
+
+    A change either way is logged.
+    """
+    known, spec = deps.recorded, deps.embedder
+    known.checked = time.monotonic()
     was, known.other = known.other, other_embedder(stored, (spec.model, spec.dimension))
     if known.other is not None and was is None:
         logger.warning(

@@ -17,6 +17,7 @@ from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._db.driver import Steps, fetch_all
+from kioku._db.vectors import RECORDED_EMBEDDER_SQL, recorded_embedder
 from kioku._deps import KiokuDeps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
@@ -61,6 +62,8 @@ class TurnState:
     filtering (``None``: not read)."""
     user_stored_full: bool | None = None
     """Whether kioku's directory marks the turn's own user FULL now (``None``: not read)."""
+    embedder: tuple[str, int] | None = None
+    """The embedder the database records (``None``: none yet, or not read)."""
 
 
 _USER_FULL_SQL = (
@@ -70,7 +73,7 @@ _USER_FULL_SQL = (
 """Whether the directory marks the turn's user FULL (recall reads it with the turn state)."""
 _TURN_STATE_COLUMNS = (
     f"s.*, {VERSIONS_SQL} AS versions, ({THREAD_VERSION_SQL}) AS channel_version, "
-    f"{_USER_FULL_SQL} AS user_full"
+    f"{_USER_FULL_SQL} AS user_full, {RECORDED_EMBEDDER_SQL} AS embedder"
 )
 _TURN_STATE = f"SELECT {_TURN_STATE_COLUMNS} FROM {SETTINGS_SOURCE} AS s"
 _TURN_STATE_WITH_THREADS = (
@@ -85,7 +88,7 @@ together, so the arrays stay aligned)."""
 def load_turn_state(
     session: Session, context: TurnContext, recent: RecentThreads | None = None
 ) -> TurnState:
-    """The turn's settings, the versions of its memory scopes and of its channel's entry.
+    """The turn's settings, scope versions, channel entry's version and recorded embedder.
 
     With ``recent`` (:meth:`ShortTermMemory.recent_threads`), also the other channels'
     registry rows it selects, in the same round trip.
@@ -121,6 +124,7 @@ def load_turn_state(
         row.channel_version,
         threads,
         row.user_full,
+        recorded_embedder(row.embedder),
     )
 
 

@@ -44,7 +44,7 @@ from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
 from kioku._reach import Reach, reach_of
-from kioku._recorded_embedder import again_by_text, query_embedding, vectors_usable
+from kioku._recorded_embedder import again_by_text, noted, query_embedding, vectors_usable
 from kioku._stm.availability import stm_tool_refusal
 from kioku._stm.store import ShortTermMemory
 
@@ -201,6 +201,8 @@ class BuildRun:
             logger.warning("kioku: reading the turn state with other channels failed")
             self.session.rollback()
             self.state = loader.load_turn_state(self.session, self.context)
+        # Read with the state anyway: a worker that only reads learns of `kioku reembed`.
+        noted(self.builder.deps, self.state.embedder)
         return Rendered()
 
     def server_stage(self) -> MemoryStage:

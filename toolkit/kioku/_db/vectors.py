@@ -58,16 +58,26 @@ def halfvec_text(vector: Sequence[float]) -> str:
     return "[" + (("%.5g," * len(halves))[:-1] % halves) + "]"
 
 
+RECORDED_EMBEDDER_SQL = (
+    "(SELECT ARRAY[m.value, d.value] FROM kioku_meta AS m, kioku_meta AS d "
+    f"WHERE m.key = '{MODEL_KEY}' AND d.key = '{DIMENSION_KEY}')"
+)
+"""The embedder ``kioku_meta`` records, as ``ARRAY[model, dimension]`` (``NULL`` before the
+first setup): an expression other reads embed (:func:`recorded_embedder` reads it)."""
+
+
+def recorded_embedder(value: Sequence[str] | None) -> tuple[str, int] | None:
+    """The ``(model, dimension)`` of a :data:`RECORDED_EMBEDDER_SQL` value."""
+    if not value:
+        return None
+    model, dimension = value
+    return str(model), int(dimension)
+
+
 def stored_embedder(connection: Connection) -> tuple[str, int] | None:
     """The embedder recorded in ``kioku_meta`` (``None`` before the first setup)."""
-    result = connection.execute(
-        text("SELECT key, value FROM kioku_meta WHERE key IN (:m, :d)"),
-        {"m": MODEL_KEY, "d": DIMENSION_KEY},
-    )
-    rows = {str(key): str(value) for key, value in result}
-    if MODEL_KEY not in rows:
-        return None
-    return str(rows[MODEL_KEY]), int(rows[DIMENSION_KEY])
+    value = connection.execute(text(f"SELECT {RECORDED_EMBEDDER_SQL}")).scalar_one()
+    return recorded_embedder(value)
 
 
 def _refuse_mismatch(stored: tuple[str, int] | None, model: str, dimension: int) -> None:

@@ -23,11 +23,13 @@ from kioku import (
     update_long_term_memory_tool,
 )
 from kioku._context_build.build import ContextBuilder
+from kioku._context_build.loader import _readable_embedder
 from kioku._db.vectors import halfvec_text
 from kioku._domain.scopes import ServerScope
 from kioku._domain.writes import NewMemory
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings, embedding_text
 from kioku._memory.repository import MemoryRepository
+from kioku._recorded_embedder import noted
 from kioku._reembed import _switch, reembed
 from kioku._tools.search import search_long_term_memory
 from tests.helpers import World, make_world, run_tool
@@ -357,6 +359,20 @@ def test_a_worker_that_only_reads_learns_of_a_switch_to_a_model_of_the_same_size
     assert worker.deps.recorded.other is None
     worker.access.close()
     new.close()
+
+
+def test_a_read_begun_before_a_newer_one_changes_nothing(old: KiokuStore) -> None:
+    """A turn state read just before a switch, noted after another thread saw the switch,
+    does not take the switch back; a record the turn state cannot read counts as none."""
+    worker = KiokuStore(old.engine, settings=old.settings, embedder=OLD)
+    before = time.monotonic()
+    assert not noted(worker.deps, (NEW.model, NEW.dimension), time.monotonic())
+    assert noted(worker.deps, (OLD.model, OLD.dimension), before) is False
+    assert worker.deps.recorded.other == (NEW.model, NEW.dimension)
+    assert noted(worker.deps, (OLD.model, OLD.dimension), time.monotonic())
+    assert worker.deps.recorded.other is None
+    assert _readable_embedder(["some-model", "not a number"]) is None
+    worker.access.close()
 
 
 def test_a_worker_switched_back_to_resumes_writing_vectors(

@@ -74,22 +74,25 @@ def reread(deps: KiokuDeps) -> bool:
     A database that cannot be read leaves what was known (the caller's own statement
     reports that failure).
     """
-    deps.recorded.checked = time.monotonic()
+    read_at = deps.recorded.checked = time.monotonic()
     try:
         with deps.reads() as session:
             stored = stored_embedder(session.connection())
     except SQLAlchemyError:
         return deps.recorded.other is None
-    return noted(deps, stored)
+    return noted(deps, stored, read_at)
 
 
-def noted(deps: KiokuDeps, stored: Embedder | None) -> bool:
-    """Note ``stored``, the database's embedder as just read; whether it is this process's.
+def noted(deps: KiokuDeps, stored: Embedder | None, read_at: float) -> bool:
+    """Note ``stored``, the database's embedder as read from ``read_at`` (``time.monotonic``).
 
-    A change either way is logged.
+    Returns whether it is this process's. A change either way is logged; a read begun
+    before another thread's newer one changes nothing (it may predate a switch).
     """
     known, spec = deps.recorded, deps.embedder
-    known.checked = time.monotonic()
+    if read_at < known.checked:
+        return known.other is None
+    known.checked = read_at
     was, known.other = known.other, other_embedder(stored, (spec.model, spec.dimension))
     if known.other is not None and was is None:
         logger.warning(

@@ -124,8 +124,19 @@ def load_turn_state(
         row.channel_version,
         threads,
         row.user_full,
-        recorded_embedder(row.embedder),
+        _readable_embedder(row.embedder),
     )
+
+
+def _readable_embedder(value: Sequence[str] | None) -> tuple[str, int] | None:
+    """The recorded embedder; a record that cannot be read counts as none.
+
+    The turn goes on as if the embedders agreed: ``kioku reembed`` and ``setup()`` judge it.
+    """
+    try:
+        return recorded_embedder(value)
+    except ValueError:
+        return None
 
 
 def _scopes(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:

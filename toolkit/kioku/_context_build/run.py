@@ -10,6 +10,7 @@ stages in SPEC order; a stage that fails is logged and contributes nothing.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -192,6 +193,7 @@ class BuildRun:
         """The settings stage: the turn state in one statement (registry rows too)."""
         stm = self.builder.stm
         recent = stm.recent_threads(self.context) if stm is not None else None
+        read_at = time.monotonic()
         try:
             self.state = loader.load_turn_state(self.session, self.context, recent)
         except Exception:
@@ -202,7 +204,7 @@ class BuildRun:
             self.session.rollback()
             self.state = loader.load_turn_state(self.session, self.context)
         # Read with the state anyway: a worker that only reads learns of `kioku reembed`.
-        noted(self.builder.deps, self.state.embedder)
+        noted(self.builder.deps, self.state.embedder, read_at)
         return Rendered()
 
     def server_stage(self) -> MemoryStage:

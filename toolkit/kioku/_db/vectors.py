@@ -67,7 +67,11 @@ first setup): an expression other reads embed (:func:`recorded_embedder` reads i
 
 
 def recorded_embedder(value: Sequence[str] | None) -> tuple[str, int] | None:
-    """The ``(model, dimension)`` of a :data:`RECORDED_EMBEDDER_SQL` value."""
+    """The ``(model, dimension)`` of a :data:`RECORDED_EMBEDDER_SQL` value.
+
+    Raises:
+        ValueError: the recorded dimension is not a number.
+    """
     if not value:
         return None
     model, dimension = value

@@ -23,8 +23,7 @@ from kioku import (
     update_long_term_memory_tool,
 )
 from kioku._context_build.build import ContextBuilder
-from kioku._context_build.loader import _readable_embedder
-from kioku._db.vectors import halfvec_text
+from kioku._db.vectors import halfvec_text, readable_embedder
 from kioku._domain.scopes import ServerScope
 from kioku._domain.writes import NewMemory
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings, embedding_text
@@ -361,6 +360,24 @@ def test_a_worker_that_only_reads_learns_of_a_switch_to_a_model_of_the_same_size
     new.close()
 
 
+def test_a_worker_that_only_searches_learns_of_a_switch_to_a_model_of_the_same_size(
+    old: KiokuStore,
+) -> None:
+    """The search tool reads the recorded embedder with the server's settings (an MCP
+    server no agent turn runs through learns of the switch there) and then searches by text."""
+    world, _, new = with_a_memory(old, "the office opens at nine", NEW)
+    worker = KiokuStore(old.engine, settings=old.settings, embedder=OLD)
+    context = world.context()
+    found, _ = search_long_term_memory(worker, context, {"query": "office"})
+    assert found["status"] == "memories_found" and worker.deps.recorded.other is None
+    reembed(new)
+    found, _ = search_long_term_memory(worker, context, {"query": "office"})
+    assert found["status"] == "memories_found"
+    assert worker.deps.recorded.other == (NEW.model, NEW.dimension)
+    worker.access.close()
+    new.close()
+
+
 def test_a_read_begun_before_a_newer_one_changes_nothing(old: KiokuStore) -> None:
     """A turn state read just before a switch, noted after another thread saw the switch,
     does not take the switch back; a record the turn state cannot read counts as none."""
@@ -371,7 +388,7 @@ def test_a_read_begun_before_a_newer_one_changes_nothing(old: KiokuStore) -> Non
     assert worker.deps.recorded.other == (NEW.model, NEW.dimension)
     assert noted(worker.deps, (OLD.model, OLD.dimension), time.monotonic())
     assert worker.deps.recorded.other is None
-    assert _readable_embedder(["some-model", "not a number"]) is None
+    assert readable_embedder(["some-model", "not a number"]) is None
     worker.access.close()
 
 

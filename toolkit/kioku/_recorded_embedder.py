@@ -3,8 +3,9 @@
 ``kioku reembed`` may switch embedders while workers run. The database never stores a
 vector of a model other than the one it records (``kioku_vector_columns``, migration
 0023); a worker learns of a switch from its own write (the vector it sent was not stored),
-from the error a vector of another size meets, or from the turn state every context build
-reads (which carries the recorded embedder), and from then on writes its memories queued
+from the error a vector of another size meets, or from what every context build and search
+reads first (the turn state, the settings: both carry the recorded embedder), and from
+then on writes its memories queued
 and searches by text alone, until the database records its embedder again. Nothing else
 is read on the way there: while the embedders agree, no turn pays for this.
 """

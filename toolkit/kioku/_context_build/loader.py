@@ -17,7 +17,7 @@ from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
 from kioku._db.driver import Steps, fetch_all
-from kioku._db.vectors import RECORDED_EMBEDDER_SQL, recorded_embedder
+from kioku._db.vectors import RECORDED_EMBEDDER_SQL, readable_embedder
 from kioku._deps import KiokuDeps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.scopes import PersonalScope, ServerScope, VersionKey
@@ -124,19 +124,8 @@ def load_turn_state(
         row.channel_version,
         threads,
         row.user_full,
-        _readable_embedder(row.embedder),
+        readable_embedder(row.embedder),
     )
-
-
-def _readable_embedder(value: Sequence[str] | None) -> tuple[str, int] | None:
-    """The recorded embedder; a record that cannot be read counts as none.
-
-    The turn goes on as if the embedders agreed: ``kioku reembed`` and ``setup()`` judge it.
-    """
-    try:
-        return recorded_embedder(value)
-    except ValueError:
-        return None
 
 
 def _scopes(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:

@@ -78,6 +78,18 @@ def recorded_embedder(value: Sequence[str] | None) -> tuple[str, int] | None:
     return str(model), int(dimension)
 
 
+def readable_embedder(value: Sequence[str] | None) -> tuple[str, int] | None:
+    """:func:`recorded_embedder`, a record that cannot be read counting as none.
+
+    For reads that go on as if the embedders agreed (a turn, a search): ``kioku reembed``
+    and ``setup()`` judge such a record.
+    """
+    try:
+        return recorded_embedder(value)
+    except ValueError:
+        return None
+
+
 def stored_embedder(connection: Connection) -> tuple[str, int] | None:
     """The embedder recorded in ``kioku_meta`` (``None`` before the first setup)."""
     value = connection.execute(text(f"SELECT {RECORDED_EMBEDDER_SQL}")).scalar_one()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Self
@@ -11,14 +12,22 @@ from typing import Annotated, Any, Self
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from kioku._accounts import AccountRepository
+from kioku._accounts import (
+    SETTINGS_SOURCE,
+    AccountRepository,
+    settings_from_row,
+    settings_params,
+)
 from kioku._calibration import relevance_floor
 from kioku._context import TurnContext, turn_context_of
 from kioku._context_build.mentions import convert_mentions
 from kioku._db.errors import StorageError, storage_errors
+from kioku._db.vectors import RECORDED_EMBEDDER_SQL, readable_embedder
 from kioku._deps import HasDeps, KiokuDeps
+from kioku._domain.settings import ServerSettings
 from kioku._domain.statuses import SearchStatus
 from kioku._domain.visibility import Visibility
 from kioku._memory.arguments import (
@@ -34,7 +43,7 @@ from kioku._memory.typed import MEMORY_TYPES
 from kioku._memory.typed_arguments import MemoryType
 from kioku._memory.when import when_label
 from kioku._reach import reach_of
-from kioku._recorded_embedder import again_by_text, query_embedding, vectors_usable
+from kioku._recorded_embedder import again_by_text, noted, query_embedding, vectors_usable
 from kioku._search.engine import rank_candidates
 from kioku._search.rows import SearchHit
 from kioku._search.when import narrowing, time_phrase
@@ -60,10 +69,31 @@ DESCRIPTION = (
 
 def visibility_for(session: Session, context: TurnContext) -> Visibility:
     """What the turn may read (:mod:`kioku._reach`), with the server's settings."""
-    settings = AccountRepository(session).settings_for(context)
+    return _visibility(context, AccountRepository(session).settings_for(context))
+
+
+def _visibility(context: TurnContext, settings: ServerSettings) -> Visibility:
     return reach_of(
         context, personal_memories_enabled=settings.personal_memories_enabled
     ).visibility()
+
+
+_SETTINGS_AND_EMBEDDER = text(
+    f"SELECT s.*, {RECORDED_EMBEDDER_SQL} AS embedder FROM {SETTINGS_SOURCE} AS s"
+)
+
+
+def _search_visibility(session: Session, deps: KiokuDeps, context: TurnContext) -> Visibility:
+    """:func:`visibility_for`, noting the embedder the database records in the same read.
+
+    A worker that only searches learns of ``kioku reembed`` here, as a context build does.
+    """
+    read_at = time.monotonic()
+    row = session.execute(
+        _SETTINGS_AND_EMBEDDER, settings_params(context.memory_server_key, context.is_dm)
+    ).one()
+    noted(deps, readable_embedder(row.embedder), read_at)
+    return _visibility(context, settings_from_row(row))
 
 
 def render_hit(hit: SearchHit, context: TurnContext, now: datetime) -> str:
@@ -205,11 +235,12 @@ def _hits(
         # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
         # psycopg would drop the connection's prepared statements.
         with deps.reads() as session:
+            visibility = _search_visibility(session, deps, context)
             return rank_candidates(
                 session,
-                visibility_for(session, context),
+                visibility,
                 parsed.query,
-                vector,
+                vector if vectors_usable(deps) else None,
                 now=now,
                 memory_type=parsed.memory_type,
                 min_importance=parsed.min_importance,

@@ -5,9 +5,9 @@ vector of a model other than the one it records (``kioku_vector_columns``, migra
 0023); a worker learns of a switch from its own write (the vector it sent was not stored),
 from the error a vector of another size meets, or from what every context build and search
 reads first (the turn state, the settings: both carry the recorded embedder), and from
-then on writes its memories queued
-and searches by text alone, until the database records its embedder again. Nothing else
-is read on the way there: while the embedders agree, no turn pays for this.
+then on writes its memories queued and searches by text alone, until the database records
+its embedder again. Nothing else is read on the way there: while the embedders agree, no
+turn pays for this.
 """
 
 from __future__ import annotations

@@ -229,9 +229,12 @@ def _hits(
     vector: list[float] | None,
     now: datetime,
 ) -> list[SearchHit]:
-    """The search's hits; by text alone when ``vector`` met a column of another size."""
+    """The search's hits; by text alone when the database records another embedder.
 
-    def ranked(vector: list[float] | None) -> list[SearchHit]:
+    Learnt from the settings' read, or from ``vector`` meeting a column of another size.
+    """
+
+    def ranked() -> list[SearchHit]:
         # Reads only, each statement on its own: no BEGIN, and no ROLLBACK, after which
         # psycopg would drop the connection's prepared statements.
         with deps.reads() as session:
@@ -254,7 +257,7 @@ def _hits(
             ).hits()
 
     with storage_errors("search_long_term_memory"):
-        return again_by_text(deps, lambda: ranked(vector if vectors_usable(deps) else None))
+        return again_by_text(deps, ranked)
 
 
 def search_long_term_memory_tool(store: HasDeps) -> StructuredTool:

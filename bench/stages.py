@@ -24,7 +24,6 @@ import psycopg
 
 from bench import turn as bench_turn
 from bench.common import bench_database
-from kioku._context_build import loader
 from kioku._context_build import run as run_module
 from kioku._context_build.build import ContextBuilder
 from kioku._db import driver
@@ -34,16 +33,18 @@ from kioku._stm.store import ShortTermMemory
 
 STAGES: tuple[tuple[Any, str, str], ...] = (
     (ContextBuilder, "build", "context build"),
-    (loader, "load_turn_state", "  turn state"),
+    (run_module.BuildRun, "assumed_memory_blocks", "  turn state with the memory blocks"),
+    (run_module.BuildRun, "read_state", "  turn state alone (nothing to assume)"),
     (run_module, "run_memory_stages", "  memory blocks (their rankings sent together)"),
     (bench_turn, "update_long_term_memory", "update tool"),
     (ShortTermMemory, "capture", "capture"),
 )
 """(owner, attribute, label): what is timed; stages with one label add up."""
 
-DRIVER_USERS = (loader, driver, repository)
-"""Modules that call :func:`kioku._db.driver.fetch_all` (by its imported name; the
-rankings' statements sent together in one pipeline are not captured)."""
+DRIVER_USERS = (driver, repository)
+"""Modules that call :func:`kioku._db.driver.fetch_all` (by its imported name; statements
+sent together in one pipeline, such as the turn state with the rankings, are not
+captured)."""
 
 
 @contextmanager

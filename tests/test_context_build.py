@@ -704,7 +704,7 @@ def test_both_blocks_rankings_are_sent_in_one_round_trip(
     monkeypatch.setattr(driver, "fetch_many", counted)
     together = scenario.builder(budgets=budgets).build(scenario.context(), question)
     assert together.retrieval == ("server_memories", "personal_memories")
-    assert sent == [2]
+    assert sent == [1, 2]  # the turn state, then both rankings
     monkeypatch.setattr(stages_module, "run_together", _refused)
     alone = scenario.builder(budgets=budgets).build(scenario.context(), question)
     assert not alone.failed_stages

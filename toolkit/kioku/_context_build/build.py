@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from kioku._context import NO_STM_PROVIDERS, TurnContext
 from kioku._context_build.items import BuiltContext
+from kioku._context_build.loader import TurnBases
 from kioku._context_build.render import ContextBudgets, Names
 from kioku._context_build.run import BuildRun, TurnFacts
 from kioku._context_build.stages import RankingThreads
@@ -47,6 +48,8 @@ class ContextBuilder:
 
     rankings_beside: RankingThreads = field(init=False, repr=False)
     """Runs the rankings set aside (``stages.RANK_BESIDE_FROM``)."""
+    bases: TurnBases = field(default_factory=TurnBases, init=False, repr=False)
+    """What each server's last build read: the next one ranks on it, checked in its read."""
 
     MAX_NAMES: ClassVar[int] = 32
     """Participant sets whose names (and rendered lines) are kept; all are dropped beyond."""

@@ -5,7 +5,7 @@ Functions take the build's session (one unit of work per build) where they query
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypedDict
@@ -16,7 +16,7 @@ from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_ro
 from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
-from kioku._db.driver import Steps, fetch_all
+from kioku._db.driver import Named, Steps, run_steps
 from kioku._db.vectors import RECORDED_EMBEDDER_SQL, readable_embedder
 from kioku._deps import KiokuDeps
 from kioku._domain.records import MemoryRecord
@@ -53,8 +53,9 @@ class TurnState:
     """What a build checks first, read in one round trip."""
 
     settings: ServerSettings
-    versions: dict[VersionKey, int]
-    """Versions of every memory scope the turn could show (personal memories enabled or not)."""
+    versions: Mapping[VersionKey, int | None]
+    """Versions of every memory scope the turn could show (personal memories enabled or
+    not); a scope never written has none."""
     channel_version: datetime | None
     """``last_updated`` of this channel's short-term memory (``None``: none yet)."""
     recent_threads: list[StmCandidate] | None = None
@@ -93,11 +94,15 @@ def load_turn_state(
     With ``recent`` (:meth:`ShortTermMemory.recent_threads`), also the other channels'
     registry rows it selects, in the same round trip.
     """
+    return run_steps(session, turn_state_steps(context, recent))
+
+
+def turn_state_steps(context: TurnContext, recent: RecentThreads | None = None) -> Steps[TurnState]:
+    """:func:`load_turn_state` as its one statement (to send with others)."""
     server, personal = _scopes(reach_of(context, personal_memories_enabled=True))
     scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
     keys = [k for scope in scopes for k in scope.version_keys()]
-    [row] = fetch_all(
-        session,
+    [row] = yield Named(
         _TURN_STATE if recent is None else _TURN_STATE_WITH_THREADS,
         {
             **settings_params(context.memory_server_key, context.is_dm),
@@ -106,7 +111,6 @@ def load_turn_state(
             "turn_user": context.user.user_id,
             **(recent.params() if recent is not None else {}),
         },
-        named=True,
     )
     threads = (
         recent.candidates(
@@ -125,6 +129,52 @@ def load_turn_state(
         threads,
         row.user_full,
         readable_embedder(row.embedder),
+    )
+
+
+class TurnBases:
+    """The settings and recorded embedder each server's last build read (bounded).
+
+    What the next build for the server may assume, to send its rankings with the turn
+    state that checks it (:func:`same_basis`).
+    """
+
+    MAX_SERVERS = 4096
+    """Servers (and DMs) kept; all are dropped when it is exceeded."""
+
+    def __init__(self) -> None:
+        self._bases: dict[tuple[str, bool], TurnState] = {}
+
+    def get(self, context: TurnContext) -> TurnState | None:
+        """What the last build for ``context``'s server read (settings and embedder only)."""
+        return self._bases.get((context.memory_server_key, context.is_dm))
+
+    def remember(self, context: TurnContext, state: TurnState) -> None:
+        """Keep ``state``'s settings and embedder for ``context``'s server."""
+        if len(self._bases) >= self.MAX_SERVERS:
+            self._bases.clear()
+        basis = TurnState(state.settings, {}, None, embedder=state.embedder)
+        self._bases[(context.memory_server_key, context.is_dm)] = basis
+
+
+def held_state(store: KiokuDeps, reach: Reach, basis: TurnState) -> TurnState | None:
+    """``basis``'s settings and embedder, and the versions of ``reach``'s windows held.
+
+    The versions are those this process holds the windows at (``None``: one is not held).
+    """
+    server, personal = _scopes(reach)
+    versions = store.windows.held_versions([server, *personal.values()])
+    if versions is None:
+        return None
+    return TurnState(basis.settings, versions, None, embedder=basis.embedder)
+
+
+def same_basis(assumed: TurnState, state: TurnState) -> bool:
+    """Whether ``state`` has ``assumed``'s settings, embedder and (held) scope versions."""
+    return (
+        state.settings == assumed.settings
+        and state.embedder == assumed.embedder
+        and all(state.versions.get(key) == version for key, version in assumed.versions.items())
     )
 
 

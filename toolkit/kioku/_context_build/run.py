@@ -38,7 +38,7 @@ from kioku._context_build.render_memories import (
     visible_participants,
 )
 from kioku._context_build.render_stm import other_channels_stage, same_channel_stage
-from kioku._context_build.stages import MemoryStage, run_memory_stages
+from kioku._context_build.stages import MemoryStage, run_assumed_stages, run_memory_stages
 from kioku._context_build.tokens import MemoCounter
 from kioku._db.driver import Steps
 from kioku._domain.records import MemoryRecord
@@ -195,17 +195,78 @@ class BuildRun:
         recent = stm.recent_threads(self.context) if stm is not None else None
         read_at = time.monotonic()
         try:
-            self.state = loader.load_turn_state(self.session, self.context, recent)
+            state = loader.load_turn_state(self.session, self.context, recent)
         except Exception:
             if recent is None:
                 raise
             # The registry rows are the other-channels stage's: it reads them itself.
             logger.warning("kioku: reading the turn state with other channels failed")
             self.session.rollback()
-            self.state = loader.load_turn_state(self.session, self.context)
-        # Read with the state anyway: a worker that only reads learns of `kioku reembed`.
-        noted(self.builder.deps, self.state.embedder, read_at)
+            state = loader.load_turn_state(self.session, self.context)
+        self.note(state, read_at)
         return Rendered()
+
+    def note(self, state: loader.TurnState, read_at: float) -> None:
+        """Build on ``state``, read at ``read_at`` (``time.monotonic()``), from now on."""
+        self.state = state
+        # Read with the state anyway: a worker that only reads learns of `kioku reembed`.
+        noted(self.builder.deps, state.embedder, read_at)
+        self.builder.bases.remember(self.context, state)
+
+    def assumed_memory_blocks(self) -> dict[str, Rendered] | None:
+        """The memory blocks, their rankings sent with the turn state: a round trip fewer.
+
+        The stages run on what the last build for this server read (settings, recorded
+        embedder) and the memory windows this process holds; their rankings go out with
+        the turn state's statement. They are kept only when the state read shows exactly
+        that basis; otherwise (``None``) the caller makes the blocks again from the state
+        read, or from scratch when sending failed.
+        """
+        basis = self.builder.bases.get(self.context)
+        if basis is None:
+            return None
+        reach = reach_of(
+            self.context, personal_memories_enabled=basis.settings.personal_memories_enabled
+        )
+        assumed = loader.held_state(self.builder.deps, reach, basis)
+        if assumed is None:
+            return None
+        self.state, failed_before = assumed, len(self.failed)
+        usable = vectors_usable(self.builder.deps)
+        stm = self.builder.stm
+        recent = stm.recent_threads(self.context) if stm is not None else None
+        read_at = time.monotonic()
+
+        def holds(state: loader.TurnState) -> bool:
+            """Note the state read; whether the stages' rankings were made on it."""
+            self.note(state, read_at)
+            return loader.same_basis(assumed, state) and vectors_usable(self.builder.deps) == usable
+
+        blocks: dict[str, Rendered] | None = None
+        try:
+            _, blocks = run_assumed_stages(
+                loader.turn_state_steps(self.context, recent),
+                self.memory_stages,
+                self.ranking,
+                self.guarded,
+                self.session,
+                holds,
+            )
+        except Exception:
+            logger.warning("kioku: the turn state sent with the rankings failed; reading it alone")
+            self.session.rollback()
+            self.state = None
+        if blocks is None:  # nothing made on the assumption is kept
+            for name in ("reach", "memories", "query_vector"):
+                self.__dict__.pop(name, None)
+            self.retrieval.clear()
+            del self.failed[failed_before:]
+        return blocks
+
+    @property
+    def memory_stages(self) -> dict[str, Callable[[], MemoryStage]]:
+        """The memory blocks' stages, in SPEC order."""
+        return {"server_memories": self.server_stage, "personal_memories": self.personal_stage}
 
     def server_stage(self) -> MemoryStage:
         """Server-wide memories, ranked by the message when they overflow their budget."""
@@ -327,17 +388,24 @@ class BuildRun:
 
     # the whole build ----------------------------------------------------------------------
 
-    def blocks(self) -> list[tuple[str, Rendered]]:
-        """Every stage's block, in SPEC order."""
-        self.guarded("settings", self.read_state)
-        memory_blocks = run_memory_stages(
-            {"server_memories": self.server_stage, "personal_memories": self.personal_stage},
+    def ranked_memory_blocks(self) -> dict[str, Rendered]:
+        """The memory blocks, on the turn state read (their rankings sent together)."""
+        return run_memory_stages(
+            self.memory_stages,
             self.ranking,
             self.guarded,
             self.session,
             self.beside,
             self.ranking_again,
         )
+
+    def blocks(self) -> list[tuple[str, Rendered]]:
+        """Every stage's block, in SPEC order."""
+        memory_blocks = self.assumed_memory_blocks()
+        if memory_blocks is None:
+            if self.state is None:
+                self.guarded("settings", self.read_state)
+            memory_blocks = self.ranked_memory_blocks()
         blocks = list(memory_blocks.items())
         stm = self.builder.stm
         if stm is not None:

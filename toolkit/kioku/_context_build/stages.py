@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from functools import partial
-from typing import cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy.orm import Session
 
@@ -25,6 +25,8 @@ from kioku._context_build.render import Rendered
 from kioku._db.driver import Steps, run_steps, run_together
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 MemoryStage = Generator[loader.RankingNeed, loader.Ranked, Rendered]
@@ -104,6 +106,41 @@ def run_memory_stages(
             ranked = partial(_ranked_aside, aside[name], ranked)
         rendered[name] = guarded(name, partial(_finished, name, stage, ranked))
     return rendered
+
+
+def run_assumed_stages(
+    check: Steps[T],
+    stages: Mapping[str, Callable[[], MemoryStage]],
+    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
+    guarded: Guard,
+    session: Session,
+    holds: Callable[[T], bool],
+) -> tuple[T, dict[str, Rendered] | None]:
+    """``check``'s result, and each stage's block when ``holds`` it: a round trip fewer.
+
+    The stages run up to their rankings on an assumption (the caller's); the rankings are
+    sent with ``check``'s statement, which reads what the assumption is about, all in one
+    round trip. When ``holds(result)``, the stages are finished with those rankings; when
+    not, or when a ranking would run beside the other (:data:`RANK_BESIDE_FROM`), none is
+    (``None``): the caller runs the stages again, from what ``check`` read. A failure to
+    send them is raised, before any stage is finished.
+    """
+    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
+    rendered = {
+        name: guarded(name, partial(_started, name, make, waiting)) for name, make in stages.items()
+    }
+    large = any(_memories(need) >= RANK_BESIDE_FROM for _, need in waiting.values())
+    work = {} if large else {name: ranking(need) for name, (_, need) in waiting.items()}
+    sent: list[Steps[Any]] = [check, *work.values()]
+    first, *ranked = run_together(session, sent)
+    result = cast(T, first)
+    if not holds(result) or large:  # ``holds`` first: it is told of every result
+        return result, None
+    by_name: dict[str, loader.Ranked] = dict(zip(work, ranked, strict=True))
+    for name, (stage, _) in waiting.items():
+        ranked_here = partial(by_name.__getitem__, name)
+        rendered[name] = guarded(name, partial(_finished, name, stage, ranked_here))
+    return result, rendered
 
 
 def _sent_aside(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import psycopg
 from psycopg.rows import namedtuple_row
@@ -82,6 +82,13 @@ def fetch_all(
 
 Statement = tuple[str, Mapping[str, Any]]
 """A statement (``:name`` parameters, as for ``text()``) and its parameters."""
+
+
+class Named(NamedTuple):
+    """A :data:`Statement` whose rows have their columns as attributes too (``named``)."""
+
+    sql: str
+    params: Mapping[str, Any]
 T = TypeVar("T")
 Steps = Generator[Statement, list[Any], T]
 """Work that yields each statement it needs, is sent the statement's rows, and returns
@@ -125,14 +132,20 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
     """The rows of each of ``statements``, sent in one pipeline (one round trip).
 
     One statement, or a connection something watches (:func:`watched`), runs them one by
-    one through :func:`fetch_all`.
+    one through :func:`fetch_all`. The rows of a :class:`Named` statement are named.
     """
     connection = session.connection()
     if len(statements) == 1 or watched(connection):
-        return [fetch_all(session, sql, params) for sql, params in statements]
+        return [
+            fetch_all(session, *statement, named=isinstance(statement, Named))
+            for statement in statements
+        ]
     driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
     compiled = [(driver_sql(sql, connection.dialect), params) for sql, params in statements]
-    cursors = [driver.cursor() for _ in compiled]
+    cursors = [
+        driver.cursor(row_factory=namedtuple_row) if isinstance(s, Named) else driver.cursor()
+        for s in statements
+    ]
     current: tuple[str, Mapping[str, Any]] = compiled[0]
     try:
         with driver.pipeline():

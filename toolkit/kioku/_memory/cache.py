@@ -36,6 +36,12 @@ class ScopeCache(Generic[K, V]):
             self._values.move_to_end(key)
             return found[1]
 
+    def held_version(self, key: K) -> Hashable | None:
+        """The version ``key``'s value was loaded at (``None``: none is cached)."""
+        with self._lock:
+            found = self._values.get(key)
+            return None if found is None else found[0]
+
     def put(self, key: K, version: Hashable, value: V) -> None:
         """Remember ``value`` of ``key`` as read at ``version``."""
         with self._lock:

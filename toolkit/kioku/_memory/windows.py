@@ -50,7 +50,7 @@ class MemoryWindows:
         self,
         session: Session,
         scopes: Sequence[CacheKey],
-        versions: Mapping[VersionKey, int] | None = None,
+        versions: Mapping[VersionKey, int | None] | None = None,
     ) -> dict[CacheKey, MemoryWindow]:
         """:meth:`window` of several scopes, checked for staleness in one query.
 
@@ -76,6 +76,19 @@ class MemoryWindows:
                 self.cache.put(scope, version, window)
             windows[scope] = window
         return windows
+
+    def held_versions(self, scopes: Sequence[CacheKey]) -> dict[VersionKey, int | None] | None:
+        """The versions the windows of ``scopes`` are held at (``None``: one is not held).
+
+        What a build may assume the database shows, to be checked against what it reads.
+        """
+        versions: dict[VersionKey, int | None] = {}
+        for scope in scopes:
+            held = self.cache.held_version(scope)
+            if not isinstance(held, tuple):
+                return None
+            versions.update(zip(scope.version_keys(), held, strict=True))
+        return versions
 
     def applied_update(self, scope: CacheKey, change: ContentChange) -> None:
         """After ``change`` committed: apply it to ``scope``'s cached window, or drop it.

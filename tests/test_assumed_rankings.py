@@ -17,6 +17,7 @@ from sqlalchemy import text
 from kioku import KiokuStore
 from kioku._context_build import loader
 from kioku._context_build import stages as stages_module
+from kioku._context_build.assumed import same_basis
 from kioku._context_build.items import BuiltContext
 from kioku._context_build.render import ContextBudgets
 from kioku._db import driver
@@ -149,10 +150,10 @@ def test_the_basis_holds_only_when_everything_it_assumed_is_read_back() -> None:
     scope, unwritten = ("server", "srv-a", 1), ("personal", "u-alice", 0)
     assumed = _state(settings, {scope: 4, unwritten: None}, ("hashing-384", 384))
     read = _state(settings, {scope: 4, ("personal", "u-bob", 1): 9}, ("hashing-384", 384))
-    assert loader.same_basis(assumed, read)
-    assert not loader.same_basis(assumed, _state(settings, {scope: 5}, ("hashing-384", 384)))
+    assert same_basis(assumed, read)
+    assert not same_basis(assumed, _state(settings, {scope: 5}, ("hashing-384", 384)))
     written = {scope: 4, unwritten: 1}
-    assert not loader.same_basis(assumed, _state(settings, written, ("hashing-384", 384)))
+    assert not same_basis(assumed, _state(settings, written, ("hashing-384", 384)))
     disabled = ServerSettings(personal_memories_enabled=False)
-    assert not loader.same_basis(assumed, _state(disabled, {scope: 4}, ("hashing-384", 384)))
-    assert not loader.same_basis(assumed, _state(settings, {scope: 4}, ("other-384", 384)))
+    assert not same_basis(assumed, _state(disabled, {scope: 4}, ("hashing-384", 384)))
+    assert not same_basis(assumed, _state(settings, {scope: 4}, ("other-384", 384)))

@@ -657,7 +657,7 @@ def test_unread_settings_fail_closed(scenario: Scenario, monkeypatch: pytest.Mon
     def broken(*args: Any) -> None:
         raise RuntimeError("settings unavailable")
 
-    monkeypatch.setattr(loader, "load_turn_state", broken)
+    monkeypatch.setattr(loader, "turn_state_steps", broken)
     built = scenario.builder().build(scenario.context(), DIALOGUE)
     assert built.failed_stages == ("settings", "stm_other_channels")
     tags = {item.tag for item in built.items}

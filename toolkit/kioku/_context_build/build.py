@@ -15,12 +15,13 @@ from typing import ClassVar
 from langchain_core.messages import BaseMessage
 
 from kioku._context import NO_STM_PROVIDERS, TurnContext
+from kioku._context_build.assumed import TurnBases
 from kioku._context_build.items import BuiltContext
-from kioku._context_build.loader import TurnBases
 from kioku._context_build.render import ContextBudgets, Names
-from kioku._context_build.run import BuildRun, TurnFacts
+from kioku._context_build.run import BuildRun
 from kioku._context_build.stages import RankingThreads
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
+from kioku._context_build.turn import TurnFacts
 from kioku._deps import HasDeps, KiokuDeps
 from kioku._stm.model import utc_now
 from kioku._stm.store import ShortTermMemory

@@ -99,7 +99,7 @@ def load_turn_state(
 
 def turn_state_steps(context: TurnContext, recent: RecentThreads | None = None) -> Steps[TurnState]:
     """:func:`load_turn_state` as its one statement (to send with others)."""
-    server, personal = _scopes(reach_of(context, personal_memories_enabled=True))
+    server, personal = scopes_of(reach_of(context, personal_memories_enabled=True))
     scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
     keys = [k for scope in scopes for k in scope.version_keys()]
     [row] = yield Named(
@@ -132,53 +132,7 @@ def turn_state_steps(context: TurnContext, recent: RecentThreads | None = None) 
     )
 
 
-class TurnBases:
-    """The settings and recorded embedder each server's last build read (bounded).
-
-    What the next build for the server may assume, to send its rankings with the turn
-    state that checks it (:func:`same_basis`).
-    """
-
-    MAX_SERVERS = 4096
-    """Servers (and DMs) kept; all are dropped when it is exceeded."""
-
-    def __init__(self) -> None:
-        self._bases: dict[tuple[str, bool], TurnState] = {}
-
-    def get(self, context: TurnContext) -> TurnState | None:
-        """What the last build for ``context``'s server read (settings and embedder only)."""
-        return self._bases.get((context.memory_server_key, context.is_dm))
-
-    def remember(self, context: TurnContext, state: TurnState) -> None:
-        """Keep ``state``'s settings and embedder for ``context``'s server."""
-        if len(self._bases) >= self.MAX_SERVERS:
-            self._bases.clear()
-        basis = TurnState(state.settings, {}, None, embedder=state.embedder)
-        self._bases[(context.memory_server_key, context.is_dm)] = basis
-
-
-def held_state(store: KiokuDeps, reach: Reach, basis: TurnState) -> TurnState | None:
-    """``basis``'s settings and embedder, and the versions of ``reach``'s windows held.
-
-    The versions are those this process holds the windows at (``None``: one is not held).
-    """
-    server, personal = _scopes(reach)
-    versions = store.windows.held_versions([server, *personal.values()])
-    if versions is None:
-        return None
-    return TurnState(basis.settings, versions, None, embedder=basis.embedder)
-
-
-def same_basis(assumed: TurnState, state: TurnState) -> bool:
-    """Whether ``state`` has ``assumed``'s settings, embedder and (held) scope versions."""
-    return (
-        state.settings == assumed.settings
-        and state.embedder == assumed.embedder
-        and all(state.versions.get(key) == version for key, version in assumed.versions.items())
-    )
-
-
-def _scopes(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:
+def scopes_of(reach: Reach) -> tuple[ServerScope, dict[str, PersonalScope]]:
     server = ServerScope(reach.server_key, reach.lineage_id)
     return server, {user: PersonalScope(user, reach.lineage_id) for user in reach.visible_owners}
 
@@ -199,7 +153,7 @@ def load_memories(
     The newest of each scope, and totals: cached, checked against the database's scope
     versions (``state``'s, else read in one query).
     """
-    server, personal = _scopes(reach)
+    server, personal = scopes_of(reach)
     windows = store.windows.windows(
         session, [server, *personal.values()], state.versions if state is not None else None
     )

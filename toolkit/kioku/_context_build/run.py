@@ -2,9 +2,10 @@
 
 :class:`~kioku._context_build.build.ContextBuilder` makes a :class:`BuildRun` per turn and
 asks it for the :class:`~kioku._context_build.items.BuiltContext`. The run reads the turn
-state once (settings, scope versions, recallable short-term memory), loads the memory
-windows and the query's vector at most once for both memory blocks, and renders the
-stages in SPEC order; a stage that fails is logged and contributes nothing.
+state once (settings, scope versions, recallable short-term memory; with the rankings, made
+on what :mod:`~kioku._context_build.assumed` may assume), loads the memory windows and the
+query's vector once for both memory blocks, and renders the stages in SPEC order; a stage
+that fails is logged and contributes nothing.
 """
 
 from __future__ import annotations
@@ -14,18 +15,17 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date
 from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 from sqlalchemy.orm import Session
 
-from kioku._authorship import is_user_message
 from kioku._context import TurnContext
 from kioku._context_build import loader
+from kioku._context_build.assumed import assumed_state, same_basis
 from kioku._context_build.items import DIALOGUE, SYSTEM_PROMPT, BuiltContext, ContextItem, total
-from kioku._context_build.loader import missing_from, wanted
 from kioku._context_build.render import Names, Rendered
 from kioku._context_build.render_memories import (
     merge_lines,
@@ -40,7 +40,8 @@ from kioku._context_build.render_memories import (
 from kioku._context_build.render_stm import other_channels_stage, same_channel_stage
 from kioku._context_build.stages import MemoryStage, run_assumed_stages, run_memory_stages
 from kioku._context_build.tokens import MemoCounter
-from kioku._db.driver import Steps
+from kioku._context_build.turn import TurnFacts, insert_tail_directive, latest_user_text
+from kioku._db.driver import Steps, run_steps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
@@ -54,45 +55,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-
-def latest_user_text(dialogue: Sequence[BaseMessage]) -> str:
-    """Text of the latest user message (the query when memories must be chosen)."""
-    for message in reversed(dialogue):
-        if is_user_message(message):
-            return message.text
-    return ""
-
-
-def insert_tail_directive(
-    dialogue: Sequence[BaseMessage], directive: BaseMessage
-) -> list[BaseMessage]:
-    """Insert ``directive`` just before the latest user/assistant pair of ``dialogue``."""
-    messages = list(dialogue)
-    position = len(messages)
-    for index in range(len(messages) - 1, -1, -1):
-        if is_user_message(messages[index]):
-            position = index
-            if index > 0 and isinstance(messages[index - 1], AIMessage):
-                position = index - 1
-            break
-    messages.insert(position, directive)
-    return messages
-
-
 SETTINGS_UNREAD = ServerSettings(personal_memories_enabled=False)
 """What a build assumes of settings it could not read: it fails closed, showing no personal
 memories; the other-channels stage, which needs the private channels, contributes nothing."""
-
-
-@dataclass(frozen=True)
-class TurnFacts:
-    """What the turn tells the build besides its context and dialogue."""
-
-    system_prompt: str
-    ltm_intent: bool
-    stm_updated: bool
-    private_recent: bool
-    now: datetime
 
 
 @dataclass
@@ -191,66 +156,53 @@ class BuildRun:
 
     def read_state(self) -> Rendered:
         """The settings stage: the turn state in one statement (registry rows too)."""
-        stm = self.builder.stm
-        recent = stm.recent_threads(self.context) if stm is not None else None
-        read_at = time.monotonic()
         try:
-            state = loader.load_turn_state(self.session, self.context, recent)
+            run_steps(self.session, self.noted_state())
         except Exception:
-            if recent is None:
+            if self.builder.stm is None:
                 raise
             # The registry rows are the other-channels stage's: it reads them itself.
             logger.warning("kioku: reading the turn state with other channels failed")
             self.session.rollback()
-            state = loader.load_turn_state(self.session, self.context)
-        self.note(state, read_at)
+            run_steps(self.session, self.noted_state(recent=False))
         return Rendered()
 
-    def note(self, state: loader.TurnState, read_at: float) -> None:
-        """Build on ``state``, read at ``read_at`` (``time.monotonic()``), from now on."""
+    def noted_state(self, *, recent: bool = True) -> Steps[loader.TurnState]:
+        """The turn state's statement (with ``recent``, registry rows); the build's from then.
+
+        The state read is noted (a worker that only reads learns of ``kioku reembed``) and
+        kept for the next build to assume.
+        """
+        stm = self.builder.stm
+        threads = stm.recent_threads(self.context) if stm is not None and recent else None
+        read_at = time.monotonic()
+        state = yield from loader.turn_state_steps(self.context, threads)
         self.state = state
-        # Read with the state anyway: a worker that only reads learns of `kioku reembed`.
         noted(self.builder.deps, state.embedder, read_at)
         self.builder.bases.remember(self.context, state)
+        return state
 
     def assumed_memory_blocks(self) -> dict[str, Rendered] | None:
         """The memory blocks, their rankings sent with the turn state: a round trip fewer.
 
-        The stages run on what the last build for this server read (settings, recorded
-        embedder) and the memory windows this process holds; their rankings go out with
-        the turn state's statement. They are kept only when the state read shows exactly
-        that basis; otherwise (``None``) the caller makes the blocks again from the state
-        read, or from scratch when sending failed.
+        Made on what may be assumed of the turn state (:mod:`kioku._context_build.assumed`)
+        and kept only when the state read shows just that; otherwise (``None``) the caller
+        makes them again from the state read, or from scratch when sending failed.
         """
-        basis = self.builder.bases.get(self.context)
-        if basis is None:
-            return None
-        reach = reach_of(
-            self.context, personal_memories_enabled=basis.settings.personal_memories_enabled
-        )
-        assumed = loader.held_state(self.builder.deps, reach, basis)
+        deps = self.builder.deps
+        assumed = assumed_state(self.builder.bases, deps, self.context)
         if assumed is None:
             return None
-        self.state, failed_before = assumed, len(self.failed)
-        usable = vectors_usable(self.builder.deps)
-        stm = self.builder.stm
-        recent = stm.recent_threads(self.context) if stm is not None else None
-        read_at = time.monotonic()
-
-        def holds(state: loader.TurnState) -> bool:
-            """Note the state read; whether the stages' rankings were made on it."""
-            self.note(state, read_at)
-            return loader.same_basis(assumed, state) and vectors_usable(self.builder.deps) == usable
-
+        self.state, failed_before, usable = assumed, len(self.failed), vectors_usable(deps)
         blocks: dict[str, Rendered] | None = None
         try:
             _, blocks = run_assumed_stages(
-                loader.turn_state_steps(self.context, recent),
+                self.noted_state(),
                 self.memory_stages,
                 self.ranking,
                 self.guarded,
                 self.session,
-                holds,
+                lambda state: same_basis(assumed, state) and vectors_usable(deps) == usable,
             )
         except Exception:
             logger.warning("kioku: the turn state sent with the rankings failed; reading it alone")
@@ -288,9 +240,9 @@ class BuildRun:
                 lines, context, names, counter, budget, total=window.total, searchable=self.search
             )
         scope = Visibility(self.reach.server_key, self.reach.lineage_id)
-        need = loader.RankingNeed(scope, wanted(window.total, omitted), (window,))
+        need = loader.RankingNeed(scope, loader.wanted(window.total, omitted), (window,))
         priority, found = yield need
-        extra = server_memory_lines(missing_from(window.records, found), names, counter, now)
+        extra = server_memory_lines(loader.missing_from(window.records, found), names, counter, now)
         return server_memories_stage(
             merge_lines(lines, extra),
             context,
@@ -330,11 +282,11 @@ class BuildRun:
         scope = Visibility(
             self.reach.server_key, self.reach.lineage_id, tuple(windows), include_server=False
         )
-        need = loader.RankingNeed(scope, wanted(total, omitted), tuple(windows.values()))
+        need = loader.RankingNeed(scope, loader.wanted(total, omitted), tuple(windows.values()))
         priority, hits = yield need
         every = [m for user_records in records.values() for m in user_records]
         extra_by_user: dict[str, list[MemoryRecord]] = {}
-        for m in missing_from(every, hits):
+        for m in loader.missing_from(every, hits):
             if m.user_id in records:
                 extra_by_user.setdefault(m.user_id, []).append(m)
         extra = personal_memory_lines(participants, extra_by_user, names, counter, now)
@@ -388,24 +340,20 @@ class BuildRun:
 
     # the whole build ----------------------------------------------------------------------
 
-    def ranked_memory_blocks(self) -> dict[str, Rendered]:
-        """The memory blocks, on the turn state read (their rankings sent together)."""
-        return run_memory_stages(
-            self.memory_stages,
-            self.ranking,
-            self.guarded,
-            self.session,
-            self.beside,
-            self.ranking_again,
-        )
-
     def blocks(self) -> list[tuple[str, Rendered]]:
         """Every stage's block, in SPEC order."""
         memory_blocks = self.assumed_memory_blocks()
         if memory_blocks is None:
             if self.state is None:
                 self.guarded("settings", self.read_state)
-            memory_blocks = self.ranked_memory_blocks()
+            memory_blocks = run_memory_stages(
+                self.memory_stages,
+                self.ranking,
+                self.guarded,
+                self.session,
+                self.beside,
+                self.ranking_again,
+            )
         blocks = list(memory_blocks.items())
         stm = self.builder.stm
         if stm is not None:

@@ -31,8 +31,8 @@ from kioku._authorship import is_user_message, owner_of, stamp_turn_input
 from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext, sent_at_of
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
-from kioku._context_build.run import insert_tail_directive
 from kioku._context_build.tokens import TiktokenCounter
+from kioku._context_build.turn import insert_tail_directive
 from kioku._db.errors import describe
 from kioku._domain.statuses import StmStatus
 from kioku._intent import IntentGate

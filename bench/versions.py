@@ -7,6 +7,7 @@ and the order reversed each round, like ``bench.agent``'s contenders; p50/p95 pe
 and their ratio are printed with the load average before and after.
 
 Run: .venv/bin/python -m bench.versions BEFORE [AFTER] [--turns 300] [--workers 1]
+[--delay-ms 1]
 (AFTER defaults to the working tree's HEAD; a commit from before 876adc9, when the library
 lived in ``toolkit/`` itself, is laid out as ``kioku/`` for its worker.)
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from bench.agent_rounds import TURNS_PER_ROUND, loadavg, summary
 from bench.common import bench_database, new_database
+from bench.delay_proxy import delayed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +37,7 @@ from bench.agent_kioku import build_kioku, preload
 url = sys.argv[1]
 kioku, _ = setups(url, 100)
 preload(kioku)
-contender = build_kioku(kioku, url)
+contender = build_kioku(kioku, sys.argv[2])
 for turn in range(10):
     contender.turn(turn)
 print("ready", flush=True)
@@ -82,11 +84,14 @@ def checked_out(commit: str) -> Iterator[str]:
 class Worker:
     """One commit's agent in a process of its own, running turns when asked."""
 
-    def __init__(self, path: str, url: str) -> None:
-        """Start the worker and wait until its agent is warm."""
+    def __init__(self, path: str, url: str, connect_url: str) -> None:
+        """Start the worker and wait until its agent is warm.
+
+        The memories are loaded through ``url``; the agent connects through ``connect_url``.
+        """
         env = {**os.environ, "PYTHONPATH": path}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, url],
+            [sys.executable, "-c", WORKER, url, connect_url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -111,8 +116,13 @@ class Worker:
         self.process.wait(timeout=120)
 
 
-def compare(before: str, after: str, turns: int, workers: int = 1) -> dict[str, object]:
+def compare(
+    before: str, after: str, turns: int, workers: int = 1, delay_ms: float = 0.0
+) -> dict[str, object]:
     """p50/p95 of each commit's turns, run alternately (module docstring).
+
+    With ``delay_ms``, each agent's connections go through a delay proxy of its own
+    (:mod:`bench.delay_proxy`: a database across a network), as in ``bench.agent``.
 
     With ``workers`` > 1 each commit runs in that many processes (each with a database of
     its own), taking turns with the other commit's: a process's own speed differs from
@@ -127,7 +137,8 @@ def compare(before: str, after: str, turns: int, workers: int = 1) -> dict[str, 
             path = stack.enter_context(checked_out(commit))
             for index in range(workers):
                 url = stack.enter_context(new_database(server, f"kioku_bench_{name}_{index}"))
-                worker = Worker(path, url)
+                connect = stack.enter_context(delayed(url, delay_ms)) if delay_ms else url
+                worker = Worker(path, url, connect)
                 stack.callback(worker.close)
                 running.append((name, worker))
         order = [
@@ -154,6 +165,7 @@ def compare(before: str, after: str, turns: int, workers: int = 1) -> dict[str, 
         "ratio_p50": round(figures["after"]["p50_ms"] / figures["before"]["p50_ms"], 3),
         "ratio_p95": round(figures["after"]["p95_ms"] / figures["before"]["p95_ms"], 3),
         "workers_per_commit": workers,
+        "delay_ms_each_way": delay_ms,
         "per_worker_p50_ms": spread,
         "load_before": load_before,
         "load_after": loadavg(),
@@ -169,8 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="processes per commit, taking turns (default 1)"
     )
+    parser.add_argument(
+        "--delay-ms", type=float, default=0.0, help="latency added each way (default none)"
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(compare(args.before, args.after, args.turns, args.workers), indent=2))
+    result = compare(args.before, args.after, args.turns, args.workers, args.delay_ms)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 Each commit is checked out (``git worktree``) and runs in a worker process of its own
 with its own database on one server: the agent of ``bench.agent_kioku`` at 100 memories
-per scope, as that commit's bench builds it. The workers take turns, five turns at a time
-and the order reversed each round, like ``bench.agent``'s contenders; p50/p95 per commit
-and their ratio are printed with the load average before and after.
+per scope (or ``--per-scope``), as that commit's bench builds it. The workers take turns,
+five turns at a time and the order reversed each round, like ``bench.agent``'s
+contenders; p50/p95 per commit and their ratio are printed with the load average before
+and after.
 
 Run: .venv/bin/python -m bench.versions BEFORE [AFTER] [--turns 300] [--workers 1]
-[--delay-ms 1]
+[--delay-ms 1] [--per-scope 100]
 (AFTER defaults to the working tree's HEAD; a commit from before 876adc9, when the library
 lived in ``toolkit/`` itself, is laid out as ``kioku/`` for its worker.)
 """
@@ -35,7 +36,7 @@ import json, sys, time
 from bench.agent_data import setups
 from bench.agent_kioku import build_kioku, preload
 url = sys.argv[1]
-kioku, _ = setups(url, 100)
+kioku, _ = setups(url, int(sys.argv[3]))
 preload(kioku)
 contender = build_kioku(kioku, sys.argv[2])
 for turn in range(10):
@@ -84,14 +85,15 @@ def checked_out(commit: str) -> Iterator[str]:
 class Worker:
     """One commit's agent in a process of its own, running turns when asked."""
 
-    def __init__(self, path: str, url: str, connect_url: str) -> None:
+    def __init__(self, path: str, url: str, connect_url: str, per_scope: int = 100) -> None:
         """Start the worker and wait until its agent is warm.
 
-        The memories are loaded through ``url``; the agent connects through ``connect_url``.
+        ``per_scope`` memories are loaded through ``url``; the agent connects through
+        ``connect_url``.
         """
         env = {**os.environ, "PYTHONPATH": path}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, url, connect_url],
+            [sys.executable, "-c", WORKER, url, connect_url, str(per_scope)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -117,7 +119,12 @@ class Worker:
 
 
 def compare(
-    before: str, after: str, turns: int, workers: int = 1, delay_ms: float = 0.0
+    before: str,
+    after: str,
+    turns: int,
+    workers: int = 1,
+    delay_ms: float = 0.0,
+    per_scope: int = 100,
 ) -> dict[str, object]:
     """p50/p95 of each commit's turns, run alternately (module docstring).
 
@@ -138,7 +145,7 @@ def compare(
             for index in range(workers):
                 url = stack.enter_context(new_database(server, f"kioku_bench_{name}_{index}"))
                 connect = stack.enter_context(delayed(url, delay_ms)) if delay_ms else url
-                worker = Worker(path, url, connect)
+                worker = Worker(path, url, connect, per_scope)
                 stack.callback(worker.close)
                 running.append((name, worker))
         order = [
@@ -166,6 +173,7 @@ def compare(
         "ratio_p95": round(figures["after"]["p95_ms"] / figures["before"]["p95_ms"], 3),
         "workers_per_commit": workers,
         "delay_ms_each_way": delay_ms,
+        "memories_per_scope": per_scope,
         "per_worker_p50_ms": spread,
         "load_before": load_before,
         "load_after": loadavg(),
@@ -184,8 +192,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--delay-ms", type=float, default=0.0, help="latency added each way (default none)"
     )
+    parser.add_argument(
+        "--per-scope", type=int, default=100, help="memories per scope (default 100)"
+    )
     args = parser.parse_args(argv)
-    result = compare(args.before, args.after, args.turns, args.workers, args.delay_ms)
+    result = compare(
+        args.before, args.after, args.turns, args.workers, args.delay_ms, args.per_scope
+    )
     print(json.dumps(result, indent=2))
 
 

@@ -157,3 +157,18 @@ def test_the_basis_holds_only_when_everything_it_assumed_is_read_back() -> None:
     disabled = ServerSettings(personal_memories_enabled=False)
     assert not same_basis(assumed, _state(disabled, {scope: 4}, ("hashing-384", 384)))
     assert not same_basis(assumed, _state(settings, {scope: 4}, ("other-384", 384)))
+
+
+def test_a_large_blocks_ranking_runs_beside_the_assumed_round_trip(
+    scenario: Scenario, sent: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over ``RANK_BESIDE_FROM`` memories the largest block still ranks on a connection of
+    its own; the other's ranking goes with the turn state."""
+    monkeypatch.setattr(stages_module, "RANK_BESIDE_FROM", 1)
+    builder = scenario.builder(budgets=BUDGETS)
+    builder.build(scenario.context(), QUESTION)
+    sent.clear()
+    built = builder.build(scenario.context(), QUESTION)
+    assert sorted(sent) == [1, 2]  # the turn state with one ranking; the other on its own
+    assert not built.failed_stages
+    assert _shown(built) == _shown(_fresh(scenario))

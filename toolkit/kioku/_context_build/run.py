@@ -185,29 +185,29 @@ class BuildRun:
     def assumed_memory_blocks(self) -> dict[str, Rendered] | None:
         """The memory blocks, their rankings sent with the turn state: a round trip fewer.
 
-        Made on what may be assumed of the turn state (:mod:`kioku._context_build.assumed`)
-        and kept only when the state read shows just that; otherwise (``None``) the caller
-        makes them again from the state read, or from scratch when sending failed.
+        Made on what :mod:`~kioku._context_build.assumed` may assume, kept only when the
+        state read shows just that; otherwise (``None``) the caller makes them again.
         """
         deps = self.builder.deps
         assumed = assumed_state(self.builder.bases, deps, self.context)
         if assumed is None:
             return None
         self.state, failed_before, usable = assumed, len(self.failed), vectors_usable(deps)
-        blocks: dict[str, Rendered] | None = None
         try:
             _, blocks = run_assumed_stages(
                 self.noted_state(),
+                lambda state: same_basis(assumed, state) and vectors_usable(deps) == usable,
                 self.memory_stages,
                 self.ranking,
                 self.guarded,
                 self.session,
-                lambda state: same_basis(assumed, state) and vectors_usable(deps) == usable,
+                self.beside,
+                self.ranking_again,
             )
         except Exception:
             logger.warning("kioku: the turn state sent with the rankings failed; reading it alone")
             self.session.rollback()
-            self.state = None
+            self.state, blocks = None, None
         if blocks is None:  # nothing made on the assumption is kept
             for name in ("reach", "memories", "query_vector"):
                 self.__dict__.pop(name, None)

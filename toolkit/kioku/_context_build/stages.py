@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar, cast
 
@@ -71,6 +72,19 @@ class RankingThreads:
             return run_steps(session, steps(session))
 
 
+@dataclass(frozen=True)
+class _Started:
+    """Stages run up to their rankings: blocks so far, stages waiting, rankings set aside."""
+
+    rendered: dict[str, Rendered]
+    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]]
+    aside: dict[str, Future[loader.Ranked]]
+
+    def here(self) -> dict[str, loader.RankingNeed]:
+        """The rankings to run in the build's own session (not set aside)."""
+        return {name: need for name, (_, need) in self.waiting.items() if name not in self.aside}
+
+
 def run_memory_stages(
     stages: Mapping[str, Callable[[], MemoryStage]],
     ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
@@ -87,60 +101,72 @@ def run_memory_stages(
     memories or more runs on a connection of its own while the others run here. A
     ranking that fails alone runs through ``again``.
     """
-    rendered: dict[str, Rendered] = {}
+    started = _start(stages, guarded, beside)
+    work = {name: ranking(need) for name, need in started.here().items()}
+    together = _ranked_together(work, session)
+    return _finish(started, together, ranking, guarded, session, again)
+
+
+def run_assumed_stages(
+    check: Steps[T],
+    holds: Callable[[T], bool],
+    stages: Mapping[str, Callable[[], MemoryStage]],
+    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
+    guarded: Guard,
+    session: Session,
+    beside: RankBeside | None = None,
+    again: Again = lambda attempt: attempt(),
+) -> tuple[T, dict[str, Rendered] | None]:
+    """``check``'s result, and each stage's block when ``holds`` it: a round trip fewer.
+
+    As :func:`run_memory_stages`, but the stages run up to their rankings on an
+    assumption (the caller's), and the rankings run here are sent with ``check``'s
+    statement, which reads what the assumption is about, in one round trip. When
+    ``holds(result)``, the stages are finished with those rankings; when not, none is
+    (``None``): the caller runs them again, from what ``check`` read. A failure to send
+    them is raised, before any stage is finished.
+    """
+    started = _start(stages, guarded, beside)
+    work = {name: ranking(need) for name, need in started.here().items()}
+    sent: list[Steps[Any]] = [check, *work.values()]
+    first, *ranked = run_together(session, sent)
+    result = cast(T, first)
+    if not holds(result):
+        return result, None
+    together: dict[str, loader.Ranked] = dict(zip(work, ranked, strict=True))
+    return result, _finish(started, together, ranking, guarded, session, again)
+
+
+def _start(
+    stages: Mapping[str, Callable[[], MemoryStage]], guarded: Guard, beside: RankBeside | None
+) -> _Started:
+    """Each stage run up to its ranking, and the ranking to set aside started."""
     waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
-
-    for name, make in stages.items():
-        rendered[name] = guarded(name, partial(_started, name, make, waiting))
+    rendered = {
+        name: guarded(name, partial(_started, name, make, waiting)) for name, make in stages.items()
+    }
     aside = _sent_aside({name: need for name, (_, need) in waiting.items()}, beside)
-    together = _ranked_together(
-        {name: ranking(need) for name, (_, need) in waiting.items() if name not in aside},
-        session,
-    )
+    return _Started(rendered, waiting, aside)
 
+
+def _finish(
+    started: _Started,
+    together: Mapping[str, loader.Ranked],
+    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
+    guarded: Guard,
+    session: Session,
+    again: Again,
+) -> dict[str, Rendered]:
+    """Each waiting stage finished with its ranking: ``together``'s, else its own."""
+    rendered, aside = dict(started.rendered), started.aside
     # The rankings run here first, while those set aside run on their own connections.
-    for name in sorted(waiting, key=lambda name: name in aside):
-        stage, need = waiting[name]
+    for name in sorted(started.waiting, key=lambda name: name in aside):
+        stage, need = started.waiting[name]
         ranked = partial(_ranked_alone, together, name, session, ranking, need, again)
         if name in aside:
             ranked = partial(_ranked_aside, aside[name], ranked)
         rendered[name] = guarded(name, partial(_finished, name, stage, ranked))
     return rendered
-
-
-def run_assumed_stages(
-    check: Steps[T],
-    stages: Mapping[str, Callable[[], MemoryStage]],
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    guarded: Guard,
-    session: Session,
-    holds: Callable[[T], bool],
-) -> tuple[T, dict[str, Rendered] | None]:
-    """``check``'s result, and each stage's block when ``holds`` it: a round trip fewer.
-
-    The stages run up to their rankings on an assumption (the caller's); the rankings are
-    sent with ``check``'s statement, which reads what the assumption is about, all in one
-    round trip. When ``holds(result)``, the stages are finished with those rankings; when
-    not, or when a ranking would run beside the other (:data:`RANK_BESIDE_FROM`), none is
-    (``None``): the caller runs the stages again, from what ``check`` read. A failure to
-    send them is raised, before any stage is finished.
-    """
-    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
-    rendered = {
-        name: guarded(name, partial(_started, name, make, waiting)) for name, make in stages.items()
-    }
-    large = any(_memories(need) >= RANK_BESIDE_FROM for _, need in waiting.values())
-    work = {} if large else {name: ranking(need) for name, (_, need) in waiting.items()}
-    sent: list[Steps[Any]] = [check, *work.values()]
-    first, *ranked = run_together(session, sent)
-    result = cast(T, first)
-    if not holds(result) or large:  # ``holds`` first: it is told of every result
-        return result, None
-    by_name: dict[str, loader.Ranked] = dict(zip(work, ranked, strict=True))
-    for name, (stage, _) in waiting.items():
-        ranked_here = partial(by_name.__getitem__, name)
-        rendered[name] = guarded(name, partial(_finished, name, stage, ranked_here))
-    return result, rendered
 
 
 def _sent_aside(

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kioku import Participant, PrivacyLevel
-from kioku._context_build.run import wanted
+from kioku._context_build.loader import wanted
 from kioku._domain.records import MemoryRecord
 from kioku._memory.arguments import ArgumentError, parse_memory_id
 from kioku._memory.rendering import render_personal_memories, render_server_memories

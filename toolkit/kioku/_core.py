@@ -69,7 +69,7 @@ class KiokuCore:
         )
         """What the flows receive (:class:`~kioku._deps.KiokuDeps`)."""
         self.embedded = embedded
-        self._checkpointer: PostgresSaverForBoth | None = None
+        self._checkpointer: PostgresSaver | None = None
         self._checkpoint_pool: ConnectionPool[Any] | None = None
         self._checkpointer_lock = threading.Lock()
 
@@ -160,11 +160,6 @@ class KiokuCore:
         """
         with self._checkpointer_lock:  # the sweeper and erasures may ask from other threads
             return self._make_checkpointer()
-
-    def made_checkpointer(self) -> PostgresSaverForBoth | None:
-        """:meth:`checkpointer`, if it was made (none is made here)."""
-        with self._checkpointer_lock:
-            return self._checkpointer
 
     def _make_checkpointer(self) -> PostgresSaver:
         # Its own pool: LangGraph's saver wants autocommit connections with dict rows.

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any, NamedTuple, Unpack
 
+import psycopg
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -25,6 +25,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from sqlalchemy.exc import SQLAlchemyError
 
 from kioku._authorship import is_user_message, owner_of, stamp_turn_input
 from kioku._context import NO_STM_PROVIDERS, SENT_AT, TurnContext, sent_at_of
@@ -32,6 +33,7 @@ from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter
 from kioku._context_build.turn import insert_tail_directive
+from kioku._db.errors import describe
 from kioku._domain.statuses import StmStatus
 from kioku._intent import IntentGate
 from kioku._stm.availability import stm_tool_refusal
@@ -39,7 +41,6 @@ from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
 from kioku._store import KiokuStore
 from kioku._tools.catalog import LONG_TERM_WRITES, SEARCH_LTM, TOOL_NAMES, UPDATE_STM
-from kioku.graphs._capture import Captures
 from kioku.graphs._options import TurnOptions, checked_options
 from kioku.graphs._repair import with_answered_calls
 from kioku.graphs._trim import trim_removals
@@ -178,7 +179,6 @@ class TurnSteps:
     max_tool_rounds: int
     no_stm_providers: frozenset[str]
     max_thread_messages: int
-    captures: Captures
 
     @classmethod
     def assemble(
@@ -209,7 +209,6 @@ class TurnSteps:
             no_stm_providers=no_stm_providers,
             max_thread_messages=given.get("max_thread_messages")
             or store.settings.thread_max_messages,
-            captures=Captures(store.made_checkpointer),
         )
 
     def open_turn(self, messages: Sequence[BaseMessage], context: TurnContext) -> TurnOpening:
@@ -313,8 +312,13 @@ class TurnSteps:
                     )
                 )
             captured.append(_stm_message(message, context, sent_at, owner))
-        if captured and not self.captures.capture(partial(self.stm.capture, context, captured)):
-            return {"messages": stamped} if stamped else {}  # kept for the next capture
+        if captured:
+            try:
+                self.stm.capture(context, captured)
+            except (psycopg.Error, SQLAlchemyError) as exc:
+                # Passive capture is best effort: the answer is given, the turn completes.
+                logger.error("kioku: short-term memory capture skipped: %s", describe(exc))
+                return {"messages": stamped} if stamped else {}
         removals = trim_removals(messages, self.max_thread_messages)
         if removals:
             dropped = {r.id for r in removals}

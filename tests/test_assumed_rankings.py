@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from kioku import KiokuStore
 from kioku._context_build import loader
+from kioku._context_build import run as run_module
 from kioku._context_build import stages as stages_module
 from kioku._context_build.assumed import same_basis
 from kioku._context_build.items import BuiltContext
@@ -171,4 +172,26 @@ def test_a_large_blocks_ranking_runs_beside_the_assumed_round_trip(
     built = builder.build(scenario.context(), QUESTION)
     assert sorted(sent) == [1, 2]  # the turn state with one ranking; the other on its own
     assert not built.failed_stages
+    assert _shown(built) == _shown(_fresh(scenario))
+
+
+def test_a_failed_assumption_embeds_the_message_once(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message's vector depends on the message alone (and whether vectors are usable,
+    which the assumption checks): a build made again from the state read reuses it."""
+    calls: list[str] = []
+    real = run_module.query_embedding
+
+    def counted(deps: Any, query: str) -> Any:
+        calls.append(query)
+        return real(deps, query)
+
+    monkeypatch.setattr(run_module, "query_embedding", counted)
+    builder = scenario.builder(budgets=BUDGETS)
+    builder.build(scenario.context(), QUESTION)
+    _write_elsewhere(scenario, "server", "Kioku serves tea on Fridays and Sundays now")
+    calls.clear()
+    built = builder.build(scenario.context(), QUESTION)
+    assert calls == [QUESTION[0].text]
     assert _shown(built) == _shown(_fresh(scenario))

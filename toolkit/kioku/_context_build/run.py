@@ -170,8 +170,7 @@ class BuildRun:
     def noted_state(self, *, recent: bool = True) -> Steps[loader.TurnState]:
         """The turn state's statement (with ``recent``, registry rows); the build's from then.
 
-        The state read is noted (a worker that only reads learns of ``kioku reembed``) and
-        kept for the next build to assume.
+        Noted (a worker that only reads learns of ``kioku reembed``); the next build assumes it.
         """
         stm = self.builder.stm
         threads = stm.recent_threads(self.context) if stm is not None and recent else None
@@ -208,8 +207,9 @@ class BuildRun:
             logger.warning("kioku: the turn state sent with the rankings failed; reading it alone")
             self.session.rollback()
             self.state, blocks = None, None
-        if blocks is None:  # nothing made on the assumption is kept
-            for name in ("reach", "memories", "query_vector"):
+        if blocks is None:  # nothing made on the assumption is kept, but the message's vector
+            kept = vectors_usable(deps) == usable
+            for name in ("reach", "memories") if kept else ("reach", "memories", "query_vector"):
                 self.__dict__.pop(name, None)
             self.retrieval.clear()
             del self.failed[failed_before:]

@@ -9,8 +9,10 @@ sync and async code alike.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from contextlib import nullcontext
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -20,10 +22,31 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from psycopg import Connection, Pipeline
+from psycopg.rows import DictRow
+from psycopg_pool import ConnectionPool
 
 
 class PostgresSaverForBoth(PostgresSaver):
-    """``PostgresSaver`` whose async methods run its sync ones off the event loop."""
+    """``PostgresSaver`` whose async methods run its sync ones off the event loop.
+
+    On a connection pool, its calls run side by side: ``PostgresSaver`` holds one lock
+    around every call, which a single shared connection needs, but on a pool each call
+    takes a connection of its own, and the lock only queued every checkpoint write of the
+    process behind the one before (langgraph issue #7259).
+    """
+
+    def __init__(
+        self,
+        conn: Connection[DictRow] | ConnectionPool[Any],
+        pipe: Pipeline | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        """As ``PostgresSaver``'s."""
+        super().__init__(conn, pipe, serde)
+        if isinstance(conn, ConnectionPool) and pipe is None:
+            self.lock = cast(threading.Lock, nullcontext())  # `with` is all it is used for
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """:meth:`get_tuple` in a worker thread."""

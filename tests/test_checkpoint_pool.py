@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from psycopg.rows import dict_row
 from sqlalchemy import text
 
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import PING_AFTER_IDLE_SECONDS, IdleCheck, checkpoint_pool, make_engine
+from kioku._db.saver import PostgresSaverForBoth
 
 
 class Clock:
@@ -111,3 +115,32 @@ def test_the_checkpointer_survives_killed_backends_and_a_restart(
     _wait_until_idle()
     _round_trip(store, "after a restart")
     store.close()
+
+
+def test_the_stores_checkpointer_serves_calls_side_by_side(store: KiokuStore) -> None:
+    """On its pool, a call does not queue behind another (``PostgresSaver`` holds one lock
+    around every call, which only a single shared connection needs)."""
+    saver = store.checkpointer()
+    entered, release = threading.Event(), threading.Event()
+
+    def holding() -> None:
+        with saver._cursor():  # a call under way, holding a connection of its own
+            entered.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=holding)
+    holder.start()
+    try:
+        assert entered.wait(30)
+        with ThreadPoolExecutor(1) as other:
+            alone = {"configurable": {"thread_id": "nobody", "checkpoint_ns": ""}}
+            assert other.submit(saver.get_tuple, alone).result(timeout=30) is None
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_saver_on_one_connection_keeps_its_lock(database_url: str) -> None:
+    with psycopg.connect(_libpq(database_url), autocommit=True, row_factory=dict_row) as conn:
+        saver = PostgresSaverForBoth(conn)
+        assert isinstance(saver.lock, type(threading.Lock()))

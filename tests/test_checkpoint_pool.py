@@ -7,10 +7,12 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import langgraph.checkpoint.postgres as postgres_saver
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from psycopg.rows import dict_row
 from sqlalchemy import text
 
@@ -144,3 +146,48 @@ def test_a_saver_on_one_connection_keeps_its_lock(database_url: str) -> None:
     with psycopg.connect(_libpq(database_url), autocommit=True, row_factory=dict_row) as conn:
         saver = PostgresSaverForBoth(conn)
         assert isinstance(saver.lock, type(threading.Lock()))
+
+
+def test_prunes_in_one_process_run_one_at_a_time(
+    store: KiokuStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two REPEATABLE READ prunes of one thread at once would fail against each other's
+    deletes (a serialization failure); the second waits for the first instead."""
+    saver = store.checkpointer()
+    config: Any = {"configurable": {"thread_id": "pruned", "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    for step in range(4):
+        checkpoint = create_checkpoint(checkpoint, None, step)
+        config = saver.put(config, checkpoint, {"step": step}, {})
+    inside: dict[str, threading.Event] = {"first": threading.Event(), "second": threading.Event()}
+    release = threading.Event()
+    real = postgres_saver._execute
+
+    def gated(cursor: Any, statements: Any) -> Any:
+        name = threading.current_thread().name
+        inside[name].set()
+        if name == "first":
+            release.wait(30)  # the first prune under way
+        return real(cursor, statements)
+
+    monkeypatch.setattr(postgres_saver, "_execute", gated)
+    errors: list[BaseException] = []
+
+    def prune() -> None:
+        try:
+            saver.prune(["pruned"])
+        except BaseException as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=prune, name="first")
+    second = threading.Thread(target=prune, name="second")
+    first.start()
+    assert inside["first"].wait(30)
+    second.start()
+    try:
+        assert not inside["second"].wait(0.5)  # never, while the first is under way
+    finally:
+        release.set()
+        first.join(30)
+        second.join(30)
+    assert inside["second"].is_set() and errors == []

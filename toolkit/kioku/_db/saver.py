@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Sequence
-from contextlib import nullcontext
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -31,10 +30,12 @@ from psycopg_pool import ConnectionPool
 class PostgresSaverForBoth(PostgresSaver):
     """``PostgresSaver`` whose async methods run its sync ones off the event loop.
 
-    On a connection pool, its calls run side by side: ``PostgresSaver`` holds one lock
-    around every call, which a single shared connection needs, but on a pool each call
-    takes a connection of its own, and the lock only queued every checkpoint write of the
-    process behind the one before (langgraph issue #7259).
+    On a connection pool, its calls run side by side, as many as the pool holds:
+    ``PostgresSaver`` holds one lock around every call, which a single shared connection
+    needs, but on a pool each call takes a connection of its own, and the lock only queued
+    every checkpoint write of the process behind the one before (langgraph issue #7259).
+    Prunes still run one at a time: two REPEATABLE READ prunes of one thread would fail
+    against each other's deletes.
     """
 
     def __init__(
@@ -45,8 +46,15 @@ class PostgresSaverForBoth(PostgresSaver):
     ) -> None:
         """As ``PostgresSaver``'s."""
         super().__init__(conn, pipe, serde)
+        self._prune_lock = threading.Lock()
         if isinstance(conn, ConnectionPool) and pipe is None:
-            self.lock = cast(threading.Lock, nullcontext())  # `with` is all it is used for
+            # A wait as before when every connection is busy, not the pool's timeout.
+            self.lock = cast(threading.Lock, threading.BoundedSemaphore(conn.max_size))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``PostgresSaver.prune``, one at a time in this process (see the class)."""
+        with self._prune_lock:
+            super().prune(thread_ids, strategy=strategy)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """:meth:`get_tuple` in a worker thread."""

@@ -26,6 +26,7 @@ from bench import turn as bench_turn
 from bench.common import bench_database
 from kioku._context_build import run as run_module
 from kioku._context_build.build import ContextBuilder
+from kioku._context_build.stages import MemoryStages
 from kioku._db import driver
 from kioku._db.engine import libpq_url
 from kioku._memory import repository
@@ -35,7 +36,7 @@ STAGES: tuple[tuple[Any, str, str], ...] = (
     (ContextBuilder, "build", "context build"),
     (run_module.BuildRun, "assumed_memory_blocks", "  turn state with the memory blocks"),
     (run_module.BuildRun, "read_state", "  turn state alone (nothing to assume)"),
-    (run_module, "run_memory_stages", "  memory blocks (their rankings sent together)"),
+    (MemoryStages, "run", "  memory blocks (their rankings sent together)"),
     (bench_turn, "update_long_term_memory", "update tool"),
     (ShortTermMemory, "capture", "capture"),
 )

@@ -3,7 +3,7 @@
 From a server's second build on, the memory blocks are ranked before the turn state is
 read, on what the last build for the server read (settings, recorded embedder) and the
 memory windows this process holds, so that the rankings go out in the turn state's round
-trip (:func:`kioku._context_build.stages.run_assumed_stages`). They are kept only when
+trip (:meth:`kioku._context_build.stages.MemoryStages.run_assumed`). They are kept only when
 the state read shows that very basis (:func:`same_basis`).
 """
 

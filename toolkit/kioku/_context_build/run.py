@@ -38,7 +38,7 @@ from kioku._context_build.render_memories import (
     visible_participants,
 )
 from kioku._context_build.render_stm import other_channels_stage, same_channel_stage
-from kioku._context_build.stages import MemoryStage, run_assumed_stages, run_memory_stages
+from kioku._context_build.stages import MemoryStage, MemoryStages
 from kioku._context_build.tokens import MemoCounter
 from kioku._context_build.turn import TurnFacts, insert_tail_directive, latest_user_text
 from kioku._db.driver import Steps, run_steps
@@ -193,15 +193,9 @@ class BuildRun:
             return None
         self.state, failed_before, usable = assumed, len(self.failed), vectors_usable(deps)
         try:
-            _, blocks = run_assumed_stages(
+            _, blocks = self.memory_stages.run_assumed(
                 self.noted_state(),
                 lambda state: same_basis(assumed, state) and vectors_usable(deps) == usable,
-                self.memory_stages,
-                self.ranking,
-                self.guarded,
-                self.session,
-                self.beside,
-                self.ranking_again,
             )
         except Exception:
             logger.warning("kioku: the turn state sent with the rankings failed; reading it alone")
@@ -216,9 +210,16 @@ class BuildRun:
         return blocks
 
     @property
-    def memory_stages(self) -> dict[str, Callable[[], MemoryStage]]:
-        """The memory blocks' stages, in SPEC order."""
-        return {"server_memories": self.server_stage, "personal_memories": self.personal_stage}
+    def memory_stages(self) -> MemoryStages:
+        """The memory blocks' stages, in SPEC order, ranking in the build's session."""
+        return MemoryStages(
+            {"server_memories": self.server_stage, "personal_memories": self.personal_stage},
+            self.ranking,
+            self.guarded,
+            self.session,
+            self.beside,
+            self.ranking_again,
+        )
 
     def server_stage(self) -> MemoryStage:
         """Server-wide memories, ranked by the message when they overflow their budget."""
@@ -346,14 +347,7 @@ class BuildRun:
         if memory_blocks is None:
             if self.state is None:
                 self.guarded("settings", self.read_state)
-            memory_blocks = run_memory_stages(
-                self.memory_stages,
-                self.ranking,
-                self.guarded,
-                self.session,
-                self.beside,
-                self.ranking_again,
-            )
+            memory_blocks = self.memory_stages.run()
         blocks = list(memory_blocks.items())
         stm = self.builder.stm
         if stm is not None:

@@ -1,7 +1,7 @@
 """The memory blocks' stages, run so that the rankings they need go out together.
 
 A memory block whose memories overflow its budget is ranked by the user's message. The
-server-wide and the personal block each need a ranking: :func:`run_memory_stages` runs
+server-wide and the personal block each need a ranking: :meth:`MemoryStages.run` runs
 both stages up to their rankings, sends the two rankings' statements in one round trip
 (:func:`kioku._db.driver.run_together`), and gives each stage its own. When one ranking
 covers a large scope, it runs on a connection of its own instead, at the same time as the
@@ -85,88 +85,84 @@ class _Started:
         return {name: need for name, (_, need) in self.waiting.items() if name not in self.aside}
 
 
-def run_memory_stages(
-    stages: Mapping[str, Callable[[], MemoryStage]],
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    guarded: Guard,
-    session: Session,
-    beside: RankBeside | None = None,
-    again: Again = lambda attempt: attempt(),
-) -> dict[str, Rendered]:
-    """Each stage's block; the rankings they need sent together, in one round trip.
+@dataclass(frozen=True)
+class MemoryStages:
+    """A build's memory stages and how their rankings run (``run`` or ``run_assumed``)."""
 
-    Each stage stays guarded on its own: when the rankings sent together fail, every
-    stage that needed one ranks alone, so only the failing one contributes nothing. With
-    ``beside``, the largest of two or more rankings over :data:`RANK_BESIDE_FROM`
-    memories or more runs on a connection of its own while the others run here. A
-    ranking that fails alone runs through ``again``.
-    """
-    started = _start(stages, guarded, beside)
-    work = {name: ranking(need) for name, need in started.here().items()}
-    together = _ranked_together(work, session)
-    return _finish(started, together, ranking, guarded, session, again)
+    stages: Mapping[str, Callable[[], MemoryStage]]
+    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]]
+    """A ranking's statements, for the build's session."""
+    guarded: Guard
+    session: Session
+    beside: RankBeside | None = None
+    """Starts a large ranking on a connection of its own (``None``: every one runs here)."""
+    again: Again = lambda attempt: attempt()
 
+    def run(self) -> dict[str, Rendered]:
+        """Each stage's block; the rankings they need sent together, in one round trip.
 
-def run_assumed_stages(
-    check: Steps[T],
-    holds: Callable[[T], bool],
-    stages: Mapping[str, Callable[[], MemoryStage]],
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    guarded: Guard,
-    session: Session,
-    beside: RankBeside | None = None,
-    again: Again = lambda attempt: attempt(),
-) -> tuple[T, dict[str, Rendered] | None]:
-    """``check``'s result, and each stage's block when ``holds`` it: a round trip fewer.
+        Each stage stays guarded on its own: when the rankings sent together fail, every
+        stage that needed one ranks alone, so only the failing one contributes nothing.
+        With ``beside``, the largest of two or more rankings over :data:`RANK_BESIDE_FROM`
+        memories or more runs on a connection of its own while the others run here. A
+        ranking that fails alone runs through ``again``.
+        """
+        started = self._start()
+        work = {name: self.ranking(need) for name, need in started.here().items()}
+        return self._finish(started, _ranked_together(work, self.session))
 
-    As :func:`run_memory_stages`, but the stages run up to their rankings on an
-    assumption (the caller's), and the rankings run here are sent with ``check``'s
-    statement, which reads what the assumption is about, in one round trip. When
-    ``holds(result)``, the stages are finished with those rankings; when not, none is
-    (``None``): the caller runs them again, from what ``check`` read. A failure to send
-    them is raised, before any stage is finished.
-    """
-    started = _start(stages, guarded, beside)
-    work = {name: ranking(need) for name, need in started.here().items()}
-    sent: list[Steps[Any]] = [check, *work.values()]
-    first, *ranked = run_together(session, sent)
-    result = cast(T, first)
-    if not holds(result):
-        return result, None
-    together: dict[str, loader.Ranked] = dict(zip(work, ranked, strict=True))
-    return result, _finish(started, together, ranking, guarded, session, again)
+    def run_assumed(
+        self, check: Steps[T], holds: Callable[[T], bool]
+    ) -> tuple[T, dict[str, Rendered] | None]:
+        """``check``'s result, and each stage's block when ``holds`` it: a round trip fewer.
 
+        As :meth:`run`, but the stages run up to their rankings on an assumption (the
+        caller's), and the rankings run here are sent with ``check``'s statement, which
+        reads what the assumption is about, in one round trip. When ``holds(result)``, the
+        stages are finished with those rankings; when not, none is (``None``): the caller
+        runs them again, from what ``check`` read. A failure to send them is raised,
+        before any stage is finished.
+        """
+        started = self._start()
+        work = {name: self.ranking(need) for name, need in started.here().items()}
+        sent: list[Steps[Any]] = [check, *work.values()]
+        first, *ranked = run_together(self.session, sent)
+        result = cast(T, first)
+        if not holds(result):
+            return result, None
+        return result, self._finish(started, dict(zip(work, ranked, strict=True)))
 
-def _start(
-    stages: Mapping[str, Callable[[], MemoryStage]], guarded: Guard, beside: RankBeside | None
-) -> _Started:
-    """Each stage run up to its ranking, and the ranking to set aside started."""
-    waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
-    rendered = {
-        name: guarded(name, partial(_started, name, make, waiting)) for name, make in stages.items()
-    }
-    aside = _sent_aside({name: need for name, (_, need) in waiting.items()}, beside)
-    return _Started(rendered, waiting, aside)
+    def _start(self) -> _Started:
+        """Each stage run up to its ranking, and the ranking to set aside started."""
+        waiting: dict[str, tuple[MemoryStage, loader.RankingNeed]] = {}
+        rendered = {
+            name: self.guarded(name, partial(_started, name, make, waiting))
+            for name, make in self.stages.items()
+        }
+        aside = _sent_aside({name: need for name, (_, need) in waiting.items()}, self.beside)
+        return _Started(rendered, waiting, aside)
 
+    def _finish(
+        self, started: _Started, together: Mapping[str, loader.Ranked]
+    ) -> dict[str, Rendered]:
+        """Each waiting stage finished with its ranking: ``together``'s, else its own."""
+        rendered, aside = dict(started.rendered), started.aside
+        # The rankings run here first, while those set aside run on their own connections.
+        for name in sorted(started.waiting, key=lambda name: name in aside):
+            stage, need = started.waiting[name]
+            ranked = partial(self._ranked_alone, together, name, need)
+            if name in aside:
+                ranked = partial(_ranked_aside, aside[name], ranked)
+            rendered[name] = self.guarded(name, partial(_finished, name, stage, ranked))
+        return rendered
 
-def _finish(
-    started: _Started,
-    together: Mapping[str, loader.Ranked],
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    guarded: Guard,
-    session: Session,
-    again: Again,
-) -> dict[str, Rendered]:
-    """Each waiting stage finished with its ranking: ``together``'s, else its own."""
-    rendered, aside = dict(started.rendered), started.aside
-    # The rankings run here first, while those set aside run on their own connections.
-    for name in sorted(started.waiting, key=lambda name: name in aside):
-        stage, need = started.waiting[name]
-        ranked = partial(_ranked_alone, together, name, session, ranking, need, again)
-        if name in aside:
-            ranked = partial(_ranked_aside, aside[name], ranked)
-        rendered[name] = guarded(name, partial(_finished, name, stage, ranked))
-    return rendered
+    def _ranked_alone(
+        self, together: Mapping[str, loader.Ranked], name: str, need: loader.RankingNeed
+    ) -> loader.Ranked:
+        """The stage's ranking: as sent with the others, or alone when that failed."""
+        if name in together:
+            return together[name]
+        return self.again(lambda: run_steps(self.session, self.ranking(need)))
 
 
 def _sent_aside(
@@ -206,20 +202,6 @@ def _started(
     except StopIteration as done:
         return cast(Rendered, done.value)
     return Rendered()  # for now: the block comes once the ranking is in
-
-
-def _ranked_alone(
-    together: Mapping[str, loader.Ranked],
-    name: str,
-    session: Session,
-    ranking: Callable[[loader.RankingNeed], Steps[loader.Ranked]],
-    need: loader.RankingNeed,
-    again: Again,
-) -> loader.Ranked:
-    """The stage's ranking: as sent with the others, or alone when that failed."""
-    if name in together:
-        return together[name]
-    return again(lambda: run_steps(session, ranking(need)))
 
 
 def _finished(name: str, stage: MemoryStage, ranked: Callable[[], loader.Ranked]) -> Rendered:

@@ -89,6 +89,8 @@ class Named(NamedTuple):
 
     sql: str
     params: Mapping[str, Any]
+
+
 T = TypeVar("T")
 Steps = Generator[Statement, list[Any], T]
 """Work that yields each statement it needs, is sent the statement's rows, and returns

@@ -23,6 +23,7 @@ from kioku._context_build import stages as stages_module
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.render import ContextBudgets
 from kioku._context_build.tokens import TiktokenCounter
+from kioku._db.driver import run_steps
 from kioku._db.models import Memory, MemoryAccess
 from kioku._memory.repository import version_params
 from kioku._stm.model import StmKey, StmMessage
@@ -602,8 +603,9 @@ def test_the_turn_state_reads_the_registry_rows_their_own_query_would(
     )
     for context in (scenario.context(), scenario.context(channel_id="garden"), dm):
         with scenario.store.reads() as session:
-            state = loader.load_turn_state(session, context, scenario.stm.recent_threads(context))
-            alone = loader.load_turn_state(session, context)
+            recent = scenario.stm.recent_threads(context)
+            state = run_steps(session, loader.turn_state_steps(context, recent))
+            alone = run_steps(session, loader.turn_state_steps(context))
         assert alone.recent_threads is None
         assert (state.settings, state.versions) == (alone.settings, alone.versions)
         assert state.channel_version == alone.channel_version

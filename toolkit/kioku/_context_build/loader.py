@@ -16,7 +16,7 @@ from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_ro
 from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
-from kioku._db.driver import Named, Steps, run_steps
+from kioku._db.driver import Named, Steps
 from kioku._db.vectors import RECORDED_EMBEDDER_SQL, readable_embedder
 from kioku._deps import KiokuDeps
 from kioku._domain.records import MemoryRecord
@@ -86,19 +86,13 @@ _TURN_STATE_WITH_THREADS = (
 together, so the arrays stay aligned)."""
 
 
-def load_turn_state(
-    session: Session, context: TurnContext, recent: RecentThreads | None = None
-) -> TurnState:
+def turn_state_steps(context: TurnContext, recent: RecentThreads | None = None) -> Steps[TurnState]:
     """The turn's settings, scope versions, channel entry's version and recorded embedder.
 
     With ``recent`` (:meth:`ShortTermMemory.recent_threads`), also the other channels'
-    registry rows it selects, in the same round trip.
+    registry rows it selects. One statement, yielded (run it with
+    :func:`kioku._db.driver.run_steps`, or send it with others).
     """
-    return run_steps(session, turn_state_steps(context, recent))
-
-
-def turn_state_steps(context: TurnContext, recent: RecentThreads | None = None) -> Steps[TurnState]:
-    """:func:`load_turn_state` as its one statement (to send with others)."""
     server, personal = scopes_of(reach_of(context, personal_memories_enabled=True))
     scopes: list[ServerScope | PersonalScope] = [server, *personal.values()]
     keys = [k for scope in scopes for k in scope.version_keys()]

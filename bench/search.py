@@ -45,7 +45,7 @@ from bench.common import (
 )
 from kioku import KiokuStore, Participant, Persona, TurnContext
 from kioku._db.models import Memory, Server
-from kioku._db.vectors import HNSW_INDEX
+from kioku._db.vectors import HNSW_INDEXES
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
 from kioku._memory.create import create_long_term_memory
@@ -453,7 +453,8 @@ def write_rounds(
         {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
     )
     with store.engine.begin() as connection:
-        connection.execute(text(f"DROP INDEX {HNSW_INDEX}"))  # what limits <= 2,000 give you
+        for index in HNSW_INDEXES.values():  # what limits <= 2,000 give you
+            connection.execute(text(f"DROP INDEX IF EXISTS {index}"))
     without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),

@@ -157,7 +157,7 @@ def test_the_hnsw_index_is_used(corpus: KiokuStore) -> None:
         plan = (
             session.execute(
                 text(
-                    "EXPLAIN SELECT id FROM memories WHERE server_id = 'big' "
+                    "EXPLAIN SELECT id FROM memories WHERE scope = 'server' AND server_id = 'big' "
                     "ORDER BY embedding <=> (SELECT embedding FROM memories LIMIT 1) LIMIT 10"
                 )
             )
@@ -227,6 +227,17 @@ def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
         with KiokuStore(engine, settings=settings) as store:
             store.setup()
 
+    def hnsw_predicates() -> dict[str, str]:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT indexname, pg_get_expr(i.indpred, i.indrelid) FROM pg_indexes "
+                    "JOIN pg_index AS i ON i.indexrelid = to_regclass(indexname) "
+                    "WHERE indexdef LIKE '%USING hnsw%'"
+                )
+            ).all()
+        return {name: predicate for name, predicate in rows}
+
     small = settings.model_copy(update={"vector_index": "auto"})
     exact_only = small.model_copy(update={"vector_index": "exact"})
     big_servers = small.model_copy(update={"max_server_memories": EXACT_SEARCH_MAX_ROWS + 1})
@@ -248,12 +259,27 @@ def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
         # 20 people's memories (a turn's participants) beyond exact search: every memory
         setup(big_servers.model_copy(update={"max_personal_memories": 101}))
         assert cover() == "every"
+        assert hnsw_predicates() == {  # one index per scope kind: a walk skips the other's
+            "ix_memories_embedding_hnsw": "(scope = 'server'::text)",
+            "ix_memories_personal_embedding_hnsw": "(scope = 'personal'::text)",
+        }
         setup(big_servers)
         assert cover() == "every"  # never narrowed
         setup(exact_only)
         assert cover() is None
         setup(small.model_copy(update={"vector_index": "hnsw"}))  # asked for: every memory
         assert cover() == "every"
+        setup(exact_only)
+        with engine.begin() as connection:  # one index over every memory, as set up before
+            connection.execute(
+                text(
+                    "CREATE INDEX ix_memories_embedding_hnsw ON memories "
+                    "USING hnsw (embedding halfvec_cosine_ops)"
+                )
+            )
+        assert cover() == "every"
+        setup(big_servers)
+        assert hnsw_predicates() == {"ix_memories_embedding_hnsw": None}  # kept as it is
     finally:
         setup(exact_only)
 

@@ -6,14 +6,14 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from kioku._db.models import Base
-from kioku._db.vectors import HNSW_INDEX, SCOPE_VECTOR_INDEXES
+from kioku._db.vectors import HNSW_INDEXES, SCOPE_VECTOR_INDEXES
 
 config = context.config
 target_metadata = Base.metadata
 VERSION_TABLE = "kioku_alembic_version"
 
 
-RUNTIME_INDEXES = frozenset({HNSW_INDEX, *SCOPE_VECTOR_INDEXES})
+RUNTIME_INDEXES = frozenset({*HNSW_INDEXES.values(), *SCOPE_VECTOR_INDEXES})
 """Indexes ``setup()`` creates from the configured embedder, not from the models."""
 
 

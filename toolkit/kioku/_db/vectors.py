@@ -189,7 +189,7 @@ def hnsw_cover(connection: Connection) -> HnswCover | None:
     A single index over every memory, as databases set up before the per-kind indexes
     have, counts as ``"every"``: it serves every search, and ``setup()`` keeps it.
     """
-    predicates = dict(
+    predicates: dict[str, str | None] = dict(
         connection.execute(
             text(
                 "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index AS i "

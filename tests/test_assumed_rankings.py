@@ -160,21 +160,6 @@ def test_the_basis_holds_only_when_everything_it_assumed_is_read_back() -> None:
     assert not same_basis(assumed, _state(settings, {scope: 4}, ("other-384", 384)))
 
 
-def test_a_large_blocks_ranking_runs_beside_the_assumed_round_trip(
-    scenario: Scenario, sent: list[int], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Over ``RANK_BESIDE_FROM`` memories the largest block still ranks on a connection of
-    its own; the other's ranking goes with the turn state."""
-    monkeypatch.setattr(stages_module, "RANK_BESIDE_FROM", 1)
-    builder = scenario.builder(budgets=BUDGETS)
-    builder.build(scenario.context(), QUESTION)
-    sent.clear()
-    built = builder.build(scenario.context(), QUESTION)
-    assert sorted(sent) == [1, 2]  # the turn state with one ranking; the other on its own
-    assert not built.failed_stages
-    assert _shown(built) == _shown(_fresh(scenario))
-
-
 def test_a_failed_assumption_embeds_the_message_once(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import re
-import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -715,59 +713,6 @@ def test_both_blocks_rankings_are_sent_in_one_round_trip(
 
 def _refused(*args: Any) -> Any:
     raise RuntimeError("sent together, refused")
-
-
-def test_a_large_blocks_ranking_runs_beside_the_other_and_renders_the_same(
-    scenario: Scenario, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Over ``RANK_BESIDE_FROM`` memories, one block's ranking runs on a connection of its
-    own while the other's runs in the build's session; a failure there ranks it again."""
-    _add_filler(scenario)
-    budgets = ContextBudgets(server_memories=120, personal_memories=60)
-    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
-    together = scenario.builder(budgets=budgets).build(scenario.context(), question)
-
-    monkeypatch.setattr(stages_module, "RANK_BESIDE_FROM", 1)
-    threads: list[str] = []
-    real_run = stages_module.RankingThreads._run
-
-    def spied(self: Any, steps: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return real_run(self, steps)
-
-    monkeypatch.setattr(stages_module.RankingThreads, "_run", spied)
-    builder = scenario.builder(budgets=budgets)
-    beside = builder.build(scenario.context(), question)
-    assert threads and all(name.startswith("kioku-ranking") for name in threads)
-    assert beside.retrieval == together.retrieval and not beside.failed_stages
-    assert [(i.tag, i.text) for i in beside.items] == [(i.tag, i.text) for i in together.items]
-
-    monkeypatch.setattr(stages_module.RankingThreads, "_run", _refused)
-    again = builder.build(scenario.context(), question)
-    assert not again.failed_stages
-    assert [(i.tag, i.text) for i in again.items] == [(i.tag, i.text) for i in together.items]
-    assert "ranking it again" in caplog.text
-
-
-def test_the_ranking_threads_end_with_the_builder_that_made_them(store: KiokuStore) -> None:
-    """A middleware or graph dropped takes its ranking threads with it (the executor is
-    collected with it, which ends its idle threads)."""
-
-    def nothing(session: Any) -> Any:
-        if False:  # a generator of no statements
-            yield
-        return [], []
-
-    before = set(threading.enumerate())
-    rankings = stages_module.RankingThreads(store.deps.reads)
-    assert rankings.start(nothing).result() == ([], [])
-    workers = [t for t in set(threading.enumerate()) - before if t.name.startswith("kioku-ranking")]
-    assert workers
-    del rankings
-    gc.collect()
-    for worker in workers:
-        worker.join(timeout=60)  # ends at once; the bound only keeps a failure from hanging
-    assert not any(worker.is_alive() for worker in workers)
 
 
 def test_a_one_user_app_recalling_its_own_conversations_sends_no_privacy_look_up(

@@ -19,7 +19,6 @@ from kioku._context_build.assumed import TurnBases
 from kioku._context_build.items import BuiltContext
 from kioku._context_build.render import ContextBudgets, Names
 from kioku._context_build.run import BuildRun
-from kioku._context_build.stages import RankingThreads
 from kioku._context_build.tokens import TiktokenCounter, TokenCounter
 from kioku._context_build.turn import TurnFacts
 from kioku._deps import HasDeps, KiokuDeps
@@ -47,16 +46,11 @@ class ContextBuilder:
     )
     """The names of recent builds, reused (with their rendered lines) while they match."""
 
-    rankings_beside: RankingThreads = field(init=False, repr=False)
-    """Runs the rankings set aside (``stages.RANK_BESIDE_FROM``)."""
     bases: TurnBases = field(default_factory=TurnBases, init=False, repr=False)
     """What each server's last build read: the next one ranks on it, checked in its read."""
 
     MAX_NAMES: ClassVar[int] = 32
     """Participant sets whose names (and rendered lines) are kept; all are dropped beyond."""
-
-    def __post_init__(self) -> None:
-        self.rankings_beside = RankingThreads(self.deps.reads)
 
     @property
     def deps(self) -> KiokuDeps:

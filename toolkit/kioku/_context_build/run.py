@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, date
 from functools import cached_property, partial
@@ -144,14 +143,6 @@ class BuildRun:
         """
         return again_by_text(self.builder.deps, attempt, self.session.rollback)
 
-    def beside(self, need: loader.RankingNeed) -> Future[loader.Ranked]:
-        """``need``'s ranking started on a connection of its own."""
-        vector, query, now = self.query_vector, self.query, self.facts.now
-        deps = self.builder.deps
-        return self.builder.rankings_beside.start(
-            lambda own: loader.ranking_steps(own, deps, need, query, vector, now)
-        )
-
     # the stages ---------------------------------------------------------------------------
 
     def read_state(self) -> Rendered:
@@ -217,7 +208,6 @@ class BuildRun:
             self.ranking,
             self.guarded,
             self.session,
-            self.beside,
             self.ranking_again,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, insert, select, text
@@ -356,3 +357,46 @@ def test_a_server_only_index_serves_the_server_kind_of_any_search(
         with admin.connect() as connection:
             connection.execute(text("DROP DATABASE kioku_server_index WITH (FORCE)"))
         admin.dispose()
+
+
+def test_the_deployment_docs_index_builds_are_what_setup_keeps(
+    engine: Engine, settings: KiokuSettings
+) -> None:
+    """docs/deployment.md's ``CREATE INDEX CONCURRENTLY`` statements, run as written before
+    ``setup()``, build the indexes it would build: it finds and keeps them."""
+    deployment = (Path(__file__).parents[1] / "docs" / "deployment.md").read_text()
+    (block,) = [
+        block
+        for block in re.findall(r"```sql\n(.*?)```", deployment, re.DOTALL)
+        if "CREATE INDEX CONCURRENTLY" in block
+    ]
+    statements = [s for s in re.sub(r"--.*", "", block).split(";") if s.strip()]
+    exact_only = settings.model_copy(update={"vector_index": "exact"})
+    roomy = settings.model_copy(
+        update={
+            "vector_index": "auto",
+            "max_server_memories": 10_000,
+            "max_personal_memories": 10_000,
+        }
+    )
+    with KiokuStore(engine, settings=exact_only) as store:
+        store.setup()
+    try:
+        with engine.connect() as connection:
+            autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
+            for statement in statements:
+                autocommit.execute(text(statement))
+            built = autocommit.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%'")
+            ).all()
+        with KiokuStore(engine, settings=roomy) as store:
+            store.setup()
+        with engine.connect() as connection:
+            assert hnsw_cover(connection) == "every"
+            kept = connection.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%'")
+            ).all()
+        assert len(built) == 2 and sorted(kept) == sorted(built)
+    finally:
+        with KiokuStore(engine, settings=exact_only) as store:
+            store.setup()

@@ -20,7 +20,7 @@ from kioku._memory.resolution import (
     match_participants,
 )
 from kioku._memory.text import normalise_name, sanitise_content
-from kioku._search.planning import came_back_short, choose_vector_plan
+from kioku._search.planning import came_back_short, choose_vector_plan, indexed_rows
 
 
 @pytest.mark.parametrize(
@@ -139,6 +139,18 @@ def test_vector_plan_index_for_large_common_scopes() -> None:
     assert choose_vector_plan(10_000, 10_500, 200, exact_max_rows=2_000) == "hnsw"
     assert choose_vector_plan(100_000, 1_000_000, 200, exact_max_rows=2_000) == "hnsw"
     assert choose_vector_plan(5, 5, 200, exact_max_rows=0) == "hnsw"  # 0: always the index
+
+
+def test_a_walk_is_sized_by_its_own_kinds_index() -> None:
+    """A server of 10,000 among 110,000 server-wide memories and a million personal ones:
+    its kind's index holds a tenth of the table, so the walk is cheap enough."""
+    estimates = (110_000, 1_000_000, 1_110_000)
+    assert indexed_rows(estimates, "server") == 110_000
+    assert choose_vector_plan(10_000, 110_000, 100, exact_max_rows=2_000) == "hnsw"
+    assert choose_vector_plan(10_000, 1_110_000, 100, exact_max_rows=2_000) == "exact"
+    # no index of its own (one over every memory serves it), or never analysed
+    assert indexed_rows((1_110_000, -1, 1_110_000), "personal") == 1_110_000
+    assert indexed_rows((-1, -1, -1), "server") is None
 
 
 def test_vector_plan_scans_filtered_searches_exactly_up_to_ten_thousand() -> None:

@@ -359,6 +359,15 @@ def test_a_server_only_index_serves_the_server_kind_of_any_search(
         admin.dispose()
 
 
+def _exact_and_roomy(settings: KiokuSettings) -> tuple[KiokuSettings, KiokuSettings]:
+    """``settings`` without HNSW indexes, and with limits that want one per scope kind."""
+    roomy = {"max_server_memories": 10_000, "max_personal_memories": 10_000}
+    return (
+        settings.model_copy(update={"vector_index": "exact"}),
+        settings.model_copy(update={"vector_index": "auto", **roomy}),
+    )
+
+
 def test_the_deployment_docs_index_builds_are_what_setup_keeps(
     engine: Engine, settings: KiokuSettings
 ) -> None:
@@ -371,14 +380,7 @@ def test_the_deployment_docs_index_builds_are_what_setup_keeps(
         if "CREATE INDEX CONCURRENTLY" in block
     ]
     statements = [s for s in re.sub(r"--.*", "", block).split(";") if s.strip()]
-    exact_only = settings.model_copy(update={"vector_index": "exact"})
-    roomy = settings.model_copy(
-        update={
-            "vector_index": "auto",
-            "max_server_memories": 10_000,
-            "max_personal_memories": 10_000,
-        }
-    )
+    exact_only, roomy = _exact_and_roomy(settings)
     with KiokuStore(engine, settings=exact_only) as store:
         store.setup()
     try:
@@ -400,3 +402,52 @@ def test_the_deployment_docs_index_builds_are_what_setup_keeps(
     finally:
         with KiokuStore(engine, settings=exact_only) as store:
             store.setup()
+
+
+def test_setup_builds_the_kinds_missing_index_and_rebuilds_an_invalid_one(
+    engine: Engine, settings: KiokuSettings
+) -> None:
+    """A personal index alone (a switch cut short) does not hide the server-wide one's
+    absence, and an index a failed concurrent build left invalid is built again."""
+    exact_only, roomy = _exact_and_roomy(settings)
+
+    def setup(settings: KiokuSettings) -> None:
+        with KiokuStore(engine, settings=settings) as store:
+            store.setup()
+
+    def usable() -> set[str]:
+        with engine.connect() as connection:
+            return set(
+                connection.scalars(
+                    text(
+                        "SELECT c.relname FROM pg_index AS i "
+                        "JOIN pg_class AS c ON c.oid = i.indexrelid "
+                        "WHERE c.relname LIKE '%embedding_hnsw' AND i.indisvalid"
+                    )
+                )
+            )
+
+    both = {"ix_memories_embedding_hnsw", "ix_memories_personal_embedding_hnsw"}
+    setup(exact_only)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "CREATE INDEX ix_memories_personal_embedding_hnsw ON memories "
+                    "USING hnsw (embedding halfvec_cosine_ops) WHERE scope = 'personal'"
+                )
+            )
+        setup(roomy)
+        assert usable() == both
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE pg_index SET indisvalid = false "
+                    "WHERE indexrelid = 'ix_memories_embedding_hnsw'::regclass"
+                )
+            )
+        assert usable() == both - {"ix_memories_embedding_hnsw"}
+        setup(roomy)
+        assert usable() == both
+    finally:
+        setup(exact_only)

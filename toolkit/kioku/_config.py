@@ -226,11 +226,11 @@ class KiokuSettings(BaseSettings):
     vector_index: Literal["auto", "hnsw", "exact"] = Field(
         default="auto", validation_alias=AliasChoices("KIOKU_VECTOR_INDEX", "vector_index")
     )
-    """``hnsw`` builds an HNSW index for scopes too large to search exactly; ``exact``
-    does without (and drops one); ``auto`` builds it when the memory limits (these, or a
-    server's own) allow such scopes, and never drops one. The index holds server-wide
-    memories alone while the personal limits keep 20 people's memories within exact
-    search (``kioku._db.vectors.hnsw_wanted``)."""
+    """``hnsw`` builds HNSW indexes (one per scope kind) for scopes too large to search
+    exactly; ``exact`` does without (and drops them); ``auto`` builds them when the memory
+    limits (these, or a server's own) allow such scopes, and never drops one. Server-wide
+    memories alone get one while the personal limits keep 20 people's memories within
+    exact search (``kioku._db.vectors.hnsw_wanted``)."""
 
     @property
     def memory_limits(self) -> tuple[int, int]:

@@ -183,28 +183,33 @@ def hnsw_wanted(
     return "server" if server > EXACT_SEARCH_MAX_ROWS and not people_beyond_exact else "every"
 
 
+_HNSW_PRESENT = text(
+    "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid), i.indisvalid FROM pg_index AS i "
+    "JOIN pg_class AS c ON c.oid = i.indexrelid "
+    "WHERE i.indexrelid IN (to_regclass(:server), to_regclass(:personal))"
+)
+
+
+def _usable_hnsw_indexes(connection: Connection) -> dict[str, str | None]:
+    """The HNSW indexes searches can use, each with its predicate (``None``: none).
+
+    An index a failed ``CREATE INDEX CONCURRENTLY`` left behind is invalid: not usable.
+    """
+    rows = connection.execute(_HNSW_PRESENT, HNSW_INDEXES).all()
+    return {name: predicate for name, predicate, valid in rows if valid}
+
+
 def hnsw_cover(connection: Connection) -> HnswCover | None:
-    """Which scope kinds have their HNSW index (``None``: none has).
+    """Which scope kinds the usable HNSW indexes were built for (``None``: none).
 
     A single index over every memory, as databases set up before the per-kind indexes
-    have, counts as ``"every"``: it serves every search, and ``setup()`` keeps it.
+    have, counts as ``"every"``: it serves every search, and ``setup()`` keeps it. So does
+    a personal index, whose server-wide twin ``setup()`` builds when it is missing.
     """
-    predicates: dict[str, str | None] = dict(
-        connection.execute(
-            text(
-                "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index AS i "
-                "JOIN pg_class AS c ON c.oid = i.indexrelid "
-                "WHERE i.indexrelid IN (to_regclass(:server), to_regclass(:personal))"
-            ),
-            HNSW_INDEXES,
-        ).all()
-    )
-    server = HNSW_INDEXES["server"]
-    if HNSW_INDEXES["personal"] in predicates or (
-        server in predicates and predicates[server] is None
-    ):
+    present, server = _usable_hnsw_indexes(connection), HNSW_INDEXES["server"]
+    if HNSW_INDEXES["personal"] in present or (server in present and present[server] is None):
         return "every"
-    return "server" if server in predicates else None
+    return "server" if server in present else None
 
 
 def _ensure_hnsw_index(
@@ -216,6 +221,8 @@ def _ensure_hnsw_index(
 ) -> None:
     """Build, widen, drop or keep the indexes as :func:`hnsw_wanted` says; never narrow them.
 
+    Every kind the cover needs gets its index when it has none usable (one a failed
+    concurrent build left invalid is built again), so a half-done switch heals.
     ``at_least``: what indexes dropped just before covered (rebuilt at least as wide).
     """
     wanted = hnsw_wanted(connection, wish, limits)
@@ -224,17 +231,20 @@ def _ensure_hnsw_index(
     if wanted is False:
         _drop_hnsw_indexes(connection)
         return
+    present, server = _usable_hnsw_indexes(connection), HNSW_INDEXES["server"]
+    if server in present and present[server] is None:
+        return  # one index over every memory serves every search
     cover: HnswCover = "every" if "every" in (wanted, at_least) else "server"
-    present = hnsw_cover(connection)
-    if present == "every" or present == cover:
-        return
     for kind in ("server", "personal") if cover == "every" else ("server",):
-        connection.execute(
-            text(
-                f"CREATE INDEX IF NOT EXISTS {HNSW_INDEXES[kind]} ON memories "
-                f"USING hnsw (embedding halfvec_cosine_ops) WHERE scope = '{kind}'"
+        name = HNSW_INDEXES[kind]
+        if name not in present:
+            connection.execute(text(f"DROP INDEX IF EXISTS {name}"))
+            connection.execute(
+                text(
+                    f"CREATE INDEX {name} ON memories "
+                    f"USING hnsw (embedding halfvec_cosine_ops) WHERE scope = '{kind}'"
+                )
             )
-        )
 
 
 def _drop_hnsw_indexes(connection: Connection) -> None:

@@ -18,11 +18,17 @@ from sqlalchemy.orm import Session
 from kioku._db.driver import Statement, Steps, run_steps
 from kioku._db.vectors import (
     EXACT_SEARCH_MAX_ROWS,
+    HNSW_INDEXES,
     HNSW_SEARCH_SETTINGS,
     HNSW_SETTINGS_APPLIED,
 )
 from kioku._domain.visibility import Visibility
-from kioku._search.planning import VectorPlans, came_back_short, choose_vector_plan
+from kioku._search.planning import (
+    VectorPlans,
+    came_back_short,
+    choose_vector_plan,
+    indexed_rows,
+)
 from kioku._search.query import asked_words, or_tsquery, query_words
 from kioku._search.rows import CandidateRow, Row
 from kioku._search.sizes import ScopeSizes
@@ -62,9 +68,17 @@ SIZE_COUNT_CAP = 100_000
 """Scope sizes are counted up to this many rows (once a minute, see ``ScopeSizes``); a larger
 scope counts as this many, which errs toward the exact scan only in tables of over 10
 million memories."""
-_TABLE_ROWS = text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass")
-_TABLE_KEY = "memories table"
-"""The key under which ``ScopeSizes`` keeps the table's estimated row count."""
+_INDEXED_ROWS = text(
+    "SELECT coalesce((SELECT reltuples::bigint FROM pg_class "
+    "WHERE oid = to_regclass(:server)), -1), "
+    "coalesce((SELECT reltuples::bigint FROM pg_class "
+    "WHERE oid = to_regclass(:personal)), -1), "
+    "(SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass)"
+)
+"""The estimated rows of each scope kind's HNSW index, then of the table (``-1``: never
+analysed, or no such index)."""
+_INDEXED_KEY = "memories indexes"
+"""The key under which ``ScopeSizes`` keeps :data:`_INDEXED_ROWS`."""
 
 
 def _counted(
@@ -106,15 +120,22 @@ def vector_plan(
             ).one()
         ),
     )
-    table: int | None = None
+    estimates: tuple[int, ...] = (-1, -1, -1)  # not needed: every kind within exact search
     if 0 < exact_max_rows < max(counts):
-        (estimate,) = _counted(
-            sizes, _TABLE_KEY, lambda: (int(session.execute(_TABLE_ROWS).scalar_one()),)
+        estimates = _counted(
+            sizes,
+            _INDEXED_KEY,
+            lambda: tuple(int(n) for n in session.execute(_INDEXED_ROWS, HNSW_INDEXES).one()),
         )
-        table = estimate if estimate >= 0 else None  # never analysed: unknown
     plans = tuple(
-        choose_vector_plan(size, table, pool, exact_max_rows=exact_max_rows, filtered=filtered)
-        for size in counts
+        choose_vector_plan(
+            size,
+            indexed_rows(estimates, kind),
+            pool,
+            exact_max_rows=exact_max_rows,
+            filtered=filtered,
+        )
+        for size, kind in zip(counts, visibility.kinds(), strict=True)
     )
     if "hnsw" in plans:
         _apply_hnsw_settings(session)

@@ -18,7 +18,7 @@ HNSW_SAVING = 4
 """The index must visit at most a quarter of the rows an exact scan reads."""
 HNSW_EF_SEARCH = 100
 """Candidates the graph walk collects before it returns any (``hnsw.ef_search``), whatever
-the pool: with a scope filter, about ``HNSW_EF_SEARCH × table rows / scope rows`` visits."""
+the pool: with a scope filter, about ``HNSW_EF_SEARCH × index rows / scope rows`` visits."""
 FILTERED_EXACT_MAX_ROWS = 10_000
 """Searches that also filter (type, importance, time) scan scopes up to this size exactly:
 the graph walk cannot know how rare the filter is in the scope, and may walk far (and,
@@ -27,29 +27,43 @@ at its visit cap, come back short) where a scan of this many rows takes about 10
 
 def choose_vector_plan(
     scope_rows: int,
-    table_rows: int | None,
+    index_rows: int | None,
     pool: int,
     *,
     exact_max_rows: int,
     filtered: bool = False,
 ) -> VectorPlan:
-    """How to find the ``pool`` nearest of ``scope_rows`` memories among ``table_rows``.
+    """How to find the ``pool`` nearest of ``scope_rows`` memories among ``index_rows``.
 
     Scopes of at most ``exact_max_rows`` are scanned exactly (``0`` sends every scope
     through the index), and of at most :data:`FILTERED_EXACT_MAX_ROWS` when the search
     also ``filtered``. A filtered HNSW scan visits about ``max(pool, ef_search) ×
-    table_rows / scope_rows`` rows before it has ``pool`` of the scope's; it is chosen when that is
+    index_rows / scope_rows`` rows before it has ``pool`` of the scope's (``index_rows``: those
+    of the index walked, :func:`indexed_rows`); it is chosen when that is
     both within :data:`HNSW_MAX_VISITS` and a fraction (:data:`HNSW_SAVING`) of the exact
-    scan. Unknown table sizes keep the exact scan.
+    scan. Unknown index sizes keep the exact scan.
     """
     if exact_max_rows <= 0:
         return "hnsw"
     if filtered:
         exact_max_rows = max(exact_max_rows, FILTERED_EXACT_MAX_ROWS)
-    if scope_rows <= exact_max_rows or table_rows is None:
+    if scope_rows <= exact_max_rows or index_rows is None:
         return "exact"
-    visits = max(pool, HNSW_EF_SEARCH) * max(table_rows, scope_rows) / scope_rows
+    visits = max(pool, HNSW_EF_SEARCH) * max(index_rows, scope_rows) / scope_rows
     return "hnsw" if visits <= min(HNSW_MAX_VISITS, scope_rows / HNSW_SAVING) else "exact"
+
+
+def indexed_rows(estimates: Sequence[int], kind: str) -> int | None:
+    """The rows a walk for ``kind`` goes through: its own index's, else the table's.
+
+    A kind without an index of its own is served by one over every memory (as databases
+    set up before the per-kind indexes have). ``estimates``: the estimated rows of the
+    server-wide index, the personal one and the table, ``-1`` where there is no such index
+    or it was never analysed. ``None``: not known.
+    """
+    server, personal, table = estimates
+    own = server if kind == "server" else personal
+    return own if own >= 0 else (table if table >= 0 else None)
 
 
 def came_back_short(

@@ -159,7 +159,7 @@ def _carried(shape: SearchShape) -> str:
 def _vector_hits(shape: SearchShape) -> str:
     carried = _carried(shape)
     plans = shape.vector or ()
-    # Each scope kind on its own (the HNSW index may hold server-wide memories alone):
+    # Each scope kind on its own (each has its own HNSW index, or the server's alone):
     # through the index when its plan says so, pgvector's iterative scan filling the
     # limit; else exactly, from its covering index. There the distance is computed once,
     # in a subquery ("OFFSET 0" keeps it one), and sorting by its output keeps HNSW out.

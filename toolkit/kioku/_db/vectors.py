@@ -22,12 +22,13 @@ walks, 2.3 ms, where its own kind's index takes one, 0.6 ms). The server index's
 the one a single index over every memory had before (kept as it is, :func:`hnsw_cover`)."""
 EXACT_SEARCH_MAX_ROWS = 2_000
 """Scopes up to this many memories are always searched exactly, from the covering scope
-indexes (up to this size exact search is fast, loses nothing, and costs writes nothing);
-larger ones through the HNSW index when it visits far fewer rows than an exact scan reads
+indexes (up to this size exact search is fast, loses nothing, keeps a scope's results
+independent of other scopes, and costs writes nothing); larger ones through their kind's
+HNSW index when it visits far fewer rows than an exact scan reads
 (``kioku._search.planning``). Limits at or below it build no HNSW index. An exact scan
-costs about a microsecond a row (filter and distance) and the iterative HNSW scan of a
-context build's candidates 1.5 to 2 ms (384 dimensions): they meet near 2,000 rows, and a
-scope of 10,000 searched exactly costs about five times its HNSW search."""
+costs about a microsecond a row (filter and distance); a walk of a kind's own index for a
+context build's 100 candidates about 0.6 ms (384 dimensions, 10,000 per scope; 1.5 to
+2.3 ms when one index held both kinds, when this limit was set where the two met)."""
 HNSW_SEARCH_SETTINGS = {
     "hnsw.iterative_scan": "relaxed_order",
     "hnsw.ef_search": str(HNSW_EF_SEARCH),

@@ -9,10 +9,21 @@ the state read shows that very basis (:func:`same_basis`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kioku._context import TurnContext
 from kioku._context_build.loader import TurnState, scopes_of
 from kioku._deps import KiokuDeps
+from kioku._domain.settings import ServerSettings
 from kioku._reach import reach_of
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a server's last build read that the next one may assume."""
+
+    settings: ServerSettings
+    embedder: tuple[str, int] | None
 
 
 class TurnBases:
@@ -26,17 +37,17 @@ class TurnBases:
     """Servers (and DMs) kept; all are dropped when it is exceeded."""
 
     def __init__(self) -> None:
-        self._bases: dict[tuple[str, bool], TurnState] = {}
+        self._bases: dict[tuple[str, bool], Basis] = {}
 
-    def get(self, context: TurnContext) -> TurnState | None:
-        """What the last build for ``context``'s server read (settings and embedder only)."""
+    def get(self, context: TurnContext) -> Basis | None:
+        """What the last build for ``context``'s server read."""
         return self._bases.get((context.memory_server_key, context.is_dm))
 
     def remember(self, context: TurnContext, state: TurnState) -> None:
         """Keep ``state``'s settings and embedder for ``context``'s server."""
         if len(self._bases) >= self.MAX_SERVERS:
             self._bases.clear()
-        basis = TurnState(state.settings, {}, None, embedder=state.embedder)
+        basis = Basis(state.settings, state.embedder)
         self._bases[(context.memory_server_key, context.is_dm)] = basis
 
 

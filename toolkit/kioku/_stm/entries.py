@@ -39,7 +39,12 @@ _LOCK_SQL = "SELECT thread_id, last_updated FROM kioku_stm_lock(%(threads)s, %(e
 
 
 def _send(driver: psycopg.Connection[Any], statements: Sequence[PsycopgStatement]) -> None:
-    """Send ``statements`` together, in one pipeline (one round trip, never prepared)."""
+    """Send ``statements`` together, in one pipeline (one round trip, never prepared).
+
+    Never prepared: when the version check fails, PostgreSQL skips the rest of the
+    pipeline, a statement being prepared with it included, yet psycopg counts it as
+    prepared, and the connection's next write fails on the missing statement.
+    """
     with driver.pipeline(), driver.cursor(binary=True) as cursor:
         for sql, params in statements:
             cursor.execute(sql, params, prepare=False)

@@ -41,9 +41,9 @@ _LOCK_SQL = "SELECT thread_id, last_updated FROM kioku_stm_lock(%(threads)s, %(e
 def _send(driver: psycopg.Connection[Any], statements: Sequence[PsycopgStatement]) -> None:
     """Send ``statements`` together, in one pipeline (one round trip, never prepared).
 
-    Never prepared: when the version check fails, PostgreSQL skips the rest of the
-    pipeline, a statement being prepared with it included, yet psycopg counts it as
-    prepared, and the connection's next write fails on the missing statement.
+    Never prepared: prepared, a write racing another writer of the same entries (its
+    version check failing, then the locked write) met ``prepared statement … does not
+    exist`` (``tests/test_stm_writes.py``); the cause is not pinned down.
     """
     with driver.pipeline(), driver.cursor(binary=True) as cursor:
         for sql, params in statements:

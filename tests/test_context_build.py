@@ -715,6 +715,74 @@ def _refused(*args: Any) -> Any:
     raise RuntimeError("sent together, refused")
 
 
+def test_a_large_blocks_ranking_is_sent_ahead_and_renders_the_same(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Over ``RANK_AHEAD_FROM`` memories, one block's ranking goes first, on a connection of
+    its own, and is read after the build's own round trip (no thread); a failure there
+    ranks it again in the build's session."""
+    from kioku._db.driver import SentAhead
+
+    _add_filler(scenario)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
+    together = scenario.builder(budgets=budgets).build(scenario.context(), question)
+
+    monkeypatch.setattr(stages_module, "RANK_AHEAD_FROM", 1)
+    read: list[int] = []
+    real_result = SentAhead.result
+
+    def spied(self: Any) -> Any:
+        read.append(id(self))
+        return real_result(self)
+
+    monkeypatch.setattr(SentAhead, "result", spied)
+    builder = scenario.builder(budgets=budgets)
+    for _ in range(2):  # the first build reads the turn state alone, the next assumes it
+        ahead = builder.build(scenario.context(), question)
+        assert ahead.retrieval == together.retrieval and not ahead.failed_stages
+        assert [(i.tag, i.text) for i in ahead.items] == [(i.tag, i.text) for i in together.items]
+    assert len(read) == 2
+    with monkeypatch.context() as busy:  # no idle pooled connection: nothing is sent ahead
+        busy.setattr(loader, "idle_connection", lambda engine: False)
+        waited = builder.build(scenario.context(), question)
+    assert len(read) == 2
+    assert [(i.tag, i.text) for i in waited.items] == [(i.tag, i.text) for i in together.items]
+
+    def refused(self: Any) -> Any:
+        raise RuntimeError("sent ahead, refused")
+
+    monkeypatch.setattr(SentAhead, "result", refused)
+    again = builder.build(scenario.context(), question)
+    assert not again.failed_stages
+    assert [(i.tag, i.text) for i in again.items] == [(i.tag, i.text) for i in together.items]
+    assert "ranking it again" in caplog.text
+
+
+def test_a_ranking_sent_ahead_gives_its_connection_back_clean_when_the_build_fails(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build's own round trip failing leaves the ranking sent ahead ended: its
+    connection goes back to the pool out of pipeline mode, and the next builds work."""
+    _add_filler(scenario)
+    budgets = ContextBudgets(server_memories=120, personal_memories=60)
+    question = [HumanMessage("Alice: which day does Kioku serve tea?")]
+    expected = scenario.builder(budgets=budgets).build(scenario.context(), question)
+    monkeypatch.setattr(stages_module, "RANK_AHEAD_FROM", 1)
+    builder = scenario.builder(budgets=budgets)
+    builder.build(scenario.context(), question)  # the next build assumes its turn state
+    with monkeypatch.context() as refusing:
+        refusing.setattr(stages_module, "run_together", _refused)
+        refusing.setattr(stages_module, "run_steps", _refused)
+        builder.build(scenario.context(), question)
+    pool = scenario.store.engine.pool
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    for _ in range(pool.size() + 1):  # every pooled connection is used again
+        built = builder.build(scenario.context(), question)
+        assert not built.failed_stages
+        assert [(i.tag, i.text) for i in built.items] == [(i.tag, i.text) for i in expected.items]
+
+
 def test_a_one_user_app_recalling_its_own_conversations_sends_no_privacy_look_up(
     store: KiokuStore,
 ) -> None:

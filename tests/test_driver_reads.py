@@ -10,7 +10,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DataError, OperationalError
 
 from kioku import KiokuSettings, KiokuStore
-from kioku._db.driver import driver_sql, fetch_all
+from kioku._db.driver import driver_sql, fetch_all, idle_connection
 from kioku._db.engine import make_engine
 
 
@@ -121,3 +121,18 @@ def test_sqlalchemys_statement_log_sees_the_statement(
     with store.reads() as session:
         assert fetch_all(session, "SELECT 'logged' AS word", {}) == [("logged",)]
     assert "SELECT 'logged' AS word" in caplog.text
+
+
+def test_a_pool_has_a_connection_to_spare_until_its_size_is_in_use(database_url: str) -> None:
+    """A ranking sent ahead takes a second connection only when one is idle or the pool
+    may open one below its size: it never waits for one while its build holds another."""
+    engine = make_engine(database_url, pool_size=2)
+    try:
+        assert idle_connection(engine)  # nothing opened yet: room to open one
+        with engine.connect(), engine.connect():
+            assert not idle_connection(engine)  # both in use: no waiting, no overflow
+        assert idle_connection(engine)  # both idle again
+        with engine.connect():
+            assert idle_connection(engine)
+    finally:
+        engine.dispose()

@@ -6,6 +6,7 @@ Functions take the build's session (one unit of work per build) where they query
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypedDict
@@ -16,7 +17,7 @@ from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_ro
 from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
-from kioku._db.driver import Named, Steps
+from kioku._db.driver import Named, SentAhead, Steps, idle_connection
 from kioku._db.vectors import RECORDED_EMBEDDER_SQL, readable_embedder
 from kioku._deps import KiokuDeps
 from kioku._domain.records import MemoryRecord
@@ -280,6 +281,31 @@ def ranking_steps(
     )
     rows = ranking.best(need.count)
     return [row.id for row in rows], rows
+
+
+def send_ahead(
+    store: KiokuDeps,
+    need: RankingNeed,
+    query: str,
+    vector: list[float] | None,
+    now: datetime,
+) -> SentAhead[Ranked] | None:
+    """``need``'s ranking sent now on an idle pooled connection, its rows read later.
+
+    ``None`` when the pool has no idle connection: waiting for one while the build holds
+    another could wait out the pool's timeout when many builds run at once.
+    """
+    if not idle_connection(store.engine):
+        return None
+    own = ExitStack()
+    session = own.enter_context(store.reads())
+    try:
+        return SentAhead.send(
+            session, ranking_steps(session, store, need, query, vector, now), own.close
+        )
+    except BaseException:
+        own.close()
+        raise
 
 
 class _RankingOptions(TypedDict):

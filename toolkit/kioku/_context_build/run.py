@@ -40,7 +40,7 @@ from kioku._context_build.render_stm import other_channels_stage, same_channel_s
 from kioku._context_build.stages import MemoryStage, MemoryStages
 from kioku._context_build.tokens import MemoCounter
 from kioku._context_build.turn import TurnFacts, insert_tail_directive, latest_user_text
-from kioku._db.driver import Steps, run_steps
+from kioku._db.driver import SentAhead, Steps, run_steps
 from kioku._domain.records import MemoryRecord
 from kioku._domain.settings import ServerSettings
 from kioku._domain.visibility import Visibility
@@ -143,6 +143,12 @@ class BuildRun:
         """
         return again_by_text(self.builder.deps, attempt, self.session.rollback)
 
+    def ahead(self, need: loader.RankingNeed) -> SentAhead[loader.Ranked] | None:
+        """``need``'s ranking sent now on a connection of its own (:func:`loader.send_ahead`)."""
+        deps = self.builder.deps
+        vector = self.query_vector if vectors_usable(deps) else None
+        return loader.send_ahead(deps, need, self.query, vector, self.facts.now)
+
     # the stages ---------------------------------------------------------------------------
 
     def read_state(self) -> Rendered:
@@ -209,6 +215,7 @@ class BuildRun:
             self.guarded,
             self.session,
             self.ranking_again,
+            self.ahead,
         )
 
     def server_stage(self) -> MemoryStage:

@@ -20,13 +20,14 @@ sending the statements they are waiting on together, in one round trip.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import ExitStack, suppress
 from functools import lru_cache
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import psycopg
 from psycopg.rows import namedtuple_row
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import Connection, Engine, TextClause, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
@@ -162,3 +163,123 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
     finally:
         for cursor in cursors:
             cursor.close()
+
+
+class SentAhead(Generic[T]):
+    """Work whose first statement is already on its way, on a connection of its own.
+
+    :meth:`send` sends the statement in a pipeline and returns at once: the server runs
+    it while the caller does other work, such as another connection's round trip, with
+    no thread. :meth:`result` then reads its rows and runs any further statements. Call
+    :meth:`settle` in a ``finally``: it ends the pipeline whatever happened meanwhile, so
+    the connection goes back to its pool clean.
+    """
+
+    def __init__(self, finish: Callable[[], T], close: Callable[[], None]) -> None:
+        """``finish`` reads the rows and completes the work; ``close`` releases the session."""
+        self._finish, self._close = finish, close
+        self._outcome: tuple[T] | BaseException | None = None
+
+    @classmethod
+    def send(
+        cls, session: Session, steps: Steps[T], close: Callable[[], None] = lambda: None
+    ) -> SentAhead[T]:
+        """``steps``' first statement sent in ``session``, not waited for."""
+        try:
+            first = next(steps)
+        except StopIteration as done:
+            value = cast(T, done.value)
+            return cls(lambda: value, close)
+        if watched(session.connection()):  # the listeners see it run, later
+            return cls(lambda: _continued(session, steps, fetch_many(session, [first])[0]), close)
+        rows = _sent(session, first)
+        return cls(lambda: _continued(session, steps, rows()), close)
+
+    def settle(self) -> None:
+        """Finish the work (its outcome kept for :meth:`result`) and release its session."""
+        if self._outcome is not None:
+            return
+        try:
+            self._outcome = (self._finish(),)
+        except BaseException as exc:
+            self._outcome = exc
+        finally:
+            self._close()
+
+    def result(self) -> T:
+        """The work's result (settled first if need be); its failure raised again."""
+        self.settle()
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        return cast(tuple[T], self._outcome)[0]
+
+
+def idle_connection(engine: Engine) -> bool:
+    """Whether ``engine``'s pool has a connection to spare, without waiting or overflowing.
+
+    One no one is using, or room below its size to open one. A pool that does not say
+    (not a ``QueuePool``) counts as having one.
+    """
+    pool: Any = engine.pool
+    if not all(hasattr(pool, name) for name in ("checkedin", "checkedout", "size")):
+        return True
+    return int(pool.checkedin()) > 0 or int(pool.checkedout()) < int(pool.size())
+
+
+def _sent(session: Session, first: Statement) -> Callable[[], list[Any]]:
+    """``first`` sent in a pipeline of ``session``'s connection; the call ends it, its rows.
+
+    A failure goes through SQLAlchemy's error handling, as in :func:`fetch_all`.
+    """
+    connection = session.connection()
+    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    statement, params = driver_sql(first[0], connection.dialect), first[1]
+    named = isinstance(first, Named)
+    cursor: psycopg.Cursor[Any] = (
+        driver.cursor(row_factory=namedtuple_row) if named else driver.cursor()
+    )
+    pipeline = ExitStack()
+
+    def failed(exc: BaseException) -> None:
+        with suppress(Exception):  # the failure that ended it, reported again
+            pipeline.close()
+        cursor.close()
+        connection._handle_dbapi_exception(exc, statement, dict(params), cast(Any, cursor), None)
+
+    try:
+        pipeline.enter_context(driver.pipeline())
+        cursor.execute(statement, params)
+    except BaseException as exc:
+        failed(exc)
+        raise
+
+    def rows() -> list[Any]:
+        try:
+            pipeline.close()  # the pipeline's end: its sync, and the rows
+            found = cursor.fetchall()
+        except BaseException as exc:
+            failed(exc)
+            raise
+        cursor.close()
+        return found
+
+    return rows
+
+
+def _continued(session: Session, steps: Steps[T], rows: list[Any]) -> T:
+    """``steps`` given the rows of the statement it waited on, then run to its result."""
+    try:
+        statement = steps.send(rows)
+    except StopIteration as done:
+        return cast(T, done.value)
+    return run_steps(session, _resumed(statement, steps))
+
+
+def _resumed(first: Statement, steps: Steps[T]) -> Steps[T]:
+    """``steps`` as a fresh generator whose first statement is ``first`` (already made)."""
+    rows = yield first
+    try:
+        while True:
+            rows = yield steps.send(rows)
+    except StopIteration as done:
+        return cast(T, done.value)

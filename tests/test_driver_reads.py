@@ -10,7 +10,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DataError, OperationalError
 
 from kioku import KiokuSettings, KiokuStore
-from kioku._db.driver import driver_sql, fetch_all, idle_connection
+from kioku._db.driver import SentAhead, driver_sql, fetch_all, idle_connection
 from kioku._db.engine import make_engine
 
 
@@ -136,3 +136,43 @@ def test_a_pool_has_a_connection_to_spare_until_its_size_is_in_use(database_url:
             assert idle_connection(engine)
     finally:
         engine.dispose()
+
+
+def test_only_a_queue_pool_spares_a_connection(database_url: str) -> None:
+    """A pool that would hand over the connection in use (``StaticPool``) or open a new
+    one each time (``NullPool``) never has one to spare."""
+    from sqlalchemy.pool import NullPool, StaticPool
+
+    for pool in (NullPool, StaticPool):
+        engine = create_engine(make_engine(database_url).url, poolclass=pool)
+        try:
+            assert not idle_connection(engine)
+        finally:
+            engine.dispose()
+
+
+def test_work_sent_ahead_raises_an_interrupt_and_can_be_discarded() -> None:
+    """Settling stores a failure for ``result`` but lets an interrupt through; discarding
+    ends the work unfinished and releases it once."""
+    closed: list[str] = []
+
+    def interrupted() -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        SentAhead(interrupted, lambda: closed.append("interrupted")).settle()
+
+    def failing() -> Any:
+        raise ValueError("no rows")
+
+    failed = SentAhead(failing, lambda: closed.append("failed"))
+    failed.settle()
+    with pytest.raises(ValueError, match="no rows"):
+        failed.result()
+
+    drained: list[bool] = []
+    unwanted = SentAhead(failing, lambda: closed.append("discarded"), lambda: drained.append(True))
+    unwanted.discard()
+    unwanted.settle()  # nothing more to do
+    assert drained == [True]
+    assert closed == ["interrupted", "failed", "discarded"]

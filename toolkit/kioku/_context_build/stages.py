@@ -63,6 +63,11 @@ class _Started:
         for sent in self.ahead.values():
             sent.settle()
 
+    def discard(self) -> None:
+        """End the rankings sent ahead unfinished: their results are not wanted."""
+        for sent in self.ahead.values():
+            sent.discard()
+
 
 @dataclass(frozen=True)
 class MemoryStages:
@@ -111,6 +116,7 @@ class MemoryStages:
             first, *ranked = run_together(self.session, sent)
             result = cast(T, first)
             if not holds(result):
+                started.discard()
                 return result, None
             return result, self._finish(started, dict(zip(work, ranked, strict=True)))
         finally:

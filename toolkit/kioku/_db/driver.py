@@ -30,6 +30,7 @@ from psycopg.rows import namedtuple_row
 from sqlalchemy import Connection, Engine, TextClause, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import QueuePool
 
 
 @lru_cache(maxsize=256)
@@ -173,12 +174,21 @@ class SentAhead(Generic[T]):
     no thread. :meth:`result` then reads its rows and runs any further statements. Call
     :meth:`settle` in a ``finally``: it ends the pipeline whatever happened meanwhile, so
     the connection goes back to its pool clean.
+    :meth:`discard` ends it without finishing the work, when its result is not wanted.
     """
 
-    def __init__(self, finish: Callable[[], T], close: Callable[[], None]) -> None:
-        """``finish`` reads the rows and completes the work; ``close`` releases the session."""
-        self._finish, self._close = finish, close
-        self._outcome: tuple[T] | BaseException | None = None
+    def __init__(
+        self,
+        finish: Callable[[], T],
+        close: Callable[[], None],
+        drain: Callable[[], object] = lambda: None,
+    ) -> None:
+        """Work that ``finish`` completes and ``close`` releases.
+
+        ``drain`` only ends the pipeline, for :meth:`discard`.
+        """
+        self._finish, self._close, self._drain = finish, close, drain
+        self._outcome: tuple[T] | Exception | None = None
 
     @classmethod
     def send(
@@ -193,23 +203,37 @@ class SentAhead(Generic[T]):
         if watched(session.connection()):  # the listeners see it run, later
             return cls(lambda: _continued(session, steps, fetch_many(session, [first])[0]), close)
         rows = _sent(session, first)
-        return cls(lambda: _continued(session, steps, rows()), close)
+        return cls(lambda: _continued(session, steps, rows()), close, rows)
 
     def settle(self) -> None:
-        """Finish the work (its outcome kept for :meth:`result`) and release its session."""
+        """Finish the work (its outcome kept for :meth:`result`) and release its session.
+
+        An interrupt (any ``BaseException`` that is not an ``Exception``) is raised at once.
+        """
         if self._outcome is not None:
             return
         try:
             self._outcome = (self._finish(),)
-        except BaseException as exc:
+        except Exception as exc:
             self._outcome = exc
+        finally:
+            self._close()
+
+    def discard(self) -> None:
+        """End the pipeline and release the session, the work left unfinished."""
+        if self._outcome is not None:
+            return
+        self._outcome = RuntimeError("discarded")
+        try:
+            with suppress(Exception):
+                self._drain()
         finally:
             self._close()
 
     def result(self) -> T:
         """The work's result (settled first if need be); its failure raised again."""
         self.settle()
-        if isinstance(self._outcome, BaseException):
+        if isinstance(self._outcome, Exception):
             raise self._outcome
         return cast(tuple[T], self._outcome)[0]
 
@@ -217,13 +241,14 @@ class SentAhead(Generic[T]):
 def idle_connection(engine: Engine) -> bool:
     """Whether ``engine``'s pool has a connection to spare, without waiting or overflowing.
 
-    One no one is using, or room below its size to open one. A pool that does not say
-    (not a ``QueuePool``) counts as having one.
+    One no one is using, or room below its size to open one; only a ``QueuePool`` (as
+    kioku's engines have) says so. Another pool could hand over the very connection in
+    use (``StaticPool``) or open a new one each time (``NullPool``).
     """
-    pool: Any = engine.pool
-    if not all(hasattr(pool, name) for name in ("checkedin", "checkedout", "size")):
-        return True
-    return int(pool.checkedin()) > 0 or int(pool.checkedout()) < int(pool.size())
+    pool = engine.pool
+    if not isinstance(pool, QueuePool):
+        return False
+    return pool.checkedin() > 0 or pool.checkedout() < pool.size()
 
 
 def _sent(session: Session, first: Statement) -> Callable[[], list[Any]]:

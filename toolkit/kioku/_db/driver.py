@@ -52,6 +52,12 @@ def watched(connection: Connection) -> bool:
     return bool(connection._echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute)
 
 
+def _cursor(connection: Connection, *, named: bool) -> psycopg.Cursor[Any]:
+    """A cursor of ``connection``'s psycopg connection; with ``named``, rows as namedtuples."""
+    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    return driver.cursor(row_factory=namedtuple_row) if named else driver.cursor()
+
+
 def fetch_all(
     session: Session, sql: str, params: Mapping[str, Any], *, named: bool = False
 ) -> list[Any]:
@@ -66,10 +72,7 @@ def fetch_all(
     if watched(connection):
         return list(session.execute(_clause(sql), params).all())
     statement = driver_sql(sql, connection.dialect)
-    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
-    cursor: psycopg.Cursor[Any] = (
-        driver.cursor(row_factory=namedtuple_row) if named else driver.cursor()
-    )
+    cursor = _cursor(connection, named=named)
     try:
         cursor.execute(statement, params)
         return cursor.fetchall()
@@ -146,10 +149,7 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
         ]
     driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
     compiled = [(driver_sql(sql, connection.dialect), params) for sql, params in statements]
-    cursors = [
-        driver.cursor(row_factory=namedtuple_row) if isinstance(s, Named) else driver.cursor()
-        for s in statements
-    ]
+    cursors = [_cursor(connection, named=isinstance(s, Named)) for s in statements]
     current: tuple[str, Mapping[str, Any]] = compiled[0]
     try:
         with driver.pipeline():
@@ -259,10 +259,7 @@ def _sent(session: Session, first: Statement) -> Callable[[], list[Any]]:
     connection = session.connection()
     driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
     statement, params = driver_sql(first[0], connection.dialect), first[1]
-    named = isinstance(first, Named)
-    cursor: psycopg.Cursor[Any] = (
-        driver.cursor(row_factory=namedtuple_row) if named else driver.cursor()
-    )
+    cursor = _cursor(connection, named=isinstance(first, Named))
     pipeline = ExitStack()
 
     def failed(exc: BaseException) -> None:

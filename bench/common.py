@@ -53,8 +53,14 @@ def bench_database(name: str) -> Iterator[str]:
 
 @contextmanager
 def new_database(server_url: str, name: str) -> Iterator[str]:
-    """URL of a new, empty database ``name`` on the server of ``server_url``; dropped after."""
-    admin = make_engine(server_url).execution_options(isolation_level="AUTOCOMMIT")
+    """URL of a new, empty database ``name`` on the server of ``server_url``; dropped after.
+
+    With no statement timeout: ``DROP DATABASE`` waits for a checkpoint and for the
+    sessions it ends, which takes a while on a busy machine.
+    """
+    admin = make_engine(server_url, statement_timeout_ms=0).execution_options(
+        isolation_level="AUTOCOMMIT"
+    )
     try:
         with admin.connect() as connection:
             connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine, text
 
+from bench.common import new_database
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
@@ -144,20 +145,10 @@ def kioku_cli(
 
 
 @pytest.fixture
-def fresh_database(database_url: str, engine: Engine) -> Iterator[str]:
+def fresh_database(database_url: str) -> Iterator[str]:
     """The URL of a new, empty database of this test's own (dropped afterwards)."""
-    name = f"kioku_fresh_{os.getpid()}"
-    # No statement timeout: DROP DATABASE waits for a checkpoint, slow on a busy disk.
-    admin = make_engine(database_url, statement_timeout_ms=0).execution_options(
-        isolation_level="AUTOCOMMIT"
-    )
-    with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        connection.execute(text(f"CREATE DATABASE {name}"))
-    yield engine.url.set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    admin.dispose()
+    with new_database(database_url, f"kioku_fresh_{os.getpid()}") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -185,16 +176,8 @@ def pooled_empty_database(database_url: str, pooler: Pooler) -> Iterator[str]:
     """
     # A name of its own: PgBouncer keeps what a database's first server session reported.
     name = f"kioku_pooled_{os.getpid()}_{next(_POOLED_DATABASES)}"
-    admin = make_engine(database_url, statement_timeout_ms=0).execution_options(
-        isolation_level="AUTOCOMMIT"
-    )
-    with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        connection.execute(text(f"CREATE DATABASE {name}"))
-    yield pooler.url(name)
-    with admin.connect() as connection:
-        connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    admin.dispose()
+    with new_database(database_url, name):
+        yield pooler.url(name)
 
 
 @pytest.fixture

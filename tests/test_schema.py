@@ -14,6 +14,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+from bench.common import new_database
 from kioku import ConfigurationError, DatabaseUnavailableError, KiokuSettings, KiokuStore
 from kioku._accounts import AccountRepository
 from kioku._db.engine import check_pgvector, make_engine, normalise_url
@@ -40,12 +41,12 @@ def test_models_and_migrations_agree(engine: Engine) -> None:
     command.check(alembic_config(engine))  # raises when autogenerate would find changes
 
 
-def test_setup_from_two_processes_at_once(database_url: str, engine: Engine) -> None:
-    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE IF EXISTS kioku_setup_race"))
-        connection.execute(text("CREATE DATABASE kioku_setup_race"))
-    url = engine.url.set(database="kioku_setup_race").render_as_string(hide_password=False)
+def test_setup_from_two_processes_at_once(database_url: str) -> None:
+    with new_database(database_url, "kioku_setup_race") as url:
+        _setup_from_two_processes_at_once(url)
+
+
+def _setup_from_two_processes_at_once(url: str) -> None:
     script = textwrap.dedent(
         f"""
         from kioku import KiokuSettings, KiokuStore
@@ -75,9 +76,6 @@ def test_setup_from_two_processes_at_once(database_url: str, engine: Engine) -> 
         )
         assert connection.execute(text("SELECT count(*) FROM memories")).scalar_one() == 0
     race.dispose()
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE kioku_setup_race WITH (FORCE)"))
-    admin.dispose()
 
 
 def test_unreachable_database_fails_fast_with_a_fix() -> None:
@@ -211,24 +209,17 @@ def test_upgrading_to_0006_backfills_owners_name_keys_and_versions(fresh_databas
         engine.dispose()
 
 
-def test_setup_reports_what_it_did(database_url: str, engine: Engine) -> None:
-    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE IF EXISTS kioku_setup_report"))
-        connection.execute(text("CREATE DATABASE kioku_setup_report"))
-    url = engine.url.set(database="kioku_setup_report").render_as_string(hide_password=False)
-    fresh = make_engine(url)
-    try:
-        with KiokuStore(fresh, settings=KiokuSettings(database_url=url)) as store:
-            assert store.setup() == "created"
-            assert store.setup() == "unchanged"
-            command.downgrade(alembic_config(fresh), "-1")
-            assert store.setup() == "upgraded"
-    finally:
-        fresh.dispose()
-        with admin.connect() as connection:
-            connection.execute(text("DROP DATABASE kioku_setup_report WITH (FORCE)"))
-        admin.dispose()
+def test_setup_reports_what_it_did(database_url: str) -> None:
+    with new_database(database_url, "kioku_setup_report") as url:
+        fresh = make_engine(url)
+        try:
+            with KiokuStore(fresh, settings=KiokuSettings(database_url=url)) as store:
+                assert store.setup() == "created"
+                assert store.setup() == "unchanged"
+                command.downgrade(alembic_config(fresh), "-1")
+                assert store.setup() == "upgraded"
+        finally:
+            fresh.dispose()
 
 
 def test_a_process_of_the_previous_release_still_updates(store: KiokuStore) -> None:

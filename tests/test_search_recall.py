@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, insert, select, text
 
+from bench.common import new_database
 from kioku import KiokuSettings, KiokuStore
 from kioku._db.engine import make_engine
 from kioku._db.models import Memory, Server, User
@@ -31,13 +32,13 @@ LINEAGE = 10_000
 
 
 @pytest.fixture(scope="module")
-def corpus(database_url: str, engine: Engine) -> Iterator[KiokuStore]:
+def corpus(database_url: str) -> Iterator[KiokuStore]:
     """10,000 random vectors in 100 servers (1% each) and a 10% server, own database."""
-    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE IF EXISTS kioku_recall WITH (FORCE)"))
-        connection.execute(text("CREATE DATABASE kioku_recall"))
-    url = engine.url.set(database="kioku_recall").render_as_string(hide_password=False)
+    with new_database(database_url, "kioku_recall") as url:
+        yield from _corpus(url)
+
+
+def _corpus(url: str) -> Iterator[KiokuStore]:
     store = KiokuStore(
         make_engine(url),
         settings=KiokuSettings(database_url=url, vector_index="hnsw"),
@@ -65,9 +66,6 @@ def corpus(database_url: str, engine: Engine) -> Iterator[KiokuStore]:
         connection.execute(text("ANALYZE memories"))
     yield store
     store.close()
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE kioku_recall WITH (FORCE)"))
-    admin.dispose()
 
 
 def exact(store: KiokuStore, visibility: Visibility, query: list[float], k: int) -> list[int]:
@@ -285,17 +283,15 @@ def test_the_hnsw_index_holds_only_the_scope_kinds_that_need_it(
         setup(exact_only)
 
 
-def test_a_server_only_index_serves_the_server_kind_of_any_search(
-    database_url: str, engine: Engine
-) -> None:
+def test_a_server_only_index_serves_the_server_kind_of_any_search(database_url: str) -> None:
     """With an index of server-wide memories alone, a search over a large server and many
     people's memories (each kind beyond exact search) still walks the index for the
     server's, and finds what an exact scan finds."""
-    admin = make_engine(database_url).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text("DROP DATABASE IF EXISTS kioku_server_index WITH (FORCE)"))
-        connection.execute(text("CREATE DATABASE kioku_server_index"))
-    url = engine.url.set(database="kioku_server_index").render_as_string(hide_password=False)
+    with new_database(database_url, "kioku_server_index") as url:
+        _server_only_index_serves_the_server_kind(url)
+
+
+def _server_only_index_serves_the_server_kind(url: str) -> None:
     people = tuple(f"p{i}" for i in range(3))
     store = KiokuStore(
         make_engine(url),
@@ -354,9 +350,6 @@ def test_a_server_only_index_serves_the_server_kind_of_any_search(
         assert len(set(truth) & set(got)) >= 9  # the walk is approximate
     finally:
         store.close()
-        with admin.connect() as connection:
-            connection.execute(text("DROP DATABASE kioku_server_index WITH (FORCE)"))
-        admin.dispose()
 
 
 def _exact_and_roomy(settings: KiokuSettings) -> tuple[KiokuSettings, KiokuSettings]:

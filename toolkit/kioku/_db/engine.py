@@ -3,8 +3,9 @@
 Every connection kioku makes works behind a pooler in transaction mode (PgBouncer and
 the like), where consecutive transactions of one client may run on different server
 sessions: statements are prepared only on connections that reach PostgreSQL directly
-(:mod:`kioku._db.direct`), nothing is set for the session once connected, and the
-startup options a pooler refuses are dropped.
+(:mod:`kioku._db.direct`), nothing is set for the session once connected, the
+startup options a pooler refuses are dropped, and pipelines end on their Sync
+(:mod:`kioku._db.connection`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from kioku._config import PreparedStatements
+from kioku._db.connection import PoolerSafeConnection
 from kioku._db.direct import CHECKPOINT_THRESHOLD, OWN_THRESHOLD, prepare_when_direct
 from kioku._db.errors import describe
 from kioku._db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
@@ -110,7 +112,7 @@ def engine_options(statement_timeout_ms: int = DEFAULT_STATEMENT_TIMEOUT_MS) -> 
 
 
 def options_when_accepted(engine: Engine) -> Engine:
-    """Connect without the startup options once the server has refused them.
+    """Open :class:`PoolerSafeConnection` objects, without startup options once refused.
 
     PgBouncer refuses unknown startup parameters (unless told to ignore them): the first
     refusal is remembered for the engine, and it connects without them from then on. Its
@@ -122,7 +124,7 @@ def options_when_accepted(engine: Engine) -> Engine:
     def connect(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
         if not refused.is_set():
             try:
-                connection = dialect.connect(*cargs, **cparams)
+                connection = PoolerSafeConnection.connect(*cargs, **cparams)
             except psycopg.OperationalError as exc:
                 if _OPTIONS_REFUSED not in str(exc):
                     raise
@@ -132,7 +134,8 @@ def options_when_accepted(engine: Engine) -> Engine:
                 record.info[_WITH_OPTIONS] = True
                 return connection
         record.info[_WITH_OPTIONS] = False
-        return dialect.connect(*cargs, **{k: v for k, v in cparams.items() if k != "options"})
+        without = {k: v for k, v in cparams.items() if k != "options"}
+        return PoolerSafeConnection.connect(*cargs, **without)
 
     event.listen(engine, "do_connect", connect)
     return engine
@@ -318,7 +321,7 @@ def checkpoint_pool(
     idle_check: IdleCheck | None = None,
     max_size: int = 10,
     prepared_statements: PreparedStatements = "auto",
-) -> ConnectionPool[psycopg.Connection[Any]]:
+) -> ConnectionPool[PoolerSafeConnection]:
     """An open pool of the autocommit connections LangGraph's ``PostgresSaver`` expects.
 
     Returns once its first connection is made (raising ``PoolTimeout`` when that takes
@@ -343,6 +346,7 @@ def checkpoint_pool(
 
     pool = ConnectionPool(
         url,
+        connection_class=PoolerSafeConnection,
         min_size=1,
         max_size=max_size,
         kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},

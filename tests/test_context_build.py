@@ -746,8 +746,14 @@ def test_a_large_blocks_ranking_is_sent_ahead_and_renders_the_same(
     with monkeypatch.context() as busy:  # no idle pooled connection: nothing is sent ahead
         busy.setattr(loader, "idle_connection", lambda engine: False)
         waited = builder.build(scenario.context(), question)
+    with monkeypatch.context() as pooled:  # behind a pooler: nothing is sent ahead either
+        pooled.setattr(loader, "reaches_server", lambda info: False)
+        pooled_build = builder.build(scenario.context(), question)
     assert len(read) == 2
     assert [(i.tag, i.text) for i in waited.items] == [(i.tag, i.text) for i in together.items]
+    assert [(i.tag, i.text) for i in pooled_build.items] == [
+        (i.tag, i.text) for i in together.items
+    ]
 
     def refused(self: Any) -> Any:
         raise RuntimeError("sent ahead, refused")

@@ -29,6 +29,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 
 from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, build_graph
+from kioku._db.direct import reaches_server
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
 from kioku._db.vectors import HNSW_SETTINGS_APPLIED
@@ -324,6 +325,7 @@ def test_the_engine_connects_without_startup_options_and_prepares_nothing(
         assert isinstance(driver, psycopg.Connection)
         assert driver.prepare_threshold is None
         assert connection.info.get(HNSW_SETTINGS_APPLIED) is False
+        assert not reaches_server(connection.info)  # so no ranking is sent ahead on it
         for _ in range(8):
             connection.execute(text("SELECT count(*) FROM memories WHERE id = :id"), {"id": 1})
         prepared = connection.execute(text("SELECT count(*) FROM pg_prepared_statements"))

@@ -16,6 +16,7 @@ from kioku._db.direct import (
     OWN_THRESHOLD,
     ClientEnd,
     ServerEnd,
+    reaches_server,
     reaches_server_directly,
 )
 from kioku._db.embedded import EmbeddedPostgres
@@ -68,6 +69,12 @@ def _thresholds(store: KiokuStore) -> tuple[int | None, int | None]:
         return own, checkpoint.prepare_threshold
 
 
+def _reaches(store: KiokuStore) -> bool:
+    """Whether the store's engine found its connection to reach the server directly."""
+    with store.engine.connect() as connection:
+        return reaches_server(connection.info)
+
+
 @pytest.fixture
 def open_store(database_url: str) -> Iterator[Any]:
     made: list[KiokuStore] = []
@@ -89,6 +96,7 @@ def test_the_embedded_server_is_reached_directly_and_statements_are_prepared(
         pytest.skip("KIOKU_DATABASE_URL's server may sit behind a pooler")
     store = open_store(database_url)
     assert _thresholds(store) == (OWN_THRESHOLD, CHECKPOINT_THRESHOLD)
+    assert _reaches(store)
     with store.engine.connect() as connection:
         for _ in range(OWN_THRESHOLD + 1):
             connection.execute(text("SELECT CAST(:id AS int) + 1"), {"id": 1})
@@ -101,13 +109,20 @@ def test_through_a_proxy_nothing_is_prepared(database_url: str, open_store: Any)
     proxy = LossyProxy(database_url, [b"never sent by anyone"], refuse_after_drop=False)
     try:
         assert _thresholds(open_store(proxy.url)) == (None, None)
-        assert _thresholds(open_store(proxy.url, "on")) == (OWN_THRESHOLD, CHECKPOINT_THRESHOLD)
+        prepared = open_store(proxy.url, "on")
+        assert _thresholds(prepared) == (OWN_THRESHOLD, CHECKPOINT_THRESHOLD)
+        assert not _reaches(prepared)  # what is between still counts (rankings sent ahead)
     finally:
         proxy.close()
 
 
-def test_off_prepares_nothing(database_url: str, open_store: Any) -> None:
-    assert _thresholds(open_store(database_url, "off")) == (None, None)
+def test_off_prepares_nothing(
+    embedded_pg: EmbeddedPostgres | None, database_url: str, open_store: Any
+) -> None:
+    store = open_store(database_url, "off")
+    assert _thresholds(store) == (None, None)
+    if embedded_pg is not None:
+        assert _reaches(store)  # told apart whatever the mode
 
 
 def test_behind_pgbouncer_nothing_is_prepared(pooled_database: str, pooler: Pooler) -> None:

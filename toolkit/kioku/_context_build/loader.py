@@ -17,6 +17,7 @@ from kioku._accounts import SETTINGS_SOURCE, AccountRepository, settings_from_ro
 from kioku._calibration import RelevanceFloor, relevance_floor
 from kioku._context import PrivacyLevel, TurnContext
 from kioku._context_build.select import select_other_channels
+from kioku._db.direct import reaches_server
 from kioku._db.driver import Named, SentAhead, Steps, idle_connection
 from kioku._db.vectors import RECORDED_EMBEDDER_SQL, readable_embedder
 from kioku._deps import KiokuDeps
@@ -285,6 +286,7 @@ def ranking_steps(
 
 def send_ahead(
     store: KiokuDeps,
+    build: Session,
     need: RankingNeed,
     query: str,
     vector: list[float] | None,
@@ -292,10 +294,13 @@ def send_ahead(
 ) -> SentAhead[Ranked] | None:
     """``need``'s ranking sent now on an idle pooled connection, its rows read later.
 
-    ``None`` when the pool has no idle connection: waiting for one while the build holds
-    another could wait out the pool's timeout when many builds run at once.
+    ``None`` when the pool has no idle connection, or when the ``build``'s session does
+    not reach PostgreSQL directly. Waiting for a connection while the build holds another
+    could wait out the pool's timeout when many builds run at once; behind a pooler, the
+    statement sent ahead holds a server session until its rows are read, so builds at
+    once could each hold one while waiting for another for their own round trip.
     """
-    if not idle_connection(store.engine):
+    if not reaches_server(build.connection().info) or not idle_connection(store.engine):
         return None
     own = ExitStack()
     session = own.enter_context(store.reads())

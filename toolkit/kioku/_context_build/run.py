@@ -147,7 +147,7 @@ class BuildRun:
         """``need``'s ranking sent now on a connection of its own (:func:`loader.send_ahead`)."""
         deps = self.builder.deps
         vector = self.query_vector if vectors_usable(deps) else None
-        return loader.send_ahead(deps, need, self.query, vector, self.facts.now)
+        return loader.send_ahead(deps, self.session, need, self.query, vector, self.facts.now)
 
     # the stages ---------------------------------------------------------------------------
 

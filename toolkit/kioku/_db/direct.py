@@ -15,6 +15,7 @@ shows as a difference, and the connection prepares nothing.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +117,24 @@ def server_end(connection: psycopg.Connection[Any]) -> ServerEnd:
     )
 
 
+REACHES_SERVER = "kioku_reaches_server"
+"""Key of a pooled connection's ``info``: whether it reaches PostgreSQL directly."""
+
+
+def reaches_server(info: Mapping[str, Any]) -> bool:
+    """Whether the pooled connection of ``info`` was found to reach PostgreSQL directly."""
+    return bool(info.get(REACHES_SERVER, False))
+
+
 def prepares(connection: psycopg.Connection[Any], mode: PreparedStatements) -> bool:
     """Whether ``connection`` may prepare statements under ``mode``."""
     if mode != "auto":
         return mode == "on"
+    return direct(connection)
+
+
+def direct(connection: psycopg.Connection[Any]) -> bool:
+    """Whether ``connection`` reaches PostgreSQL directly (asked once, outside a transaction)."""
     client = client_end(connection)
     if client is None or connection.info.transaction_status != TransactionStatus.IDLE:
         return False

@@ -26,7 +26,13 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from kioku._config import PreparedStatements
 from kioku._db.connection import PoolerSafeConnection
-from kioku._db.direct import CHECKPOINT_THRESHOLD, OWN_THRESHOLD, prepare_when_direct
+from kioku._db.direct import (
+    CHECKPOINT_THRESHOLD,
+    OWN_THRESHOLD,
+    REACHES_SERVER,
+    direct,
+    prepare_when_direct,
+)
 from kioku._db.errors import describe
 from kioku._db.vectors import HNSW_SEARCH_SETTINGS, HNSW_SETTINGS_APPLIED
 from kioku._errors import DatabaseUnavailableError
@@ -185,15 +191,20 @@ def in_utc_sessions(engine: Engine) -> Engine:
 def prepared_when_direct(engine: Engine, mode: PreparedStatements = "auto") -> Engine:
     """Let each new connection of ``engine`` prepare statements when ``mode`` allows it.
 
-    Under ``auto``, a connection the server refused the startup options to is a pooler's
-    (PgBouncer's way) and prepares nothing; any other asks the server how it sees the
-    connection (:func:`kioku._db.direct.reaches_server_directly`).
+    Each new connection is told apart as reaching PostgreSQL directly or not (noted in
+    its ``info``, :func:`kioku._db.direct.reaches_server`): a connection the server
+    refused the startup options to is a pooler's (PgBouncer's way); any other asks the
+    server how it sees the connection (:func:`kioku._db.direct.reaches_server_directly`).
+    Under ``auto``, only a direct one prepares.
     """
 
     def decide(dbapi_connection: Any, record: Any) -> None:
-        if mode == "auto" and not _with_options(record):
-            return
-        prepare_when_direct(dbapi_connection, mode, OWN_THRESHOLD)
+        reaches = _with_options(record) and direct(dbapi_connection)
+        record.info[REACHES_SERVER] = reaches
+        if mode == "auto":
+            dbapi_connection.prepare_threshold = OWN_THRESHOLD if reaches else None
+        else:
+            prepare_when_direct(dbapi_connection, mode, OWN_THRESHOLD)
 
     event.listen(engine, "connect", decide)
     return engine

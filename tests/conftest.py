@@ -151,9 +151,11 @@ def fresh_database(database_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
-def pooler(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
-    """PgBouncer in transaction mode, two server connections per database, before the server.
+@contextmanager
+def _pgbouncer_before(
+    database_url: str, embedded_pg: EmbeddedPostgres | None, pool_size: int
+) -> Iterator[Pooler]:
+    """PgBouncer in transaction mode, ``pool_size`` server connections per database.
 
     Under root it runs as the embedded server's account (or ``nobody`` in front of the
     caller's server). Skipped where ``pgbouncer`` is not installed (``.ci/run`` installs it).
@@ -161,7 +163,21 @@ def pooler(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[
     if pgbouncer_binary() is None:
         pytest.skip("pgbouncer is not installed (.ci/run installs it: apt-get install pgbouncer)")
     account = embedded_pg.account if embedded_pg else OsAccount.of(pwd.getpwnam("nobody"))
-    with pgbouncer(database_url, account=account, pool_size=2) as running:
+    with pgbouncer(database_url, account=account, pool_size=pool_size) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def pooler(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
+    """PgBouncer in transaction mode, two server connections per database, before the server."""
+    with _pgbouncer_before(database_url, embedded_pg, pool_size=2) as running:
+        yield running
+
+
+@pytest.fixture
+def pooler_of_one(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
+    """PgBouncer in transaction mode with one server connection per database."""
+    with _pgbouncer_before(database_url, embedded_pg, pool_size=1) as running:
         yield running
 
 

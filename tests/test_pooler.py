@@ -25,13 +25,14 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.engine import make_url
 
 from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, build_graph
 from kioku._db.direct import reaches_server
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
+from kioku._db.models import Memory, User
 from kioku._db.vectors import HNSW_SETTINGS_APPLIED
 from kioku.testing import Script, ScriptedChatModel, call_tool, say
 from tests.helpers import process_env
@@ -205,6 +206,51 @@ def test_per_turn_graph(pooled_database: str, caplog: pytest.LogCaptureFixture) 
         stm = store.short_term_memory()
         assert stm is not None
     assert_quiet(caplog.text)
+
+
+def _large_scopes(store: KiokuStore) -> None:
+    """Alice's and the Tea House's memories beyond their blocks' budgets, the server's
+    beyond a thousand: a build ranks both, and would send the larger ranking ahead."""
+    with store.accounts() as accounts:
+        accounts.upsert_server("guild-1", "Tea House", self_teaching_enabled=True)
+        lineage = accounts.ensure_persona("guild-1", "Kioku").lineage_id
+    owners = [{"scope": "server", "server_id": "guild-1"}] * 1_100 + [
+        {"scope": "personal", "user_id": "user-1"}
+    ] * 300
+    texts = [f"note {i}: the tea house keeps blend {i} in jar {i % 37}" for i in range(1_400)]
+    vectors = store.embedder.embeddings.embed_documents(texts)
+    with store.transaction() as session:
+        session.execute(insert(User).values(id="user-1", display_name="Alice"))
+        session.execute(
+            insert(Memory),
+            [
+                {**owner, "persona_lineage_id": lineage, "content": text, "embedding": vector}
+                for owner, text, vector in zip(owners, texts, vectors, strict=True)
+            ],
+        )
+
+
+def test_turns_through_a_pool_of_one_server_connection(
+    fresh_database: str, pooler_of_one: Pooler, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Set up directly (as docs/deployment.md says for a pool of one), turns over large
+    scopes go through: no connection holds the server session while waiting for another
+    (a ranking sent ahead would, so none is sent behind a pooler)."""
+    settings = KiokuSettings(
+        database_url=fresh_database,
+        sweep_interval_minutes=0,
+        max_server_memories=5_000,
+        max_personal_memories=5_000,
+    )
+    with KiokuStore.open(settings) as store:
+        store.setup()
+        _large_scopes(store)
+    through = pooler_of_one.url(str(make_url(fresh_database).database))
+    with KiokuStore.open(settings.model_copy(update={"database_url": through})) as store:
+        results = _graph_turns(store, 3)
+    assert [r["status"] for r in results] == ["memory_saved_successfully"] * 3
+    assert_quiet(caplog.text)
+    assert "query_wait_timeout" not in pooler_of_one.log()
 
 
 async def _mcp_exercise(url: str, errlog: Any) -> list[dict[str, Any]]:

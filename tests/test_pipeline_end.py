@@ -14,7 +14,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import pq
+from psycopg_pool import ConnectionPool
+from sqlalchemy.orm import Session
 
 from kioku import KiokuStore
 from kioku._db.connection import PoolerSafeConnection
@@ -59,50 +62,44 @@ def test_the_engines_and_the_checkpoint_pools_connections_are_pooler_safe(
         assert isinstance(connection, PoolerSafeConnection)
 
 
-def _each_pipeline(store: KiokuStore) -> dict[str, Callable[[psycopg.Connection[Any]], None]]:
-    def statements_sent_together(driver: psycopg.Connection[Any]) -> None:
-        with store.reads() as session:
-            assert session.connection().connection.driver_connection is driver
-            fetch_many(session, [(SLOW, {}), (SLOW, {})])
-
-    def a_statement_sent_ahead(driver: psycopg.Connection[Any]) -> None:
-        with store.reads() as session:
-            assert session.connection().connection.driver_connection is driver
-            steps = iter([(SLOW, {})])
-            SentAhead.send(session, _one(steps)).result()
-
-    def executemany(driver: psycopg.Connection[Any]) -> None:
-        with driver.cursor() as cursor:
-            cursor.executemany("SELECT pg_sleep(%s)", [(0.02,), (0.03,)])
-        driver.rollback()
-
-    def the_checkpointers_writes(driver: psycopg.Connection[Any]) -> None:
-        with driver.pipeline(), driver.cursor() as cursor:  # as PostgresSaver.put does
-            cursor.execute(SLOW)
-            cursor.execute(SLOW)
-
-    return {
-        "together": statements_sent_together,
-        "ahead": a_statement_sent_ahead,
-        "executemany": executemany,
-        "checkpointer": the_checkpointers_writes,
-    }
+def statements_sent_together(session: Session) -> None:
+    fetch_many(session, [(SLOW, {}), (SLOW, {})])
 
 
-def _one(statements: Iterator[tuple[str, dict[str, Any]]]) -> Any:
-    rows = yield next(statements)
+def a_statement_sent_ahead(session: Session) -> None:
+    SentAhead.send(session, _one((SLOW, {}))).result()
+
+
+def _one(statement: tuple[str, dict[str, Any]]) -> Any:
+    rows = yield statement
     return rows
 
 
-def test_every_pipeline_ends_on_its_sync(store: KiokuStore) -> None:
-    for name, run in _each_pipeline(store).items():
-        if name == "checkpointer":
-            pool = store.checkpointer().conn
-            with pool.connection() as driver, sent_messages(driver) as sent:  # type: ignore[union-attr]
-                run(driver)
-        else:
-            with store.reads() as session:
-                driver = _driver(session)
-            with sent_messages(driver) as sent:
-                run(driver)
-        _ends_on_sync(sent)
+def executemany(session: Session) -> None:
+    with _driver(session).cursor() as cursor:
+        cursor.executemany("SELECT pg_sleep(%s)", [(0.02,), (0.03,)])
+
+
+@pytest.mark.parametrize("run", [statements_sent_together, a_statement_sent_ahead, executemany])
+def test_every_pipeline_of_the_engines_ends_on_its_sync(
+    store: KiokuStore, run: Callable[[Session], None]
+) -> None:
+    with store.reads() as session:
+        session.connection()
+        with sent_messages(_driver(session)) as sent:
+            run(session)
+    _ends_on_sync(sent)
+
+
+def test_the_checkpointers_writes_end_on_their_sync(store: KiokuStore) -> None:
+    pool = store.checkpointer().conn
+    assert isinstance(pool, ConnectionPool)
+    with (
+        pool.connection() as driver,
+        sent_messages(driver) as sent,
+        driver.pipeline(),
+        driver.cursor() as cursor,
+    ):
+        cursor.execute(SLOW)  # as PostgresSaver.put does
+        cursor.execute(SLOW)
+    _ends_on_sync(sent)

@@ -153,7 +153,7 @@ def fresh_database(database_url: str) -> Iterator[str]:
 
 @contextmanager
 def _pgbouncer_before(
-    database_url: str, embedded_pg: EmbeddedPostgres | None, pool_size: int
+    database_url: str, embedded_pg: EmbeddedPostgres | None, pool_size: int, query_wait_s: int
 ) -> Iterator[Pooler]:
     """PgBouncer in transaction mode, ``pool_size`` server connections per database.
 
@@ -163,21 +163,26 @@ def _pgbouncer_before(
     if pgbouncer_binary() is None:
         pytest.skip("pgbouncer is not installed (.ci/run installs it: apt-get install pgbouncer)")
     account = embedded_pg.account if embedded_pg else OsAccount.of(pwd.getpwnam("nobody"))
-    with pgbouncer(database_url, account=account, pool_size=pool_size) as running:
+    with pgbouncer(
+        database_url, account=account, pool_size=pool_size, query_wait_s=query_wait_s
+    ) as running:
         yield running
 
 
 @pytest.fixture(scope="session")
 def pooler(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
     """PgBouncer in transaction mode, two server connections per database, before the server."""
-    with _pgbouncer_before(database_url, embedded_pg, pool_size=2) as running:
+    with _pgbouncer_before(database_url, embedded_pg, pool_size=2, query_wait_s=120) as running:
         yield running
 
 
 @pytest.fixture
 def pooler_of_one(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
-    """PgBouncer in transaction mode with one server connection per database."""
-    with _pgbouncer_before(database_url, embedded_pg, pool_size=1) as running:
+    """PgBouncer in transaction mode with one server connection per database.
+
+    A client waits 20 s for it at most (not 120), so a test that needs two fails in time.
+    """
+    with _pgbouncer_before(database_url, embedded_pg, pool_size=1, query_wait_s=20) as running:
         yield running
 
 

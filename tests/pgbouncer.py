@@ -75,8 +75,13 @@ def server_line(server_url: str) -> tuple[str, str]:
     return " ".join(f"{key}={value}" for key, value in parts.items()), user
 
 
-def config(directory: Path, server: str, user: str, port: int, pool_size: int) -> str:
-    """``pgbouncer.ini``: transaction pooling, ``pool_size`` server connections per database."""
+def config(
+    directory: Path, server: str, user: str, port: int, pool_size: int, query_wait_s: int = 120
+) -> str:
+    """``pgbouncer.ini``: transaction pooling, ``pool_size`` server connections per database.
+
+    A client waiting ``query_wait_s`` seconds for a server connection is disconnected.
+    """
     return "\n".join(
         [
             "[databases]",
@@ -89,6 +94,7 @@ def config(directory: Path, server: str, user: str, port: int, pool_size: int) -
             f"auth_file = {directory / 'userlist.txt'}",
             "pool_mode = transaction",
             f"default_pool_size = {pool_size}",
+            f"query_wait_timeout = {query_wait_s}",
             "max_client_conn = 500",
             f"logfile = {directory / 'pgbouncer.log'}",
             "",
@@ -155,7 +161,7 @@ def _start(
 
 @contextmanager
 def pgbouncer(
-    server_url: str, *, account: OsAccount | None, pool_size: int = 2
+    server_url: str, *, account: OsAccount | None, pool_size: int = 2, query_wait_s: int = 120
 ) -> Iterator[Pooler]:
     """Run PgBouncer in front of ``server_url``'s server until the block ends.
 
@@ -164,6 +170,7 @@ def pgbouncer(
         account: the account to run as under root (one the server lets in); ignored
             otherwise.
         pool_size: server connections per database and user.
+        query_wait_s: how long a client may wait for one (PgBouncer's default, 120 s).
 
     Raises:
         PoolerFailed: when ``pgbouncer`` is missing or does not come up (with its log).
@@ -182,7 +189,7 @@ def pgbouncer(
                     binary,
                     directory,
                     runs_as,
-                    config(directory, server, user, port, pool_size),
+                    config(directory, server, user, port, pool_size, query_wait_s),
                     port,
                 )
                 break

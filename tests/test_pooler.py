@@ -28,7 +28,14 @@ from mcp.client.stdio import stdio_client
 from sqlalchemy import Engine, insert, text
 from sqlalchemy.engine import make_url
 
-from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, build_graph
+from kioku import (
+    DatabaseUnavailableError,
+    KiokuSettings,
+    KiokuStore,
+    Participant,
+    TurnContext,
+    build_graph,
+)
 from kioku._db.direct import reaches_server
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
@@ -228,6 +235,20 @@ def _large_scopes(store: KiokuStore) -> None:
                 for owner, text, vector in zip(owners, texts, vectors, strict=True)
             ],
         )
+
+
+def test_setup_through_a_pool_of_one_says_how_to_set_up(
+    fresh_database: str, pooler_of_one: Pooler
+) -> None:
+    """Setup needs two server connections at once (docs/deployment.md): with one, it
+    fails with what to do, once the pooler gives up on its wait."""
+    through = pooler_of_one.url(str(make_url(fresh_database).database))
+    settings = KiokuSettings(database_url=through, sweep_interval_minutes=0)
+    with KiokuStore.open(settings) as store, pytest.raises(DatabaseUnavailableError) as raised:
+        store.setup()
+    message = str(raised.value)
+    assert "default_pool_size" in message and "kioku setup" in message
+    assert "\n" not in message
 
 
 def test_turns_through_a_pool_of_one_server_connection(

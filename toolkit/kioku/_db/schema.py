@@ -87,12 +87,23 @@ def advisory_lock(engine: Engine, key: int, *, wait_seconds: float = 0.0) -> Ite
             transaction.rollback()
 
 
+_POOLER_WAIT_TIMEOUT = "query_wait_timeout"
+"""How PgBouncer disconnects a client that waited too long for a server connection."""
+_POOL_OF_ONE = (
+    "setup waited out the pooler's query_wait_timeout: it holds its lock on one server "
+    "connection while it migrates on another; give the pooler two per database and role "
+    "(PgBouncer: default_pool_size >= 2), or run `kioku setup` with KIOKU_DATABASE_URL "
+    "pointing at PostgreSQL itself"
+)
+
+
 @contextmanager
 def serialised_setup(engine: Engine, *, timeout: float = 120.0) -> Iterator[None]:
     """Hold the setup lock (:func:`advisory_lock`) while other libraries create their tables.
 
     Raises:
-        DatabaseUnavailableError: when the lock is not free within ``timeout`` seconds.
+        DatabaseUnavailableError: when the lock is not free within ``timeout`` seconds, or
+            when a pooler with one server connection made the body wait out its timeout.
     """
     with advisory_lock(engine, _SETUP_LOCK_KEY, wait_seconds=timeout) as held:
         if not held:
@@ -100,7 +111,12 @@ def serialised_setup(engine: Engine, *, timeout: float = 120.0) -> Iterator[None
                 f"Another process has held kioku's setup lock for {timeout:.0f} s; "
                 "is a setup() stuck? Retry once it has finished."
             )
-        yield
+        try:
+            yield
+        except Exception as exc:
+            if _POOLER_WAIT_TIMEOUT in str(exc):
+                raise DatabaseUnavailableError(_POOL_OF_ONE) from exc
+            raise
 
 
 def upgrade_schema(engine: Engine) -> SchemaChange:

@@ -17,8 +17,9 @@ from psycopg.rows import dict_row
 from sqlalchemy import text
 
 from kioku import KiokuSettings, KiokuStore
+from kioku._db.checkpoint_pool import IdleCheck, checkpoint_pool
 from kioku._db.embedded import EmbeddedPostgres
-from kioku._db.engine import PING_AFTER_IDLE_SECONDS, IdleCheck, checkpoint_pool, make_engine
+from kioku._db.engine import PING_AFTER_IDLE_SECONDS, make_engine
 from kioku._db.saver import PostgresSaverForBoth
 
 

@@ -22,11 +22,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kioku._accounts import AccountRepository
 from kioku._config import KiokuSettings, load_settings
+from kioku._db.checkpoint_pool import checkpoint_pool
 from kioku._db.embedded import EmbeddedPostgres
-from kioku._db.engine import (
-    checkpoint_pool,
-    libpq_url,
-)
+from kioku._db.engine import libpq_url
 from kioku._db.saver import PostgresSaverForBoth
 from kioku._db.schema import SchemaChange, serialised_setup, upgrade_schema
 from kioku._db.vectors import EXACT_SEARCH_MAX_ROWS, ensure_vector_schema

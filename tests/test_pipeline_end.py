@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from kioku import KiokuStore
 from kioku._db.connection import PoolerSafeConnection
-from kioku._db.driver import SentAhead, fetch_many
+from kioku._db.driver import SentAhead, driver_connection, fetch_many
 
 SLOW = "SELECT pg_sleep(0.05), 1"
 """Its answer is not in when the pipeline ends: where psycopg would follow up with a Flush."""
@@ -48,9 +48,8 @@ def _ends_on_sync(sent: list[str]) -> None:
     assert sent[-1] in ("Sync", "Query"), f"nothing ends these: {sent}"
 
 
-def _driver(session: Any) -> psycopg.Connection[Any]:
-    connection: psycopg.Connection[Any] = session.connection().connection.driver_connection
-    return connection
+def _driver(session: Session) -> psycopg.Connection[Any]:
+    return driver_connection(session.connection())
 
 
 def test_the_engines_and_the_checkpoint_pools_connections_are_pooler_safe(

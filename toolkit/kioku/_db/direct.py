@@ -126,11 +126,16 @@ def reaches_server(info: Mapping[str, Any]) -> bool:
     return bool(info.get(REACHES_SERVER, False))
 
 
-def prepares(connection: psycopg.Connection[Any], mode: PreparedStatements) -> bool:
-    """Whether ``connection`` may prepare statements under ``mode``."""
+def prepares(
+    connection: psycopg.Connection[Any], mode: PreparedStatements, *, reaches: bool | None = None
+) -> bool:
+    """Whether ``connection`` may prepare statements under ``mode``.
+
+    ``reaches``: whether it reaches PostgreSQL directly, when known (else asked).
+    """
     if mode != "auto":
         return mode == "on"
-    return direct(connection)
+    return direct(connection) if reaches is None else reaches
 
 
 def direct(connection: psycopg.Connection[Any]) -> bool:
@@ -146,7 +151,15 @@ def direct(connection: psycopg.Connection[Any]) -> bool:
 
 
 def prepare_when_direct(
-    connection: psycopg.Connection[Any], mode: PreparedStatements, threshold: int
+    connection: psycopg.Connection[Any],
+    mode: PreparedStatements,
+    threshold: int,
+    *,
+    reaches: bool | None = None,
 ) -> None:
-    """Let ``connection`` prepare statements from their ``threshold``-th run, if it may."""
-    connection.prepare_threshold = threshold if prepares(connection, mode) else None
+    """Let ``connection`` prepare statements from their ``threshold``-th run, if it may.
+
+    ``reaches``: as for :func:`prepares`.
+    """
+    may = prepares(connection, mode, reaches=reaches)
+    connection.prepare_threshold = threshold if may else None

@@ -52,9 +52,14 @@ def watched(connection: Connection) -> bool:
     return bool(connection._echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute)
 
 
+def driver_connection(connection: Connection) -> psycopg.Connection[Any]:
+    """The psycopg connection under ``connection`` (kioku's engines are psycopg 3 ones)."""
+    return cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+
+
 def _cursor(connection: Connection, *, named: bool) -> psycopg.Cursor[Any]:
     """A cursor of ``connection``'s psycopg connection; with ``named``, rows as namedtuples."""
-    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    driver = driver_connection(connection)
     return driver.cursor(row_factory=namedtuple_row) if named else driver.cursor()
 
 
@@ -147,7 +152,7 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
             fetch_all(session, *statement, named=isinstance(statement, Named))
             for statement in statements
         ]
-    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    driver = driver_connection(connection)
     compiled = [(driver_sql(sql, connection.dialect), params) for sql, params in statements]
     cursors = [_cursor(connection, named=isinstance(s, Named)) for s in statements]
     current: tuple[str, Mapping[str, Any]] = compiled[0]
@@ -257,7 +262,7 @@ def _sent(session: Session, first: Statement) -> Callable[[], list[Any]]:
     A failure goes through SQLAlchemy's error handling, as in :func:`fetch_all`.
     """
     connection = session.connection()
-    driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+    driver = driver_connection(connection)
     statement, params = driver_sql(first[0], connection.dialect), first[1]
     cursor = _cursor(connection, named=isinstance(first, Named))
     pipeline = ExitStack()

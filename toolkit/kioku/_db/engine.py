@@ -196,10 +196,7 @@ def prepared_when_direct(engine: Engine, mode: PreparedStatements = "auto") -> E
     def decide(dbapi_connection: Any, record: Any) -> None:
         reaches = _with_options(record) and direct(dbapi_connection)
         record.info[REACHES_SERVER] = reaches
-        if mode == "auto":
-            dbapi_connection.prepare_threshold = OWN_THRESHOLD if reaches else None
-        else:
-            prepare_when_direct(dbapi_connection, mode, OWN_THRESHOLD)
+        prepare_when_direct(dbapi_connection, mode, OWN_THRESHOLD, reaches=reaches)
 
     event.listen(engine, "connect", decide)
     return engine

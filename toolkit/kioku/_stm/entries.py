@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from sqlalchemy.orm import Session
 
+from kioku._db.driver import driver_connection
 from kioku._deps import HasDeps
 from kioku._stm.model import Clock, StmEntry, StmKey
 from kioku._stm.registry import RECORD_SQL, StmRegistry, record_params
@@ -179,7 +180,7 @@ class StmEntries:
         check = (_LOCK_SQL, {"threads": [key.thread_id for key in keys], "expected": expected})
         try:
             with self.deps.autocommit_engine.connect() as connection:
-                driver = cast("psycopg.Connection[Any]", connection.connection.driver_connection)
+                driver = driver_connection(connection)
                 # One implicit transaction: the version check failing undoes the write.
                 _send(driver, [check, (RECORD_SQL, record_params(entries))])
         except psycopg.Error as exc:

@@ -11,10 +11,19 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kioku import KiokuStore, create_long_term_memory_tool, update_long_term_memory_tool
 from kioku._memory.arguments import MAX_NAME_LENGTH, ArgumentError, check_text, reject_unknown
-from kioku._memory.text import echo, sanitise_content, unstorable
+from kioku._memory.text import (
+    ContentFault,
+    as_data,
+    check_content,
+    echo,
+    sanitise_content,
+    unstorable,
+)
 from kioku._memory.typed import MAX_METADATA_DEPTH, MAX_METADATA_VALUES, check_json
 from kioku._stm.store import ShortTermMemory
 from kioku._tools.invoke import run_tool_call
@@ -264,6 +273,24 @@ def test_unstorable_and_sanitise_agree() -> None:
         assert unstorable(text) is not None
         assert sanitise_content(text) == "ab" and unstorable(sanitise_content(text)) is None
     assert unstorable("a\U0001f600b") is None
+
+
+@given(st.text(max_size=40), st.integers(min_value=1, max_value=30))
+def test_check_content_is_the_first_rule_a_text_breaks(raw: str, max_length: int) -> None:
+    """One rule for every write path: sanitised, something shown, within the limit."""
+    checked = check_content(raw, max_length)
+    assert checked.text == sanitise_content(raw)
+    if not checked.text:
+        assert checked.fault is ContentFault.EMPTY
+    elif not as_data(checked.text):
+        assert checked.fault is ContentFault.SHOWS_AS_NOTHING
+    elif len(checked.text) > max_length:
+        assert checked.fault is ContentFault.TOO_LONG
+        assert checked.too_long("content", max_length).startswith(
+            f"content is {len(checked.text)} characters; the maximum is {max_length}"
+        )
+    else:
+        assert checked.fault is None and unstorable(checked.text) is None
 
 
 def test_echo_caps_and_says_so() -> None:

@@ -366,6 +366,8 @@ SHOWN = (3, 4, 5, 6)
         ('{"merges": [{"keep": true, "remove": [4]}]}', "keep holds True, not an ID:N"),
         ('{"merges": [{"keep": 3, "remove": [4], "content": 7}]}', "content is not a string"),
         ('{"merges": [{"keep": 3, "remove": [4], "content": "\\u0000"}]}', "cannot be stored"),
+        ('{"merges": [{"keep": 3, "remove": [4], "content": "## >"}]}', "would show as nothing"),
+        ('{"merges": [{"keep": 3, "remove": [4], "content": "\\u200b"}]}', "would show as nothing"),
         (
             '{"merges": [{"keep": 3, "remove": [4], "content": "' + "x" * 21 + '"}]}',
             "content is 21 characters; the maximum is 20",

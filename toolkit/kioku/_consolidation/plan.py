@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kioku._memory.arguments import ArgumentError, parse_memory_id
-from kioku._memory.text import echo, sanitise_content
+from kioku._memory.text import SHOWS_AS_NOTHING, ContentFault, check_content, echo, sanitise_content
 
 ActionKind = Literal["merge", "supersession"]
 
@@ -270,14 +270,16 @@ def _content(item: Mapping[str, Any], max_length: int) -> str | None:
         return None
     if not isinstance(value, str):
         raise _Refused("content is not a string")
-    content = sanitise_content(value)
-    if not content:
+    checked = check_content(value, max_length)
+    if checked.fault is ContentFault.EMPTY:
         if value.strip():
             raise _Refused("content holds only characters that cannot be stored")
         return None
-    if len(content) > max_length:
-        raise _Refused(f"content is {len(content)} characters; the maximum is {max_length}")
-    return content
+    if checked.fault is ContentFault.SHOWS_AS_NOTHING:
+        raise _Refused(f"content {SHOWS_AS_NOTHING}")
+    if checked.fault is ContentFault.TOO_LONG:
+        raise _Refused(checked.too_long("content", max_length))
+    return checked.text
 
 
 def _reason(item: Mapping[str, Any]) -> str:

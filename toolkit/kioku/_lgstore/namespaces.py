@@ -13,7 +13,7 @@ from langgraph.store.base import InvalidNamespaceError, get_text_at_path
 from kioku._context import GLOBAL_LINEAGE, server_key
 from kioku._domain.scopes import PersonalScope, ServerScope
 from kioku._errors import ConfigurationError, ItemRefusedError, one_line
-from kioku._memory.text import as_data, sanitise_content, unstorable
+from kioku._memory.text import ContentFault, check_content, unstorable
 
 Namespace = tuple[str, ...]
 ScopeRule = Callable[[Namespace], ServerScope | PersonalScope]
@@ -225,15 +225,13 @@ def indexed_text(value: Mapping[str, Any], fields: Sequence[str], max_length: in
             ``MAX_MEMORY_LENGTH``, the limit of every memory).
     """
     texts = [text for field in fields for text in get_text_at_path(value, field)]
-    content = sanitise_content("\n".join(text for text in texts if text.strip()))
-    if not content or not as_data(content):
-        return None
-    if len(content) > max_length:
+    checked = check_content("\n".join(text for text in texts if text.strip()), max_length)
+    if checked.fault is ContentFault.TOO_LONG:
         raise ItemRefusedError(
-            f"the item's indexed text is {len(content)} characters; a memory holds at most "
+            f"the item's indexed text is {len(checked.text)} characters; a memory holds at most "
             f"{max_length} (MAX_MEMORY_LENGTH): index shorter fields, or put it with index=False"
         )
-    return content
+    return checked.text if checked.fault is None else None
 
 
 def unindexed_text(value: Mapping[str, Any]) -> str:

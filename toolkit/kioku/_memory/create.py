@@ -37,10 +37,10 @@ from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
 from kioku._memory.text import (
     SHOWS_AS_NOTHING,
-    as_data,
+    ContentFault,
+    check_content,
     name_key,
     render_tokens,
-    sanitise_content,
     with_bridge_name,
 )
 from kioku._memory.typed import TypedFields
@@ -83,24 +83,21 @@ def _create(call: FlowCall) -> ToolResult:
 
 def checked_content(call: FlowCall, context: TurnContext, raw: str, *, field: str) -> str:
     """Sanitised content within the length limit, for a persona with a lineage."""
-    content = sanitise_content(raw)
-    if not content:
-        raise fail(S.INVALID_CONTENT, f"{field} is empty after removing invalid characters")
-    if not as_data(content):
-        raise fail(S.INVALID_CONTENT, f"{field} {SHOWS_AS_NOTHING}")
     max_length = call.deps.settings.max_memory_length
-    if len(content) > max_length:
-        raise fail(
-            S.INVALID_CONTENT,
-            f"{field} is {len(content)} characters; the maximum is {max_length}. "
-            "Shorten it to the essential fact.",
-        )
+    checked = check_content(raw, max_length)
+    if checked.fault is ContentFault.EMPTY:
+        raise fail(S.INVALID_CONTENT, f"{field} is empty after removing invalid characters")
+    if checked.fault is ContentFault.SHOWS_AS_NOTHING:
+        raise fail(S.INVALID_CONTENT, f"{field} {SHOWS_AS_NOTHING}")
+    if checked.fault is ContentFault.TOO_LONG:
+        reason = checked.too_long(field, max_length)
+        raise fail(S.INVALID_CONTENT, f"{reason}. Shorten it to the essential fact.")
     if context.persona.lineage_id <= GLOBAL_LINEAGE:
         raise fail(
             S.INTERNAL_ERROR,
             "The persona has no lineage (the database needs migrating); nothing was saved.",
         )
-    return content
+    return checked.text
 
 
 def save(

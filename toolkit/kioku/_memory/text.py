@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 
 TEMPLATE_TOKENS = frozenset({"user", "bot", "char"})
@@ -146,6 +148,48 @@ SHOWS_AS_NOTHING = (
     "would show as nothing (only invisible characters or markdown markers); write the fact in words"
 )
 """Why a text whose :func:`as_data` form is empty is refused."""
+
+
+class ContentFault(Enum):
+    """The rule of :func:`check_content` a text breaks."""
+
+    EMPTY = "empty"
+    """Nothing is left once sanitised (it was blank, or only unstorable characters)."""
+    SHOWS_AS_NOTHING = "shows as nothing"
+    """Its :func:`as_data` form is empty (:data:`SHOWS_AS_NOTHING`)."""
+    TOO_LONG = "too long"
+    """Longer than the limit once sanitised."""
+
+
+@dataclass(frozen=True)
+class CheckedContent:
+    """A text as a memory's content would hold it, and the rule it breaks (if any)."""
+
+    text: str
+    """The text sanitised (:func:`sanitise_content`)."""
+    fault: ContentFault | None
+    """``None``: it may be a memory's content."""
+
+    def too_long(self, field: str, max_length: int) -> str:
+        """Why a :attr:`ContentFault.TOO_LONG` text is refused, naming ``field``."""
+        return f"{field} is {len(self.text)} characters; the maximum is {max_length}"
+
+
+def check_content(raw: str, max_length: int) -> CheckedContent:
+    """``raw`` as a memory's content: the one rule every write path applies (SPEC §3 step 5).
+
+    Sanitised, it must keep some text, show as something once rendered as data, and be at
+    most ``max_length`` characters (``MAX_MEMORY_LENGTH``); the first rule it breaks is
+    its fault. Each path words the refusal its own way (a tool's status, a store's error).
+    """
+    text = sanitise_content(raw)
+    if not text:
+        return CheckedContent(text, ContentFault.EMPTY)
+    if not as_data(text):
+        return CheckedContent(text, ContentFault.SHOWS_AS_NOTHING)
+    if len(text) > max_length:
+        return CheckedContent(text, ContentFault.TOO_LONG)
+    return CheckedContent(text, None)
 
 
 def quoted_data(text: str) -> str:

@@ -38,7 +38,14 @@ from kioku._memory.notices import MemoryNotice, NoticeKind, NoticeScope, footer_
 from kioku._memory.repository import GLOBAL_LINEAGE, MemoryRepository
 from kioku._memory.resolution import Person
 from kioku._memory.results import ToolResult
-from kioku._memory.text import SHOWS_AS_NOTHING, as_data, render_tokens, sanitise_content
+from kioku._memory.text import (
+    SHOWS_AS_NOTHING,
+    CheckedContent,
+    ContentFault,
+    check_content,
+    render_tokens,
+    sanitise_content,
+)
 from kioku._memory.write_decision import (
     Decision,
     Refusal,
@@ -62,19 +69,20 @@ STATUSES = FlowStatuses(
 def _update(call: FlowCall) -> ToolResult:
     args = parse_update_args(call.arguments)
     context = require_context(call, STATUSES)
-    content = sanitise_content(args.content)
+    checked = check_content(args.content, call.deps.settings.max_memory_length)
+    content = checked.text
     # A delete locks the row, then deletes it: a transaction, opened by reading the
     # settings. An update is one statement that reads them itself.
     if not content:
         settings = open_turn(call, STATUSES)[1]
-        owner = _checked_owner(call, context, args, content, settings)
+        owner = _checked_owner(call, context, args, checked, settings)
         scope = _scope_of(context, owner)
         old = _delete(call, context, args.memory_id, scope, settings)
         decision = decide(Write("delete", _owner_id(owner)), settings, context)
         call.deps.windows.invalidate(scope)
         return _changed(call, context, args, owner, old.content, decision)
     with settings_first(call, context, STATUSES):
-        owner = _checked_owner(call, context, args, content, None)
+        owner = _checked_owner(call, context, args, checked, None)
     scope = _scope_of(context, owner)
     embedding = embed_or_queue(call.deps, content)  # before the row lock
     revision = Revision(content, embedding, args.event_time)
@@ -151,7 +159,7 @@ def _checked_owner(
     call: FlowCall,
     context: TurnContext,
     args: UpdateArgs,
-    content: str,
+    checked: CheckedContent,
     settings: ServerSettings | None,
 ) -> Person | None:
     """Check the call and resolve the owner it names (``None``: the server-wide path).
@@ -159,6 +167,7 @@ def _checked_owner(
     ``settings``: the server's, when already read (a delete); otherwise the update's
     statement checks what depends on them.
     """
+    content = checked.text
     if context.persona.lineage_id <= GLOBAL_LINEAGE:
         raise fail(S.INTERNAL_ERROR, "The persona has no lineage (the database needs migrating).")
     if not content and args.event_time is not None:
@@ -167,24 +176,21 @@ def _checked_owner(
             "event_time goes with new text: an empty memory_content deletes the memory. To "
             "correct only the time, pass the memory's text again with event_time.",
         )
-    if not content and args.content.strip(" \t\r\n"):
+    if checked.fault is ContentFault.EMPTY and args.content.strip(" \t\r\n"):
         # Only an empty memory_content deletes; text that cleans away to nothing is refused.
         raise fail(
             S.INVALID_CONTENT,
             "memory_content holds only characters that cannot be stored (control characters, "
             'NUL, lone surrogates). Write the new text, or pass "" to delete the memory.',
         )
-    if content and not as_data(content):
+    if checked.fault is ContentFault.SHOWS_AS_NOTHING:
         raise fail(
             S.INVALID_CONTENT,
             f'memory_content {SHOWS_AS_NOTHING}, or pass "" to delete the memory.',
         )
-    max_length = call.deps.settings.max_memory_length
-    if len(content) > max_length:
-        raise fail(
-            S.INVALID_CONTENT,
-            f"memory_content is {len(content)} characters; the maximum is {max_length}.",
-        )
+    if checked.fault is ContentFault.TOO_LONG:
+        max_length = call.deps.settings.max_memory_length
+        raise fail(S.INVALID_CONTENT, checked.too_long("memory_content", max_length) + ".")
     return _resolve_owner(call, context, args, settings, deleting=not content)
 
 

@@ -11,16 +11,14 @@ from typing import Any
 
 import pytest
 
-from bench.answer import (
+from bench.answer import answer_questions, format_table, summarise
+from bench.answer_models import (
     INVALID,
     JUDGE_PROMPT,
     READER_PROMPT,
-    answer_questions,
     endpoint_host,
-    format_table,
     model_name,
     models_from_env,
-    summarise,
 )
 from bench.answer_scoring import (
     answer_in_context,

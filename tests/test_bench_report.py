@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.__main__ import END, QUICK, START, markdown, rows, write_results
+from bench.report_markdown import END, START, markdown, write_results
+from bench.report_rows import rows
+from bench.steps import QUICK
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "bench-results-quick.json").read_text())
 

@@ -10,7 +10,14 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DataError, OperationalError
 
 from kioku import KiokuSettings, KiokuStore
-from kioku._db.driver import SentAhead, driver_sql, fetch_all, idle_connection
+from kioku._db.driver import (
+    SentAhead,
+    Statement,
+    driver_sql,
+    fetch_all,
+    fetch_many,
+    idle_connection,
+)
 from kioku._db.engine import make_engine
 
 
@@ -30,6 +37,23 @@ def test_a_failing_read_raises_sqlalchemys_error_and_the_session_goes_on(
             fetch_all(session, "SELECT 1 / :zero", {"zero": 0})
         assert not raised.value.connection_invalidated
         assert "SELECT 1 / %(zero)s" in str(raised.value)
+        assert fetch_all(session, "SELECT 2", {}) == [(2,)]
+
+
+@pytest.mark.parametrize("failing", [0, 1, 2])
+def test_a_failing_statement_sent_together_is_the_one_the_error_names(
+    store: KiokuStore, failing: int
+) -> None:
+    """Of statements sent in one pipeline, the error names the one that failed."""
+    statements: list[Statement] = [
+        (f"SELECT {n} / :zero AS failing_{n}" if n == failing else f"SELECT {n}", {"zero": 0})
+        for n in range(3)
+    ]
+    with store.reads() as session:
+        with pytest.raises(DataError) as raised:
+            fetch_many(session, statements)
+        assert f"failing_{failing}" in str(raised.value)
+        session.rollback()
         assert fetch_all(session, "SELECT 2", {}) == [(2,)]
 
 

@@ -155,20 +155,31 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
     driver = driver_connection(connection)
     compiled = [(driver_sql(sql, connection.dialect), params) for sql, params in statements]
     cursors = [_cursor(connection, named=isinstance(s, Named)) for s in statements]
-    current: tuple[str, Mapping[str, Any]] = compiled[0]
+    sent = 0
     try:
         with driver.pipeline():
             for cursor, (statement, params) in zip(cursors, compiled, strict=True):
-                current = (statement, params)
                 cursor.execute(statement, params)
+                sent += 1
         return [cursor.fetchall() for cursor in cursors]
     except BaseException as exc:  # as in fetch_all
-        statement, params = current
+        statement, params = compiled[_failed(cursors, sent)]
         connection._handle_dbapi_exception(exc, statement, dict(params), cast(Any, None), None)
         raise
     finally:
         for cursor in cursors:
             cursor.close()
+
+
+def _failed(cursors: Sequence[psycopg.Cursor[Any]], sent: int) -> int:
+    """Which statement of a pipeline failed: the one being sent, else the first unanswered.
+
+    The server answers in order and, after an error, skips the rest of the pipeline: the
+    statements before the failing one have their results, it and those after it none.
+    """
+    if sent < len(cursors):
+        return sent
+    return next((i for i, c in enumerate(cursors) if c.pgresult is None), len(cursors) - 1)
 
 
 class SentAhead(Generic[T]):

@@ -17,6 +17,7 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import insert, text
 
 from bench.agent_model import (
@@ -131,8 +132,19 @@ def memory_row(scope: str, content: str, embeddings: Embeddings) -> dict[str, An
     }
 
 
-def kioku_agent(store: KiokuStore, thread_id: str, updatable: list[int]) -> Contender:
-    """The Quickstart's agent on ``store``, updating ``updatable`` memories in turn."""
+def kioku_agent(
+    store: KiokuStore,
+    thread_id: str,
+    updatable: list[int],
+    *,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    **options: Any,
+) -> Contender:
+    """The Quickstart's agent on ``store``, updating ``updatable`` memories in turn.
+
+    ``checkpointer`` (default ``store.checkpointer()``) and the middleware's ``options``
+    are for :mod:`bench.agent_whatif`'s variations only.
+    """
 
     def call(i: int) -> AIMessage:
         return call_tool(
@@ -146,9 +158,9 @@ def kioku_agent(store: KiokuStore, thread_id: str, updatable: list[int]) -> Cont
     agent = create_agent(
         scripted_model(policy),
         tools=memory_tools(store),
-        middleware=[KiokuMemoryMiddleware(store)],
+        middleware=[KiokuMemoryMiddleware(store, **options)],
         context_schema=TurnContext,
-        checkpointer=store.checkpointer(),
+        checkpointer=store.checkpointer() if checkpointer is None else checkpointer,
     )
     return Contender(
         agent,

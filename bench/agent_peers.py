@@ -39,6 +39,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -134,14 +135,15 @@ def peer_contender(
     resources: ExitStack,
     connect_url: str,
     tokens: Callable[[dict[str, Any]], int],
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
     **agent: Any,
 ) -> Contender:
-    """A ``create_agent`` on ``PostgresSaver``, the thread trimmed as kioku's."""
+    """A ``create_agent`` on ``PostgresSaver`` (or ``checkpointer``), trimmed as kioku's."""
     graph = create_agent(
         scripted_model(policy),
         tools=tools,
         middleware=[*middleware, TrimThread()],
-        checkpointer=saver(resources, connect_url),
+        checkpointer=saver(resources, connect_url) if checkpointer is None else checkpointer,
         **agent,
     )
     config = {"configurable": {"thread_id": f"agent-{name}", "langgraph_user_id": USER}}
@@ -291,11 +293,26 @@ def noop() -> str:
     return "ok"
 
 
-def build_bare(setup: PeerSetup, connect_url: str) -> Contender:
-    """``create_agent`` without memory: a no-op tool, ``PostgresSaver``, trimming."""
+def build_bare(
+    setup: PeerSetup, connect_url: str, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> Contender:
+    """``create_agent`` without memory: a no-op tool, ``PostgresSaver``, trimming.
+
+    ``checkpointer`` instead of ``PostgresSaver``: for :mod:`bench.agent_whatif` only.
+    """
     policy = ToolThenAnswer(lambda _: call_tool("noop"))
     tool = StructuredTool.from_function(noop, name="noop")
-    return peer_contender("bare", [tool], policy, [], ExitStack(), connect_url, lambda _: 0)
+    resources = ExitStack()
+    return peer_contender(
+        "bare" if checkpointer is None else "bare-in-memory",
+        [tool],
+        policy,
+        [],
+        resources,
+        connect_url,
+        lambda _: 0,
+        checkpointer=checkpointer,
+    )
 
 
 PRELOADS: dict[str, Callable[[PeerSetup], None]] = {

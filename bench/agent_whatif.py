@@ -1,0 +1,145 @@
+"""What each part of kioku's agent turn costs: the Quickstart agent beside itself, changed.
+
+Issue #36's direct-path target (kioku's whole turn at or below LangMem's) is MISSED; this
+says where the difference is, by taking one part away at a time. Every contender runs the
+agent of :mod:`bench.agent` (100 memories per scope, the same scripted model, one memory
+tool call a turn) in alternating 5-turn rounds, the order reversed each round:
+
+- ``quickstart``: kioku as the README's Quickstart builds it (the reference);
+- ``no ranking``: memory-block budgets so large that nothing overflows, so nothing is
+  ranked by the message (every memory is rendered: a little more text, no ranking);
+- ``no capture``: the short-term-memory capture after each turn skipped;
+- ``in-memory checkpointer``: LangGraph's ``InMemorySaver`` instead of
+  ``store.checkpointer()`` (what checkpointing to PostgreSQL costs the turn);
+- ``langmem``, ``bare``: the peers of :mod:`bench.agent`, on ``PostgresSaver``, and
+  ``bare in-memory``: the bare agent on ``InMemorySaver``.
+
+Prints each one's p50 and p95, and its difference from ``quickstart``, with the load average.
+These are what-ifs, not products: each change gives up something a user has.
+
+Run: .venv/bin/python -m bench.agent_whatif [--turns 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from bench import agent_peers
+from bench.agent_data import setups
+from bench.agent_kioku import (
+    KiokuSetup,
+    build_kioku,
+    kioku_agent,
+    kioku_store,
+    preload,
+    updatable_ids,
+)
+from bench.agent_model import Contender
+from bench.agent_rounds import alternate, loadavg, stepper, summary
+from bench.common import bench_database
+from bench.stages import patched
+from kioku import ContextBudgets
+from kioku._stm.store import ShortTermMemory
+
+PER_SCOPE = 100
+UNBOUNDED = ContextBudgets(server_memories=1_000_000, personal_memories=1_000_000)
+"""Budgets no block of :data:`PER_SCOPE` memories overflows."""
+
+
+class Switch:
+    """Whether the turn under way skips the capture (set around one contender's turns)."""
+
+    def __init__(self) -> None:
+        """Off: captures run."""
+        self.on = False
+
+    def wrapper(self, capture: Callable[..., Any]) -> Callable[..., Any]:
+        """``ShortTermMemory.capture``, skipped while the switch is on."""
+
+        def switched(*args: Any, **kwargs: Any) -> Any:
+            return True if self.on else capture(*args, **kwargs)
+
+        return switched
+
+    @contextmanager
+    def turned_on(self) -> Iterator[None]:
+        """The switch on for the duration."""
+        self.on = True
+        try:
+            yield
+        finally:
+            self.on = False
+
+
+def kioku_variant(setup: KiokuSetup, url: str, name: str, **changes: Any) -> Contender:
+    """The Quickstart's agent on a store of its own, changed by ``changes``."""
+    store = kioku_store(setup, url)
+    contender = kioku_agent(store, f"whatif-{name}", updatable_ids(store), **changes)
+    contender.resources.callback(store.close)
+    return contender
+
+
+def contenders(setup: KiokuSetup, peers: Any, url: str) -> dict[str, Contender]:
+    """Every contender of the module docstring (``no capture`` skips through a :class:`Switch`)."""
+    return {
+        "quickstart": build_kioku(setup, url, "whatif-quickstart"),
+        "no ranking": kioku_variant(setup, url, "no-ranking", budgets=UNBOUNDED),
+        "no capture": kioku_variant(setup, url, "no-capture"),
+        "in-memory checkpointer": kioku_variant(
+            setup, url, "in-memory", checkpointer=InMemorySaver()
+        ),
+        "langmem": agent_peers.BUILDERS["langmem"](peers, url),
+        "bare": agent_peers.build_bare(peers, url),
+        "bare in-memory": agent_peers.build_bare(peers, url, InMemorySaver()),
+    }
+
+
+def measure(turns: int) -> dict[str, Any]:
+    """Each contender's p50/p95 (ms) and the load average before and after."""
+    result: dict[str, Any] = {"load_before": loadavg()}
+    switch = Switch()
+    with bench_database("kioku_bench_agent_whatif") as url, ExitStack() as stack:
+        setup, peers = setups(url, PER_SCOPE)
+        preload(setup)
+        agent_peers.PRELOADS["langmem"](peers)
+        stack.enter_context(patched(ShortTermMemory, "capture", switch.wrapper))
+        built = contenders(setup, peers, url)
+        for contender in built.values():
+            stack.callback(contender.close)
+        runs: dict[str, Callable[[], object]] = {
+            name: stepper(contender, {}) for name, contender in built.items()
+        }
+        plain = runs["no capture"]
+
+        def without_capture() -> object:
+            with switch.turned_on():
+                return plain()
+
+        runs["no capture"] = without_capture
+        samples = alternate(runs, turns)
+    result["contenders"] = {name: summary(times) for name, times in samples.items()}
+    result["load_after"] = loadavg()
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the what-ifs as a markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=300, help="timed turns per contender")
+    args = parser.parse_args(argv)
+    result = measure(args.turns)
+    print(f"load average before {result['load_before']}, after {result['load_after']}")
+    reference = result["contenders"]["quickstart"]
+    print("| contender | p50 ms | p95 ms | p50 vs quickstart ms |\n|---|---:|---:|---:|")
+    for name, figures in result["contenders"].items():
+        change = figures["p50_ms"] - reference["p50_ms"]
+        print(f"| {name} | {figures['p50_ms']:.2f} | {figures['p95_ms']:.2f} | {change:+.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from psycopg.pq import ExecStatus
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DataError, OperationalError
 
@@ -13,6 +15,7 @@ from kioku import KiokuSettings, KiokuStore
 from kioku._db.driver import (
     SentAhead,
     Statement,
+    _failed,
     driver_sql,
     fetch_all,
     fetch_many,
@@ -55,6 +58,33 @@ def test_a_failing_statement_sent_together_is_the_one_the_error_names(
         assert f"failing_{failing}" in str(raised.value)
         session.rollback()
         assert fetch_all(session, "SELECT 2", {}) == [(2,)]
+
+
+class _Answered:
+    """A cursor's answer as ``_failed`` reads it."""
+
+    def __init__(self, status: ExecStatus | None) -> None:
+        self.pgresult = None if status is None else SimpleNamespace(status=status)
+
+
+OK, ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
+
+
+@pytest.mark.parametrize(
+    ("answers", "sent", "sqlstate", "failed"),
+    [
+        ([OK, None, None], 1, None, 1),  # the client could not send the second
+        ([OK, None, None], 2, "22012", 1),  # the server's error, read while sending the third
+        ([None, None, None], 3, "22012", 0),  # read at the pipeline's end, before any rows
+        ([OK, ERROR, None], 3, "22012", 1),  # read at the end, the error result kept
+        ([OK, OK, ERROR], 3, "22012", 2),
+    ],
+)
+def test_the_failed_statement_of_a_pipeline_is_told_by_its_answers(
+    answers: list[ExecStatus | None], sent: int, sqlstate: str | None, failed: int
+) -> None:
+    cursors: Any = [_Answered(status) for status in answers]
+    assert _failed(cursors, sent, SimpleNamespace(sqlstate=sqlstate)) == failed  # type: ignore[arg-type]
 
 
 def test_a_lost_connection_is_invalidated_with_the_pools_older_ones(

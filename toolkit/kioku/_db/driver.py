@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import psycopg
+from psycopg.pq import ExecStatus
 from psycopg.rows import namedtuple_row
 from sqlalchemy import Connection, Engine, TextClause, text
 from sqlalchemy.engine import Dialect
@@ -163,7 +164,7 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
                 sent += 1
         return [cursor.fetchall() for cursor in cursors]
     except BaseException as exc:  # as in fetch_all
-        statement, params = compiled[_failed(cursors, sent)]
+        statement, params = compiled[_failed(cursors, sent, exc)]
         connection._handle_dbapi_exception(exc, statement, dict(params), cast(Any, None), None)
         raise
     finally:
@@ -171,15 +172,23 @@ def fetch_many(session: Session, statements: Sequence[Statement]) -> list[list[A
             cursor.close()
 
 
-def _failed(cursors: Sequence[psycopg.Cursor[Any]], sent: int) -> int:
-    """Which statement of a pipeline failed: the one being sent, else the first unanswered.
+def _failed(cursors: Sequence[psycopg.Cursor[Any]], sent: int, exc: BaseException) -> int:
+    """Which statement of a pipeline failed, ``sent`` of them sent when ``exc`` was raised.
 
-    The server answers in order and, after an error, skips the rest of the pipeline: the
-    statements before the failing one have their results, it and those after it none.
+    An error of the client's own (no SQLSTATE: a parameter it could not send) is the
+    statement it was sending. The server's is the first statement without rows: it
+    answers in order and, after an error, skips the rest of the pipeline, so the
+    statements before the failing one have their rows, it has its error or no result
+    yet (psycopg raises as soon as it reads the error, while sending or after), and
+    those after it none.
     """
-    if sent < len(cursors):
+    if sent < len(cursors) and getattr(exc, "sqlstate", None) is None:
         return sent
-    return next((i for i, c in enumerate(cursors) if c.pgresult is None), len(cursors) - 1)
+    for index, cursor in enumerate(cursors):
+        result = cursor.pgresult
+        if result is None or result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
+            return index
+    return len(cursors) - 1
 
 
 class SentAhead(Generic[T]):

@@ -23,7 +23,7 @@ from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
 from kioku._db.os_account import OsAccount
 from tests.helpers import SETTING_VARIABLES, TABLES
-from tests.pgbouncer import Pooler, pgbouncer, pgbouncer_binary
+from tests.pgbouncer import QUERY_WAIT_S, Pooler, pgbouncer, pgbouncer_binary
 
 # Property tests draw the same examples on every run (fixed seeds, no flaky CI).
 hypothesis_settings.register_profile("kioku", derandomize=True)
@@ -172,7 +172,9 @@ def _pgbouncer_before(
 @pytest.fixture(scope="session")
 def pooler(database_url: str, embedded_pg: EmbeddedPostgres | None) -> Iterator[Pooler]:
     """PgBouncer in transaction mode, two server connections per database, before the server."""
-    with _pgbouncer_before(database_url, embedded_pg, pool_size=2, query_wait_s=120) as running:
+    with _pgbouncer_before(
+        database_url, embedded_pg, pool_size=2, query_wait_s=QUERY_WAIT_S
+    ) as running:
         yield running
 
 

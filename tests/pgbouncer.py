@@ -26,6 +26,9 @@ from sqlalchemy.engine import URL, make_url
 from kioku._db.os_account import OsAccount, running_as_root
 
 START_TIMEOUT_S = 120
+QUERY_WAIT_S = 120
+"""How long PgBouncer lets a client wait for a server connection by default (its
+``query_wait_timeout``)."""
 """How long PgBouncer may take to listen: generous, a busy machine is slow."""
 _BIND_FAILED = "bind"
 
@@ -76,7 +79,12 @@ def server_line(server_url: str) -> tuple[str, str]:
 
 
 def config(
-    directory: Path, server: str, user: str, port: int, pool_size: int, query_wait_s: int = 120
+    directory: Path,
+    server: str,
+    user: str,
+    port: int,
+    pool_size: int,
+    query_wait_s: int = QUERY_WAIT_S,
 ) -> str:
     """``pgbouncer.ini``: transaction pooling, ``pool_size`` server connections per database.
 
@@ -161,7 +169,11 @@ def _start(
 
 @contextmanager
 def pgbouncer(
-    server_url: str, *, account: OsAccount | None, pool_size: int = 2, query_wait_s: int = 120
+    server_url: str,
+    *,
+    account: OsAccount | None,
+    pool_size: int = 2,
+    query_wait_s: int = QUERY_WAIT_S,
 ) -> Iterator[Pooler]:
     """Run PgBouncer in front of ``server_url``'s server until the block ends.
 

@@ -179,9 +179,15 @@ def context_tokens(state: dict[str, Any]) -> int:
     return int(tokens)
 
 
-def build_kioku(setup: KiokuSetup, connect_url: str, thread_id: str = "agent-kioku") -> Contender:
-    """Kioku's contender with every connection opened through ``connect_url``."""
+def build_kioku(
+    setup: KiokuSetup, connect_url: str, thread_id: str = "agent-kioku", **changes: Any
+) -> Contender:
+    """Kioku's contender with every connection opened through ``connect_url``.
+
+    ``changes``: :func:`kioku_agent`'s ``checkpointer`` and middleware options (for
+    :mod:`bench.agent_whatif` only).
+    """
     store = kioku_store(setup, connect_url)
-    contender = kioku_agent(store, thread_id, updatable_ids(store))
+    contender = kioku_agent(store, thread_id, updatable_ids(store), **changes)
     contender.resources.callback(store.close)
     return contender

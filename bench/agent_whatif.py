@@ -34,10 +34,7 @@ from bench.agent_data import setups
 from bench.agent_kioku import (
     KiokuSetup,
     build_kioku,
-    kioku_agent,
-    kioku_store,
     preload,
-    updatable_ids,
 )
 from bench.agent_model import Contender
 from bench.agent_rounds import alternate, loadavg, stepper, summary
@@ -76,22 +73,14 @@ class Switch:
             self.on = False
 
 
-def kioku_variant(setup: KiokuSetup, url: str, name: str, **changes: Any) -> Contender:
-    """The Quickstart's agent on a store of its own, changed by ``changes``."""
-    store = kioku_store(setup, url)
-    contender = kioku_agent(store, f"whatif-{name}", updatable_ids(store), **changes)
-    contender.resources.callback(store.close)
-    return contender
-
-
 def contenders(setup: KiokuSetup, peers: Any, url: str) -> dict[str, Contender]:
     """Every contender of the module docstring (``no capture`` skips through a :class:`Switch`)."""
     return {
         "quickstart": build_kioku(setup, url, "whatif-quickstart"),
-        "no ranking": kioku_variant(setup, url, "no-ranking", budgets=UNBOUNDED),
-        "no capture": kioku_variant(setup, url, "no-capture"),
-        "in-memory checkpointer": kioku_variant(
-            setup, url, "in-memory", checkpointer=InMemorySaver()
+        "no ranking": build_kioku(setup, url, "whatif-no-ranking", budgets=UNBOUNDED),
+        "no capture": build_kioku(setup, url, "whatif-no-capture"),
+        "in-memory checkpointer": build_kioku(
+            setup, url, "whatif-in-memory", checkpointer=InMemorySaver()
         ),
         "langmem": agent_peers.BUILDERS["langmem"](peers, url),
         "bare": agent_peers.build_bare(peers, url),

@@ -44,7 +44,6 @@ from kioku._memory.text import (
     ContentFault,
     check_content,
     render_tokens,
-    sanitise_content,
 )
 from kioku._memory.write_decision import (
     Decision,
@@ -80,7 +79,7 @@ def _update(call: FlowCall) -> ToolResult:
         old = _delete(call, context, args.memory_id, scope, settings)
         decision = decide(Write("delete", _owner_id(owner)), settings, context)
         call.deps.windows.invalidate(scope)
-        return _changed(call, context, args, owner, old.content, decision)
+        return _changed(call, context, args, owner, old.content, decision, deleting=True)
     with settings_first(call, context, STATUSES):
         owner = _checked_owner(call, context, args, checked, None)
     scope = _scope_of(context, owner)
@@ -91,7 +90,7 @@ def _update(call: FlowCall) -> ToolResult:
         call.deps.windows.applied_update(scope, change)
     else:  # a new time moves the memory in time: its window is read again
         call.deps.windows.invalidate(scope)
-    return _changed(call, context, args, owner, content, decision)
+    return _changed(call, context, args, owner, content, decision, deleting=False)
 
 
 def _scope_of(context: TurnContext, owner: Person | None) -> ServerScope | PersonalScope:
@@ -112,13 +111,14 @@ def _changed(
     owner: Person | None,
     text: str,
     decision: Decision,
+    *,
+    deleting: bool,
 ) -> ToolResult:
     """Emit the notice of a committed change and answer it (``text``: the new or deleted one).
 
     The deleted text is shown only where the memory was: the triggering user deleting
     their own unshown memory (FULL privacy, personal memories off) gets no echo of it.
     """
-    deleting = not sanitise_content(args.content)
     effective: NoticeScope = "target_user" if owner is not None else "server_wide"
     kind: NoticeKind = "deleted" if deleting else "updated"
     persona_name = context.persona.name

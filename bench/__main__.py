@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from bench import search
+from bench.corpus import data_source
 from bench.report_markdown import cell, markdown, write_results
 from bench.report_rows import Row, rows
 from bench.steps import FULL, QUICK, STEPS, Plan, run_step
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     results = run(plan, console)
     results["load_average"] = {"before": load_before, "after": os.getloadavg()[0]}
     results["machine"] = info
-    results["data"] = search.data_source()
+    results["data"] = data_source()
     results["plan"] = plan.__dict__
     results["seconds"] = round(time.perf_counter() - started, 1)
     console.print(table(rows(plan, results)))

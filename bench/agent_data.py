@@ -5,8 +5,8 @@ from __future__ import annotations
 from bench.agent_kioku import KiokuSetup
 from bench.agent_model import every_text
 from bench.agent_peers import PeerSetup
-from bench.peers import Precomputed
-from bench.search import DIM, sentences
+from bench.corpus import DIM, sentences
+from bench.peer_data import Precomputed
 from kioku._embeddings import HashingEmbeddings
 
 

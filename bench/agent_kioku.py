@@ -29,7 +29,7 @@ from bench.agent_model import (
     update_text,
 )
 from bench.common import open_store
-from bench.search import DIM
+from bench.corpus import DIM
 from kioku import KiokuMemoryMiddleware, KiokuStore, TurnContext, memory_tools, user_space
 from kioku._context import DEFAULT_PERSONA
 from kioku._db.models import Memory

@@ -57,8 +57,9 @@ from bench.agent_model import (
     update_text,
 )
 from bench.common import analyze_store, libpq, prepare_database
-from bench.peers import mem0_payload, memory_key, open_mem0
-from bench.search import DIM
+from bench.corpus import DIM
+from bench.peer_data import memory_key
+from bench.peers_mem0 import mem0_payload, open_mem0
 from kioku._context_build.tokens import TiktokenCounter
 from kioku.testing import call_tool
 

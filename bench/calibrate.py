@@ -194,8 +194,7 @@ def fit_stands_out(
         kept = {kind: _share([rule.cleared_by(s) for s in q]) for kind, q in similarities.items()}
         lines.insert(
             1,
-            f"{margin:6.3f} {kept['literal']:8.3f} {kept['paraphrase']:8.3f} "
-            f"{kept['absent']:7.3f}",
+            f"{margin:6.3f} {kept['literal']:8.3f} {kept['paraphrase']:8.3f} {kept['absent']:7.3f}",
         )
         if kept["absent"] <= _share([max(s) >= floor for s in similarities["absent"]]):
             chosen = margin

@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from kioku import KiokuSettings, KiokuStore, load_settings
+from kioku import KiokuSettings, KiokuStore, Participant, Persona, load_settings
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
 from kioku._embeddings import EmbedderSpec
@@ -93,6 +93,28 @@ def open_store(url: str, embedder: EmbedderSpec, **settings: object) -> KiokuSto
     )
     store.setup()
     return store
+
+
+def seed_accounts(
+    store: KiokuStore,
+    server_id: str,
+    server_name: str,
+    people: Sequence[Participant],
+    *,
+    members: bool = False,
+) -> Persona:
+    """A server (self-teaching on), its persona "Kioku" and ``people``; the persona.
+
+    With ``members``, the people are members of the server too.
+    """
+    with store.accounts() as accounts:
+        accounts.upsert_server(server_id, server_name, self_teaching_enabled=True)
+        persona = accounts.create_persona(server_id, "Kioku")
+        for person in people:
+            accounts.upsert_user(person.user_id, person.display_name)
+            if members:
+                accounts.add_member(server_id, person.user_id)
+    return persona
 
 
 def percentile(samples: list[float], q: float) -> float:

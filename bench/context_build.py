@@ -14,39 +14,41 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import text
 
-from kioku import KiokuSettings, KiokuStore, Participant, TurnContext, load_settings
+from bench.common import percentile, seed_accounts
+from bench.turn_scenario import (
+    PARTICIPANTS,
+    SERVER,
+    current_context,
+    seed_stm,
+)
+from kioku import KiokuSettings, KiokuStore, TurnContext, load_settings
 from kioku._context_build.build import ContextBuilder
 from kioku._db.models import Memory
-from kioku._stm.model import StmMessage
 from kioku._stm.store import ShortTermMemory
 
-SERVER = "bench-server"
 RESET_TABLES = (
-    "memories, memory_history, stm_threads, checkpoints, checkpoint_blobs, checkpoint_writes"
+    "memories, memory_access, memory_counts, memory_history, memory_subjects, langgraph_items, "
+    "stm_threads, checkpoints, checkpoint_blobs, checkpoint_writes"
 )
-PARTICIPANTS = tuple(Participant(f"bench-user-{i}", f"User {i}") for i in range(5))
+"""Every table a case's seed writes, or that refers to what it writes (emptied together)."""
 DIALOGUE = [HumanMessage("User 0: hi"), AIMessage("hello!"), HumanMessage("User 0: what's up?")]
 
 
-def _percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def _seed(store: KiokuStore, stm: ShortTermMemory, channels: int) -> TurnContext:
+    """A fresh scenario with ``channels`` other channels; the current channel's context.
+
+    :mod:`bench.turn_scenario`'s people, synthetic memories (no vectors), and its
+    short-term memory.
+    """
     with store.transaction() as session:
         session.execute(text(f"TRUNCATE {RESET_TABLES}"))
-    with store.accounts() as accounts:
-        accounts.upsert_server(SERVER, "Bench", self_teaching_enabled=True)
-        persona = accounts.create_persona(SERVER, "Kioku")
-        for p in PARTICIPANTS:
-            accounts.upsert_user(p.user_id, p.display_name)
+    persona = seed_accounts(store, SERVER, "Bench", PARTICIPANTS)
     with store.transaction() as session:
         session.add_all(
             Memory(
@@ -67,42 +69,8 @@ def _seed(store: KiokuStore, stm: ShortTermMemory, channels: int) -> TurnContext
             for p in PARTICIPANTS
             for i in range(100)
         )
-    context = TurnContext(
-        server_id=SERVER,
-        server_name="Bench",
-        channel_id="current",
-        channel_name="current",
-        user=PARTICIPANTS[0],
-        persona=persona,
-        bot_user_id="bench-bot",
-        participants=PARTICIPANTS,
-    )
-    start = stm.clock()
-    for c in range(channels + 1):
-        channel = "current" if c == channels else f"channel-{c}"
-        speaker = PARTICIPANTS[c % 5]
-        messages = [
-            StmMessage(
-                "user" if i % 2 == 0 else "assistant",
-                speaker.display_name if i % 2 == 0 else "Kioku",
-                f"message {i} in {channel}",
-                start + timedelta(seconds=i),
-            )
-            for i in range(10)
-        ]
-        turn = TurnContext(
-            server_id=SERVER,
-            server_name="Bench",
-            channel_id=channel,
-            channel_name=channel,
-            user=speaker,
-            persona=persona,
-            bot_user_id="bench-bot",
-            participants=PARTICIPANTS,
-        )
-        stm.capture(turn, messages)
-        if c % 2 == 0:
-            stm.write_summary(turn, f"Summary of {channel}: people are discussing tea and hobbies.")
+    context = current_context(persona)
+    seed_stm(stm, context, channels)
     return context
 
 
@@ -114,7 +82,7 @@ def _measure(run: Callable[[], object], iterations: int) -> tuple[float, float, 
         t = time.perf_counter()
         run()
         samples.append((time.perf_counter() - t) * 1000)
-    return statistics.median(samples), _percentile(samples, 0.95), max(samples)
+    return statistics.median(samples), percentile(samples, 0.95), max(samples)
 
 
 def _report(label: str, stats: tuple[float, float, float]) -> None:

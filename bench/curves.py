@@ -4,7 +4,7 @@ For each length, a conversation of that many messages is held in its own graph t
 then full scripted turns (``graph.invoke``: intent gate, context build, model, capture,
 trimming, ``PostgresSaver`` checkpoints) are timed on it. Every timed turn starts from
 the same saved state (LangGraph replays from that checkpoint), so a thread does not
-grow while it is measured. Lengths alternate in rounds (``bench.search.Rounds``), so a
+grow while it is measured. Lengths alternate in rounds (``bench.rounds.Rounds``), so a
 noisy neighbour slows them alike.
 
 How a conversation is prepared:
@@ -34,12 +34,13 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 
-from bench.common import bench_database, open_store, percentile
-from bench.search import Rounds
-from kioku import Participant, TurnContext
+from bench.common import bench_database, open_store, percentile, seed_accounts
+from bench.rounds import Rounds
+from kioku import KiokuStore, Participant, Persona, TurnContext
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-from kioku.graphs import build_graph
+from kioku.graphs import TurnGraphState, build_graph
 from kioku.testing import Script, ScriptedChatModel, echo
 
 SERVER = "curves-server"
@@ -95,12 +96,7 @@ def measure_conversation_length(
     result: dict[str, Any] = {"lengths": {}, "turns": turns, "fill": fill, "pruned": prune}
     with bench_database("kioku_bench_curves") as url:
         store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
-        with store.accounts() as accounts:
-            accounts.upsert_server(SERVER, "Curves", self_teaching_enabled=True)
-            persona = accounts.create_persona(SERVER, "Kioku")
-            for user in USERS:
-                accounts.upsert_user(user.user_id, user.display_name)
-                accounts.add_member(SERVER, user.user_id)
+        persona = seed_accounts(store, SERVER, "Curves", USERS, members=True)
         graph = build_graph(
             ScriptedChatModel(script=Script(fallback=echo)),
             store,
@@ -114,61 +110,78 @@ def measure_conversation_length(
         )
         bases: dict[int, RunnableConfig] = {}
         for length in lengths:
-            channel = f"channel-{length}"
-            thread: RunnableConfig = {"configurable": {"thread_id": f"conversation-{length}"}}
-            if fill == "state":
-                graph.update_state(thread, {"messages": _history(length)}, as_node="capture")
-                first = length // 2
-            else:
-                first = 0
-            for turn in range(first, max(first + 1, length // 2)):
-                graph.invoke(
-                    {"messages": [_said(turn)]},
-                    thread,
-                    context=_context(persona, channel, turn),
-                )
-            if prune:
-                # What the README asks of an application: older checkpoints pruned now
-                # and then (they hold the messages trimming removed).
-                store.checkpointer().prune([f"conversation-{length}"], strategy="keep_latest")
-            state = graph.get_state(thread)
-            bases[length] = state.config
-            result["lengths"][str(length)] = {"thread_messages": len(state.values["messages"])}
+            bases[length], held = _prepare(graph, store, persona, length, fill=fill, prune=prune)
+            result["lengths"][str(length)] = {"thread_messages": held}
             if show:
-                show(
-                    f"length {length}: prepared, thread holds "
-                    f"{len(state.values['messages'])} messages"
-                )
-
-        def timed_turn(length: int) -> Callable[[], object]:
-            counter = iter(range(10**9))
-
-            def run() -> object:
-                turn = length // 2 + next(counter)
-                # From the prepared checkpoint every time: the thread does not grow.
-                return graph.invoke(
-                    {"messages": [_said(turn)]},
-                    bases[length],
-                    context=_context(persona, f"channel-{length}", turn),
-                )
-
-            return run
-
-        rounds = Rounds.of_turns({str(length): timed_turn(length) for length in lengths}, turns)
-        for length in lengths:
-            samples = rounds.samples[str(length)]
-            result["lengths"][str(length)].update(
-                p50_ms=round(statistics.median(samples), 2),
-                p95_ms=round(percentile(samples, 0.95), 2),
-                samples=len(samples),
-            )
+                show(f"length {length}: prepared, thread holds {held} messages")
+        contenders = {
+            str(length): _timed_turn(graph, persona, length, bases[length]) for length in lengths
+        }
+        rounds = Rounds.of_turns(contenders, turns)
         store.close()
+    for length in lengths:
+        samples = rounds.samples[str(length)]
+        result["lengths"][str(length)].update(
+            p50_ms=round(statistics.median(samples), 2),
+            p95_ms=round(percentile(samples, 0.95), 2),
+            samples=len(samples),
+        )
     if len(lengths) >= 2:
         short, long = str(min(lengths)), str(max(lengths))
         figures = result["lengths"]
         result["ratio_p50"] = round(figures[long]["p50_ms"] / figures[short]["p50_ms"], 3)
         result["ratio_p95"] = round(figures[long]["p95_ms"] / figures[short]["p95_ms"], 3)
     return result
+
+
+TurnGraph = CompiledStateGraph[TurnGraphState, Any, TurnGraphState, TurnGraphState]
+"""What :func:`kioku.graphs.build_graph` compiles."""
+
+
+def _prepare(
+    graph: TurnGraph,
+    store: KiokuStore,
+    persona: Persona,
+    length: int,
+    *,
+    fill: Literal["turns", "state"],
+    prune: bool,
+) -> tuple[RunnableConfig, int]:
+    """A conversation of ``length`` messages: its latest checkpoint, the messages it holds.
+
+    ``fill="turns"`` plays every turn through the graph; ``"state"`` writes the first half
+    into the state at once.
+    """
+    thread: RunnableConfig = {"configurable": {"thread_id": f"conversation-{length}"}}
+    first = 0
+    if fill == "state":
+        graph.update_state(thread, {"messages": _history(length)}, as_node="capture")
+        first = length // 2
+    for turn in range(first, max(first + 1, length // 2)):
+        context = _context(persona, f"channel-{length}", turn)
+        graph.invoke({"messages": [_said(turn)]}, thread, context=context)
+    if prune:
+        # What the README asks of an application: older checkpoints pruned now and then
+        # (they hold the messages trimming removed).
+        store.checkpointer().prune([f"conversation-{length}"], strategy="keep_latest")
+    state = graph.get_state(thread)
+    return state.config, len(state.values["messages"])
+
+
+def _timed_turn(
+    graph: TurnGraph, persona: Persona, length: int, base: RunnableConfig
+) -> Callable[[], object]:
+    """A turn on the conversation of ``length``, from its prepared checkpoint every time."""
+    counter = iter(range(10**9))
+
+    def run() -> object:
+        turn = length // 2 + next(counter)
+        # From the prepared checkpoint every time: the thread does not grow.
+        return graph.invoke(
+            {"messages": [_said(turn)]}, base, context=_context(persona, f"channel-{length}", turn)
+        )
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> None:

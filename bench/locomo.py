@@ -64,8 +64,8 @@ def add_answer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--json", type=Path, help="write the results to this file")
 
 
-def main() -> None:
-    """Load every conversation into its own scope, then score both rankings."""
+def arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The command line, parsed (the parser too, for its errors)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, required=DEFAULT_DATA is None)
     parser.add_argument(
@@ -87,7 +87,12 @@ def main() -> None:
         help="the model-free answer check on kioku's whole context (bench.evidence)",
     )
     add_answer_arguments(parser)
-    args = parser.parse_args()
+    return parser, parser.parse_args()
+
+
+def main() -> None:
+    """Load every conversation into its own scope, then score both rankings."""
+    parser, args = arguments()
     if args.context:
         from bench.evidence import main as context_bench
 
@@ -110,49 +115,69 @@ def main() -> None:
         RelevanceFloor(args.floor) if args.floor is not None else calibrated_floor(embedder.model)
     )
     samples = read_samples(args.data)
-    results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     started = time.perf_counter()
     with bench_database("kioku_bench_locomo") as url:
         store = open_store(url, embedder)
-        loaded = [load_conversation(store, sample) for sample in samples]
-        for index, (sample, conversation) in enumerate(zip(samples, loaded, strict=True)):
-            other = loaded[(index + 1) % len(loaded)]  # with one conversation: itself
-            for qa in sample["qa"]:
-                category = int(qa.get("category", 0))
-                evidence = evidence_ids(qa.get("evidence", []), set(conversation.dia_ids.values()))
-                if category not in (1, 2, 3, 4) or not evidence:
-                    continue
-                query_vector = embedder.embeddings.embed_query(embedding_text(qa["question"]))
-                with store.sessions() as session:
-                    rankings = _rankings(
-                        session, store, conversation, qa["question"], query_vector, floor
-                    )
-                    elsewhere = _hybrid(session, store, other, qa["question"], query_vector, floor)
-                    if args.ablation:
-                        for name, variant in ABLATION.items():
-                            rankings[name] = _hybrid(
-                                session,
-                                store,
-                                conversation,
-                                qa["question"],
-                                query_vector,
-                                None,
-                                **variant,
-                            )
-                results["floor"]["nothing@other"].append(float(not elsewhere))
-                for name, ranked in rankings.items():
-                    for k in (5, 10):
-                        share = len(set(ranked[:k]) & set(evidence)) / len(evidence)
-                        results[name][f"recall@{k}"].append(share)
-                        results[name][f"recall@{k}/cat{category}"].append(share)
-                    results[name]["hit@10"].append(float(bool(set(ranked) & set(evidence))))
-        store.close()
+        try:
+            results = score(store, samples, embedder, floor, ablation=args.ablation)
+        finally:
+            store.close()
     print(
         f"LoCoMo dev, categories 1-4, {len(results['cosine']['recall@10'])} questions, "
         f"{time.perf_counter() - started:.0f} s, {embedder.model}, "
         f"relevance floor {floor.similarity:.3f} (cosine; stands out by {floor.stands_out}), "
         f"load {os.getloadavg()[0]:.2f}"
     )
+    print_results(results, ablation=args.ablation)
+
+
+Scores = dict[str, dict[str, list[float]]]
+"""Ranking → metric (``recall@10``, ``recall@10/cat2``, …) → one value per question."""
+
+
+def score(
+    store: KiokuStore,
+    samples: list[dict[str, Any]],
+    embedder: EmbedderSpec,
+    floor: RelevanceFloor,
+    *,
+    ablation: bool,
+) -> Scores:
+    """Every question of categories 1-4 with evidence, ranked in its conversation's scope.
+
+    Each is also searched, with the floor, in another conversation's scope (where nothing
+    is relevant).
+    """
+    results: Scores = defaultdict(lambda: defaultdict(list))
+    loaded = [load_conversation(store, sample) for sample in samples]
+    for index, (sample, conversation) in enumerate(zip(samples, loaded, strict=True)):
+        other = loaded[(index + 1) % len(loaded)]  # with one conversation: itself
+        for qa in sample["qa"]:
+            category = int(qa.get("category", 0))
+            evidence = evidence_ids(qa.get("evidence", []), set(conversation.dia_ids.values()))
+            if category not in (1, 2, 3, 4) or not evidence:
+                continue
+            question = qa["question"]
+            query_vector = embedder.embeddings.embed_query(embedding_text(question))
+            with store.sessions() as session:
+                rankings = _rankings(session, store, conversation, question, query_vector, floor)
+                elsewhere = _hybrid(session, store, other, question, query_vector, floor)
+                for name, variant in ABLATION.items() if ablation else ():
+                    rankings[name] = _hybrid(
+                        session, store, conversation, question, query_vector, None, **variant
+                    )
+            results["floor"]["nothing@other"].append(float(not elsewhere))
+            for name, ranked in rankings.items():
+                for k in (5, 10):
+                    share = len(set(ranked[:k]) & set(evidence)) / len(evidence)
+                    results[name][f"recall@{k}"].append(share)
+                    results[name][f"recall@{k}/cat{category}"].append(share)
+                results[name]["hit@10"].append(float(bool(set(ranked) & set(evidence))))
+    return results
+
+
+def print_results(results: Scores, *, ablation: bool) -> None:
+    """The recall table, the ablation's, the nothing-relevant share and the duplicates'."""
     keys = ["recall@5", "recall@10", "hit@10"] + [f"recall@10/cat{c}" for c in (1, 2, 3, 4)]
     print(f"{'metric':<18} {'cosine':>8} {'hybrid':>8} {'+floor':>8} {'diff':>8}")
     for key in keys:
@@ -161,7 +186,7 @@ def main() -> None:
             for name in ("cosine", "hybrid", "floor")
         )
         print(f"{key:<18} {a:8.3f} {b:8.3f} {c:8.3f} {b - a:+8.3f}")
-    if args.ablation:
+    if ablation:
         print(f"{'fusion ablation (no floor)':<34} {'recall@10':>9} {'temporal':>9}")
         for name in ABLATION:
             overall, temporal = (

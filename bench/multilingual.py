@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_database, open_store
+from bench.common import bench_database, open_store, seed_accounts
 from kioku import (
     KiokuSettings,
     KiokuStore,
@@ -111,11 +111,9 @@ class Scope:
         self.store = store
         self.server_id = f"ml-{key}"
         self.user = Participant(f"ml-{key}-user", name)
-        with store.accounts() as accounts:
-            accounts.upsert_server(self.server_id, self.server_id, self_teaching_enabled=True)
-            accounts.upsert_user(self.user.user_id, name)
-            accounts.add_member(self.server_id, self.user.user_id)
-            self.persona: Persona = accounts.create_persona(self.server_id, "Kioku")
+        self.persona: Persona = seed_accounts(
+            store, self.server_id, self.server_id, [self.user], members=True
+        )
 
     def context(self) -> TurnContext:
         """A new turn of the user in the server's channel."""

@@ -23,155 +23,44 @@ import json
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
+from langgraph.store.postgres.base import PostgresIndexConfig
 from sqlalchemy import insert, select, text
 
 from bench.common import (
     analyze_store,
-    bench_data,
     bench_database,
     libpq,
     open_store,
-    percentile,
     prepare_database,
 )
-from kioku import KiokuStore, Participant, Persona, TurnContext
+from bench.corpus import DIM, Lookup, sentences
+from bench.rounds import ROUNDS, Rounds
+from bench.search_writes import write_rounds
+from kioku import KiokuStore, Persona
 from kioku._db.models import Memory, Server
-from kioku._db.vectors import HNSW_INDEXES
 from kioku._domain.visibility import Visibility
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-from kioku._memory.create import create_long_term_memory
 from kioku._search.candidates import vector_candidates
 from kioku._search.engine import rank_candidates
 from kioku._search.query import scope_condition
 from kioku._stm.model import utc_now
 
-PERSONAS = "msc_personas_all.json"
 SERVERS = 20  # each scope holds 5% of the memories
 LINEAGE = 10_000
-DIM = 384
-ROUNDS = 5
-TURNS_PER_ROUND = 5
-"""Turns each contender takes before the next one's: short rounds, so the machine's slow
-spells fall on every contender alike."""
-
 ALWAYS_EXACT = 10**12
 """``exact_max_rows`` that keeps every scope on the exact scan (kioku's exact contender)."""
-
-
-class Lookup(Embeddings):
-    """Precomputed vectors: keeps embedding cost out of write and search timings."""
-
-    def __init__(self, vectors: dict[str, list[float]], fallback: Embeddings) -> None:
-        self.vectors, self.fallback = vectors, fallback
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Look the vectors up."""
-        return [self.vectors.get(t) or self.fallback.embed_query(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        """Look one vector up."""
-        return self.embed_documents([text])[0]
-
-
-def sentences(count: int) -> list[str]:
-    """``count`` persona sentences (numbered once the data runs out, so all differ).
-
-    Without the MSC data (``KIOKU_BENCH_DATA``), generated sentences stand in for them.
-    """
-    path = bench_data(PERSONAS)
-    if path is None:
-        return [synthetic_sentence(i) for i in range(count)]
-    data = json.loads(path.read_text())
-    pool = [
-        s
-        for split in data.values()
-        for pair in split
-        for side in pair.values()
-        if isinstance(side, list)
-        for s in side
-    ]
-    unique = list(dict.fromkeys(pool))
-    return [unique[i % len(unique)] + ("" if i < len(unique) else f" ({i})") for i in range(count)]
-
-
-def data_source() -> str:
-    """Which sentences the benchmarks use."""
-    path = bench_data(PERSONAS)
-    return f"MSC persona sentences ({path})" if path else "generated persona-like sentences"
-
-
-_SUBJECTS = ("tea", "hiking", "jazz", "gardening", "chess", "cooking", "cycling", "poetry")
-_VERBS = ("loves", "avoids", "teaches", "collects books about", "dreams of", "writes about")
-
-
-def synthetic_sentence(i: int) -> str:
-    """A persona-like sentence, different for every ``i``."""
-    rng = random.Random(i)
-    return (
-        f"Person {i % 997} {rng.choice(_VERBS)} {rng.choice(_SUBJECTS)} "
-        f"and {rng.choice(_SUBJECTS)} since {1950 + i % 70} ({i})"
-    )
 
 
 def recall(found: Sequence[Any], truth: Sequence[Any]) -> float:
     """Share of ``truth`` in ``found``."""
     return len(set(found) & set(truth)) / max(1, len(truth))
-
-
-@dataclass
-class Rounds:
-    """Latency samples (ms) per contender, gathered in alternating rounds."""
-
-    samples: dict[str, list[float]]
-
-    @classmethod
-    def run(
-        cls, contenders: dict[str, Callable[[], object]], per_round: int, rounds: int = ROUNDS
-    ) -> Rounds:
-        """Time each contender ``per_round`` calls per round, ``rounds`` rounds, after warm-up.
-
-        More, shorter rounds spread a noisy neighbour's bursts more evenly over the
-        contenders.
-        """
-        samples: dict[str, list[float]] = {name: [] for name in contenders}
-        for call in contenders.values():
-            for _ in range(10):
-                call()
-        for _ in range(rounds):
-            for name, call in contenders.items():
-                for _ in range(per_round):
-                    start = time.perf_counter()
-                    call()
-                    samples[name].append((time.perf_counter() - start) * 1000)
-        return cls(samples)
-
-    @classmethod
-    def of_turns(cls, contenders: dict[str, Callable[[], object]], turns: int) -> Rounds:
-        """About ``turns`` timed calls each, alternating every :data:`TURNS_PER_ROUND`."""
-        return cls.run(
-            contenders, per_round=TURNS_PER_ROUND, rounds=max(1, turns // TURNS_PER_ROUND)
-        )
-
-    def p50(self, name: str) -> float:
-        """Median latency of ``name``."""
-        return statistics.median(self.samples[name])
-
-    def p95(self, name: str) -> float:
-        """95th percentile latency of ``name``."""
-        return percentile(self.samples[name], 0.95)
-
-    def per_second(self, name: str) -> float:
-        """Calls per second of ``name`` over all its samples."""
-        return 1000 * len(self.samples[name]) / sum(self.samples[name])
 
 
 def load_kioku(store: KiokuStore, corpus: list[str], vectors: dict[str, list[float]]) -> None:
@@ -208,6 +97,25 @@ def load_peer(peer: PostgresStore, corpus: list[str]) -> None:
         )
 
 
+KINDS = ("flat", "hnsw")
+"""PostgresStore's two index kinds, each a peer in a schema of its own."""
+
+
+@contextmanager
+def open_peer(url: str, ext: str, kind: str, lookup: EmbedderSpec) -> Iterator[PostgresStore]:
+    """A PostgresStore in schema ``search_{kind}``: halfvec, cosine, index ``kind``."""
+    index: PostgresIndexConfig = {
+        "dims": DIM,
+        "embed": lookup.embeddings,
+        "fields": ["text"],
+        "ann_index_config": {"kind": kind, "vector_type": "halfvec"},  # type: ignore[typeddict-item]
+        "distance_type": "cosine",
+    }
+    with PostgresStore.from_conn_string(libpq(url, f"search_{kind}", ext), index=index) as peer:
+        peer.setup()
+        yield peer
+
+
 def run_scale(
     scale: int,
     queries: int,
@@ -234,24 +142,9 @@ def run_scale(
         store.close()
         store = open_store(url, lookup, max_server_memories=10**9)  # builds the HNSW index
         load_s = time.perf_counter() - t0
-        ext = prepare_database(url, ["search_flat", "search_hnsw"])
+        ext = prepare_database(url, [f"search_{kind}" for kind in KINDS])
         with ExitStack() as stack:
-            peers = {}
-            for kind in ("flat", "hnsw"):
-                peer = stack.enter_context(
-                    PostgresStore.from_conn_string(
-                        libpq(url, f"search_{kind}", ext),
-                        index={
-                            "dims": DIM,
-                            "embed": lookup.embeddings,
-                            "fields": ["text"],
-                            "ann_index_config": {"kind": kind, "vector_type": "halfvec"},
-                            "distance_type": "cosine",
-                        },
-                    )
-                )
-                peer.setup()
-                peers[kind] = peer
+            peers = {kind: stack.enter_context(open_peer(url, ext, kind, lookup)) for kind in KINDS}
             t1 = time.perf_counter()
             for peer in peers.values():
                 load_peer(peer, corpus)
@@ -273,6 +166,10 @@ def run_scale(
     report[str(scale)] = result
     if show:
         print_scale(scale, queries, result)
+
+
+Probe = tuple[str, str]
+"""A server whose scope is searched, and the question."""
 
 
 def measure(
@@ -300,95 +197,14 @@ def measure(
             for content, memory_id in session.execute(select(Memory.content, Memory.id))
         }
     key_of = {ids[content]: str(i) for i, content in enumerate(corpus)}
-
-    recalls: dict[str, list[float]] = {
-        "kioku": [],
-        "kioku_hnsw": [],
-        "postgres_store_flat": [],
-        "postgres_store_hnsw": [],
-    }
-    peer_short = 0
-    for server, question in probes:
-        scope, qv = Visibility(server, LINEAGE), vectors[question]
-        with store.sessions() as session:
-            truth = list(
-                session.scalars(
-                    select(Memory.id)
-                    .where(scope_condition(scope))
-                    .order_by(Memory.embedding.cosine_distance(qv) + 0, Memory.id)
-                    .limit(10)
-                )
-            )
-            found = vector_candidates(
-                session, scope, qv, memory_type=None, limit=10, exact_max_rows=ALWAYS_EXACT
-            )
-            hnsw = vector_candidates(
-                session, scope, qv, memory_type=None, limit=10, exact_max_rows=0
-            )
-        recalls["kioku"].append(recall(found, truth))
-        recalls["kioku_hnsw"].append(recall(hnsw, truth))
-        for name, peer in (("postgres_store_flat", flat), ("postgres_store_hnsw", hnsw_peer)):
-            items = peer.search(("server", server), query=question, limit=10)
-            peer_short += name.endswith("hnsw") and len(items) < 10
-            recalls[name].append(recall([i.key for i in items], [key_of[t] for t in truth]))
-
-    cycle = iter(probes * 1000)
-
-    def kioku_search() -> None:  # as search_long_term_memory runs it
-        server, question = next(cycle)
-        with store.reads() as session:
-            rank_candidates(
-                session,
-                Visibility(server, LINEAGE),
-                question,
-                vectors[question],
-                now=utc_now(),
-                limit=10,
-                aids=store.search_aids,
-            ).hits()
-
-    def kioku_exact_vector() -> None:
-        server, question = next(cycle)
-        with store.sessions() as session:
-            vector_candidates(
-                session,
-                Visibility(server, LINEAGE),
-                vectors[question],
-                memory_type=None,
-                limit=10,
-                exact_max_rows=ALWAYS_EXACT,
-            )
-
-    def kioku_hnsw_vector() -> None:
-        server, question = next(cycle)
-        with store.sessions() as session:
-            vector_candidates(
-                session,
-                Visibility(server, LINEAGE),
-                vectors[question],
-                memory_type=None,
-                limit=10,
-                exact_max_rows=0,
-            )
-
-    def peer_search(peer: PostgresStore) -> Callable[[], object]:
-        def run() -> None:
-            server, question = next(cycle)
-            peer.search(("server", server), query=question, limit=10)
-
-        return run
-
+    peers = {"flat": flat, "hnsw": hnsw_peer}
+    recalls, peer_short = recalls_at_10(store, peers, probes, vectors, key_of)
     searches = Rounds.run(
-        {
-            "kioku_hybrid": kioku_search,
-            "kioku_exact_vector": kioku_exact_vector,
-            "postgres_store_flat": peer_search(flat),
-            "kioku_hnsw_vector": kioku_hnsw_vector,
-            "postgres_store_hnsw": peer_search(hnsw_peer),
-        },
-        per_round=len(probes) // 2,
+        search_contenders(store, flat, hnsw_peer, probes, vectors), per_round=len(probes) // 2
     )
-    kioku_writes, peer_writes = write_rounds(store, flat, hnsw_peer, writes, writes_per_round)
+    kioku_writes, peer_writes = write_rounds(
+        store, flat, hnsw_peer, writes, writes_per_round, Persona(1, "Kioku", LINEAGE)
+    )
     return {
         "search_ms": {
             f"{name}_{q}": getattr(searches, q)(name)
@@ -404,64 +220,96 @@ def measure(
     }
 
 
-def write_rounds(
+def recalls_at_10(
+    store: KiokuStore,
+    peers: dict[str, PostgresStore],
+    probes: list[Probe],
+    vectors: dict[str, list[float]],
+    key_of: dict[int, str],
+) -> tuple[dict[str, list[float]], int]:
+    """Each contender's recall@10 of every probe against the exact nearest 10.
+
+    Also how many of the HNSW peer's searches came back with fewer than 10 items.
+    """
+    recalls: dict[str, list[float]] = {"kioku": [], "kioku_hnsw": []}
+    recalls |= {f"postgres_store_{kind}": [] for kind in peers}
+    peer_short = 0
+    for server, question in probes:
+        scope, qv = Visibility(server, LINEAGE), vectors[question]
+        with store.sessions() as session:
+            truth = list(
+                session.scalars(
+                    select(Memory.id)
+                    .where(scope_condition(scope))
+                    .order_by(Memory.embedding.cosine_distance(qv) + 0, Memory.id)
+                    .limit(10)
+                )
+            )
+            for name, exact_max_rows in (("kioku", ALWAYS_EXACT), ("kioku_hnsw", 0)):
+                found = vector_candidates(
+                    session, scope, qv, memory_type=None, limit=10, exact_max_rows=exact_max_rows
+                )
+                recalls[name].append(recall(found, truth))
+        for kind, peer in peers.items():
+            items = peer.search(("server", server), query=question, limit=10)
+            peer_short += kind == "hnsw" and len(items) < 10
+            recalls[f"postgres_store_{kind}"].append(
+                recall([i.key for i in items], [key_of[t] for t in truth])
+            )
+    return recalls, peer_short
+
+
+def search_contenders(
     store: KiokuStore,
     flat: PostgresStore,
     hnsw_peer: PostgresStore,
-    writes: list[str],
-    per_round: int,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Tool-path writes with and without kioku's HNSW index, beside the matching peer."""
-    persona = Persona(1, "Kioku", LINEAGE)
-    user = Participant("bench-user", "Bench")
-    with store.accounts() as accounts:
-        for name in ("w-hnsw", "w-exact"):
-            accounts.upsert_server(name, "writes", self_teaching_enabled=True)
-    pending = iter(writes)
-    peer_keys = iter(range(10**9))
+    probes: list[Probe],
+    vectors: dict[str, list[float]],
+) -> dict[str, Callable[[], object]]:
+    """One search each, through the probes in turn (shared, so every contender asks alike)."""
+    cycle = iter(probes * 1000)
 
-    def kioku_write(server: str) -> Callable[[], object]:
-        context = TurnContext(
-            server_id=server,
-            channel_id="c",
-            user=user,
-            persona=persona,
-            bot_user_id="b",
-            participants=(user,),
-        )
+    def kioku_search() -> None:  # as search_long_term_memory runs it
+        server, question = next(cycle)
+        with store.reads() as session:
+            rank_candidates(
+                session,
+                Visibility(server, LINEAGE),
+                question,
+                vectors[question],
+                now=utc_now(),
+                limit=10,
+                aids=store.search_aids,
+            ).hits()
 
-        def write() -> None:
+    def kioku_vector(exact_max_rows: int) -> Callable[[], object]:
+        def run() -> None:
+            server, question = next(cycle)
             with store.sessions() as session:
-                result = create_long_term_memory(
+                vector_candidates(
                     session,
-                    store,
-                    context,
-                    {"memory_content": next(pending), "memory_scope": "server_wide"},
+                    Visibility(server, LINEAGE),
+                    vectors[question],
+                    memory_type=None,
+                    limit=10,
+                    exact_max_rows=exact_max_rows,
                 )
-            assert result.status == "memory_saved_successfully", result
 
-        return write
+        return run
 
-    def peer_put(peer: PostgresStore) -> Callable[[], object]:
-        def put() -> None:
-            key = next(peer_keys)
-            peer.put(("writes",), f"w{key}", {"text": writes[key % len(writes)]})
+    def peer_search(peer: PostgresStore) -> Callable[[], object]:
+        def run() -> None:
+            server, question = next(cycle)
+            peer.search(("server", server), query=question, limit=10)
 
-        return put
+        return run
 
-    with_index = Rounds.run(
-        {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
-    )
-    with store.engine.begin() as connection:
-        for index in HNSW_INDEXES.values():  # what limits <= 2,000 give you
-            connection.execute(text(f"DROP INDEX IF EXISTS {index}"))
-    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
     return {
-        "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),
-        "kioku_tool_path_without_hnsw": without_index.per_second("kioku"),
-    }, {
-        "postgres_store_hnsw_put": with_index.per_second("peer"),
-        "postgres_store_flat_put": without_index.per_second("peer"),
+        "kioku_hybrid": kioku_search,
+        "kioku_exact_vector": kioku_vector(ALWAYS_EXACT),
+        "postgres_store_flat": peer_search(flat),
+        "kioku_hnsw_vector": kioku_vector(0),
+        "postgres_store_hnsw": peer_search(hnsw_peer),
     }
 
 

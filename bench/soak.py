@@ -41,7 +41,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import text
 
-from bench.common import bench_database, new_database, open_store, percentile
+from bench.common import bench_database, new_database, open_store, percentile, seed_accounts
 from kioku import KiokuStore, Participant, Persona, TurnContext
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.tokens import TiktokenCounter
@@ -98,11 +98,7 @@ class Soaker:
         """A store on ``url`` with the soak's server, persona and users, and its graph."""
         hashing = HashingEmbeddings(384)
         store = open_store(url, EmbedderSpec(hashing, "hashing-384", 384))
-        with store.accounts() as accounts:
-            accounts.upsert_server(SERVER, "Soak", self_teaching_enabled=True)
-            persona = accounts.create_persona(SERVER, "Kioku")
-            for user in USERS:
-                accounts.upsert_user(user.user_id, user.display_name)
+        persona = seed_accounts(store, SERVER, "Soak", USERS)
         script = Script(fallback=echo)
         stm = ShortTermMemory(store, store.checkpointer())
         counter = TiktokenCounter()

@@ -22,8 +22,9 @@ from typing import Any
 
 import psycopg
 
-from bench import turn as bench_turn
+from bench import turn_scenario
 from bench.common import bench_database
+from bench.turn_scenario import Scenario, build_scenario
 from kioku._context_build import run as run_module
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.stages import MemoryStages
@@ -37,7 +38,7 @@ STAGES: tuple[tuple[Any, str, str], ...] = (
     (run_module.BuildRun, "assumed_memory_blocks", "  turn state with the memory blocks"),
     (run_module.BuildRun, "read_state", "  turn state alone (nothing to assume)"),
     (MemoryStages, "run", "  memory blocks (their rankings sent together)"),
-    (bench_turn, "update_long_term_memory", "update tool"),
+    (turn_scenario, "update_long_term_memory", "update tool"),
     (ShortTermMemory, "capture", "capture"),
 )
 """(owner, attribute, label): what is timed; stages with one label add up."""
@@ -82,9 +83,9 @@ def measure_stages(
     vectors: dict[str, list[float]] = {}
     per_stage: dict[str, list[float]] = defaultdict(list)
     with bench_database(f"kioku_bench_stages_{server_memories}") as url:
-        scenario = bench_turn.build_scenario(url, server_memories, 50, vectors)
+        scenario = build_scenario(url, server_memories, 50, vectors)
         try:
-            turn = bench_turn.kioku_turn(
+            turn = turn_scenario.kioku_turn(
                 scenario.store, scenario.stm, scenario.context, scenario.updatable, vectors
             )
             for i in range(warmup):
@@ -113,7 +114,7 @@ def measure_stages(
 
 
 def replay_statements(
-    scenario: bench_turn.Scenario, turn: Callable[[int], None], i: int, repeats: int = 300
+    scenario: Scenario, turn: Callable[[int], None], i: int, repeats: int = 300
 ) -> list[dict[str, Any]]:
     """Each driver statement of turn ``i``, replayed warm on a raw connection."""
     captured: list[tuple[str, dict[str, Any]]] = []

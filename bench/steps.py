@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench import agent, curves, isolation, search, soak, startup, turn
+from bench import agent, curves, isolation, search, soak, startup, turn, turn_alone
+from bench.corpus import DIM
 from bench.peers import PEERS
 from kioku._embeddings import HashingEmbeddings
 
@@ -28,7 +29,7 @@ class Plan:
     isolation_cases: int
     conversation_lengths: tuple[int, int] = (10, 1000)
     conversation_turns: int = 100
-    quiet_wait_s: float = turn.QUIET_WAIT_S
+    quiet_wait_s: float = turn_alone.QUIET_WAIT_S
     """How long the idle-machine step waits at most for the machine to go quiet."""
     agent_plan: agent.AgentPlan = agent.FULL
     """Sizes of the headline step: whole ``create_agent`` turns (:mod:`bench.agent`)."""
@@ -64,7 +65,7 @@ def run_step(name: str, plan: Plan) -> dict[str, Any]:
         "agent": lambda: agent.measure(plan.agent_plan),
         "soak": lambda: soak.soak(plan.soak_turns),
         "startup": lambda: dict(startup.measure_startup()),
-        "turn_alone": lambda: turn.measure_alone(
+        "turn_alone": lambda: turn_alone.measure_alone(
             plan.small_server, 3 * plan.turns, plan.quiet_wait_s
         ),
         "turn_small": lambda: turn.measure_turns(
@@ -98,7 +99,7 @@ def search_step(plan: Plan) -> dict[str, Any]:
     search.run_scale(
         plan.search_scale,
         plan.queries,
-        HashingEmbeddings(search.DIM),
+        HashingEmbeddings(DIM),
         report,
         writes_per_round=plan.writes_per_round,
         show=False,

@@ -17,244 +17,36 @@ Run: .venv/bin/python -m bench.turn [--server-memories 100 10000] [--turns 200] 
 from __future__ import annotations
 
 import argparse
-import os
-import random
-import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.store.base import PutOp
-from langgraph.store.postgres import PostgresStore
-from sqlalchemy import insert, text
+from langchain_core.messages import HumanMessage
 
-from bench.common import SHOWN_MEMORY_ID, bench_database, new_database, open_store
-from bench.peers import (
-    PEERS,
-    PeerData,
-    build_peers,
-    count_round_trips,
-    numbered,
-)
+from bench.common import SHOWN_MEMORY_ID, bench_database, new_database
+from bench.corpus import DIM, Lookup
+from bench.peer_data import PeerData
+from bench.peers import PEERS, build_peers, count_round_trips, numbered
+from bench.rounds import Rounds
 from bench.roundtrips import RoundTripProxy
-from bench.search import DIM, Lookup, Rounds, sentences
-from kioku import KiokuStore, Participant, TurnContext
+from bench.turn_alone import QUIET_LOAD, QUIET_WAIT_S, measure_alone
+from bench.turn_scenario import (
+    PARTICIPANTS,
+    PERSONAL_PER_USER,
+    QUESTIONS,
+    SERVER,
+    Scenario,
+    build_scenario,
+    kioku_turn,
+)
+from kioku import KiokuStore
 from kioku._accounts import AccountRepository
 from kioku._context_build import loader
 from kioku._context_build.build import ContextBuilder
 from kioku._context_build.items import PERSONAL_MEMORIES, SERVER_MEMORIES
-from kioku._db.engine import libpq_url, make_engine
-from kioku._db.models import Memory
+from kioku._db.engine import make_engine
 from kioku._embeddings import EmbedderSpec, HashingEmbeddings
-from kioku._intent import IntentGate
-from kioku._memory.update import update_long_term_memory
-from kioku._stm.model import StmMessage, utc_now
 from kioku._stm.store import ShortTermMemory
-
-SERVER = "bench-server"
-PERSONAL_PER_USER = 100
-PARTICIPANTS = tuple(Participant(f"user-{i}", f"User {i}") for i in range(5))
-QUESTIONS = [
-    "what tea does the shop serve on fridays?",
-    "remind me what User 1 likes to cook",
-    "do you remember the hiking plans?",
-    "which books were recommended last week?",
-]
-
-
-@dataclass
-class Scenario:
-    """One server's memories, loaded into kioku and into PostgresStore alike."""
-
-    store: KiokuStore
-    stm: ShortTermMemory
-    peer: PostgresStore
-    context: TurnContext
-    updatable: list[int]
-    """Memory ids the tool call of each turn updates in turn."""
-    resources: ExitStack
-    server_texts: list[str]
-    personal_texts: dict[str, list[str]]
-
-    def close(self) -> None:
-        """Close the peer's connection and the store."""
-        self.resources.close()
-        self.store.close()
-
-
-def channel_context(base: TurnContext, channel: str, speaker: Participant) -> TurnContext:
-    """The same server and persona in another channel."""
-    return TurnContext(
-        server_id=base.server_id,
-        server_name=base.server_name,
-        channel_id=channel,
-        channel_name=channel,
-        user=speaker,
-        persona=base.persona,
-        bot_user_id=base.bot_user_id,
-        participants=base.participants,
-    )
-
-
-def build_scenario(
-    url: str, server_memories: int, channels: int, vectors: dict[str, list[float]]
-) -> Scenario:
-    """Load the memories and ``channels`` channels of short-term memory into both stores."""
-    hashing = HashingEmbeddings(DIM)
-    lookup = EmbedderSpec(Lookup(vectors, hashing), f"hashing-{DIM}", DIM)
-    # Loaded without the HNSW index; setup() below builds it when the limits call for it.
-    store = open_store(
-        url, lookup, max_server_memories=max(server_memories, 100), vector_index="exact"
-    )
-    with store.accounts() as accounts:
-        accounts.upsert_server(SERVER, "Bench", self_teaching_enabled=True)
-        persona = accounts.create_persona(SERVER, "Kioku")
-        for p in PARTICIPANTS:
-            accounts.upsert_user(p.user_id, p.display_name)
-    server_texts = sentences(server_memories)
-    personal_texts = sentences(PERSONAL_PER_USER * len(PARTICIPANTS) + server_memories)[
-        server_memories:
-    ]
-    for t in [*server_texts, *personal_texts]:
-        vectors.setdefault(t, hashing.embed_query(t))
-    rows = [
-        {
-            "scope": "server",
-            "server_id": SERVER,
-            "persona_lineage_id": persona.lineage_id,
-            "content": t,
-            "embedding": vectors[t],
-        }
-        for t in server_texts
-    ] + [
-        {
-            "scope": "personal",
-            "user_id": PARTICIPANTS[i % len(PARTICIPANTS)].user_id,
-            "persona_lineage_id": persona.lineage_id,
-            "content": t,
-            "embedding": vectors[t],
-        }
-        for i, t in enumerate(personal_texts)
-    ]
-    with store.transaction() as session:
-        for start in range(0, len(rows), 5000):
-            session.execute(insert(Memory), rows[start : start + 5000])
-        updatable = list(
-            session.scalars(
-                text(
-                    "SELECT id FROM memories WHERE scope = 'personal' AND user_id = :u "
-                    "ORDER BY id LIMIT 20"
-                ),
-                {"u": PARTICIPANTS[0].user_id},
-            )
-        )
-    autocommit = store.engine.execution_options(isolation_level="AUTOCOMMIT")
-    with autocommit.connect() as connection:
-        connection.execute(text("VACUUM ANALYZE memories"))
-    store.settings = store.settings.model_copy(update={"vector_index": "auto"})
-    store.setup()  # the HNSW index, when the limits allow scopes beyond exact search
-
-    stm = ShortTermMemory(store, store.checkpointer())
-    context = TurnContext(
-        server_id=SERVER,
-        server_name="Bench",
-        channel_id="current",
-        channel_name="current",
-        user=PARTICIPANTS[0],
-        persona=persona,
-        bot_user_id="bench-bot",
-        participants=PARTICIPANTS,
-    )
-    resources = ExitStack()
-    peer = resources.enter_context(
-        PostgresStore.from_conn_string(
-            libpq_url(store.engine),
-            index={"dims": DIM, "embed": lookup.embeddings, "fields": ["text"]},
-        )
-    )
-    peer.setup()
-    ops = [PutOp(("memories", SERVER), f"s{i}", {"text": t}) for i, t in enumerate(server_texts)]
-    ops += [
-        PutOp(("memories", PARTICIPANTS[i % len(PARTICIPANTS)].user_id), f"p{i}", {"text": t})
-        for i, t in enumerate(personal_texts)
-    ]
-    for start in range(0, len(ops), 1000):
-        peer.batch(ops[start : start + 1000])
-
-    now = utc_now()
-    for c in range(channels + 1):
-        channel = "current" if c == channels else f"channel-{c}"
-        speaker = PARTICIPANTS[c % len(PARTICIPANTS)]
-        messages = [
-            StmMessage(
-                "user" if i % 2 == 0 else "assistant",
-                speaker.display_name if i % 2 == 0 else "Kioku",
-                f"message {i} in {channel}",
-                now + timedelta(seconds=i),
-            )
-            for i in range(10)
-        ]
-        turn = channel_context(context, channel, speaker)
-        stm.capture(turn, messages)
-        entry: dict[str, Any] = {"messages": [m.to_dict() for m in messages], "summary": None}
-        if c % 2 == 0:
-            summary = f"Summary of {channel}: people are discussing tea and hobbies."
-            stm.write_summary(turn, summary)
-            entry["summary"] = summary
-        peer.put(("stm", SERVER), channel, entry, index=False)
-    personal_by_user = {
-        p.user_id: [t for i, t in enumerate(personal_texts) if i % len(PARTICIPANTS) == k]
-        for k, p in enumerate(PARTICIPANTS)
-    }
-    return Scenario(store, stm, peer, context, updatable, resources, server_texts, personal_by_user)
-
-
-def kioku_turn(
-    store: KiokuStore,
-    stm: ShortTermMemory,
-    context: TurnContext,
-    updatable: list[int],
-    vectors: dict[str, list[float]],
-) -> Callable[[int], None]:
-    """Kioku's turn ``i``: intent gate, context build, one update through the tool, capture."""
-    gate, builder = IntentGate(), ContextBuilder(store, stm)
-    hashing = HashingEmbeddings(DIM)
-    rng = random.Random(5)
-    contents = [f"{{user}} asked about topic {rng.randrange(10**6)}" for _ in range(1000)]
-    for sentence in [*QUESTIONS, *contents]:
-        vectors.setdefault(sentence, hashing.embed_query(sentence))  # embedding is not timed
-
-    def turn(i: int) -> None:
-        question = QUESTIONS[i % len(QUESTIONS)]
-        dialogue = [HumanMessage(question, name=context.user.display_name)]
-        intent = gate.detect(question)
-        built = builder.build(context, dialogue, ltm_intent=intent)
-        assert not built.failed_stages, built.failed_stages
-        with store.sessions() as session:
-            result = update_long_term_memory(
-                session,
-                store,
-                context,
-                {
-                    "memory_id": updatable[i % len(updatable)],
-                    "memory_content": contents[i % len(contents)],
-                    "target_user": context.user.display_name,
-                },
-            )
-        assert result.status == "memory_updated_successfully", result
-        reply = AIMessage("Here is what I remember.")
-        stm.capture(
-            context,
-            [
-                StmMessage("user", context.user.display_name, question, utc_now()),
-                StmMessage("assistant", "Kioku", str(reply.content), utc_now()),
-            ],
-        )
-
-    return turn
 
 
 def kioku_rendered(scenario: Scenario) -> int:
@@ -336,7 +128,7 @@ def measure_turns(
 ) -> dict[str, Any]:
     """Per-turn p50/p95 and round trips of kioku and each peer, one database, one run.
 
-    kioku and the peers alternate in rounds (:class:`bench.search.Rounds`); round trips
+    kioku and the peers alternate in rounds (:class:`bench.rounds.Rounds`); round trips
     are counted afterwards through a proxy, one turn each after warm-up.
     """
     vectors: dict[str, list[float]] = {}
@@ -431,66 +223,6 @@ def measure_memory_count(sizes: Sequence[int], turns: int) -> dict[str, Any]:
         if f"{who} {large}" in figures and f"{who} {small}" in figures
     }
     return {"sizes": list(sizes), "contenders": figures, "ratio_p50": ratios}
-
-
-ALONE_TURNS = 600
-"""Turns timed for :func:`measure_alone` (after warm-up): enough for a steady p95."""
-
-QUIET_LOAD = 0.3
-"""The 1-minute load average :func:`wait_for_quiet` waits for: an idle machine."""
-QUIET_WAIT_S = 240.0
-"""How long the idle-machine step waits at most for :data:`QUIET_LOAD`."""
-
-
-def wait_for_quiet(limit_s: float, threshold: float = QUIET_LOAD) -> float:
-    """Wait until the load average is at most ``threshold``, at most ``limit_s``; seconds waited.
-
-    The previous step (or the scenario's own inserts) leaves the load average high for a
-    minute or two after the machine has gone quiet.
-    """
-    started = time.monotonic()
-    while os.getloadavg()[0] > threshold:
-        left = limit_s - (time.monotonic() - started)
-        if left <= 0:
-            break
-        time.sleep(min(5.0, left))
-    return time.monotonic() - started
-
-
-def measure_alone(
-    server_memories: int, turns: int = ALONE_TURNS, quiet_wait_s: float = 0.0
-) -> dict[str, Any]:
-    """The turn of kioku alone in its process (no peer between its turns): the absolute figure.
-
-    The issue's "p95 on an idle machine" is a figure of kioku's own work; in the
-    alternating runs each peer's turns (other allocations, other connections) come between
-    kioku's, which is right for ratios and adds to absolutes. Once the scenario is loaded,
-    it waits up to ``quiet_wait_s`` for the machine to be idle (:func:`wait_for_quiet`);
-    the load average before and after says how idle it was.
-    """
-    vectors: dict[str, list[float]] = {}
-    with bench_database(f"kioku_bench_alone_{server_memories}") as url:
-        scenario = build_scenario(url, server_memories, 50, vectors)
-        try:
-            ours = kioku_turn(
-                scenario.store, scenario.stm, scenario.context, scenario.updatable, vectors
-            )
-            step = iter(range(10**9))
-            waited = wait_for_quiet(quiet_wait_s)
-            load_before = os.getloadavg()[0]
-            rounds = Rounds.of_turns({"kioku": numbered(ours, step)}, turns)
-            load_after = os.getloadavg()[0]
-        finally:
-            scenario.close()
-    return {
-        "server_memories": server_memories,
-        "turns": len(rounds.samples["kioku"]),
-        "p50_ms": rounds.p50("kioku"),
-        "p95_ms": rounds.p95("kioku"),
-        "load_before": round(load_before, 2),
-        "load_after": round(load_after, 2),
-        "quiet_wait_s": round(waited),
-    }
 
 
 def measure_stm_lookup(channels: int, lookups: int) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Where kioku's per-turn time goes: each stage of :func:`bench.turn.kioku_turn`, timed.
+"""Where kioku's per-turn time goes: each stage of :func:`bench.turn_scenario.kioku_turn`, timed.
 
 The turn of ``python -m bench.turn`` (intent gate, context build, one update through the
 tool, capture), run alone in this process; each stage's wall time per turn, p50 over the

@@ -1,7 +1,8 @@
 """The benchmarks' texts and their vectors: MSC persona sentences, or generated ones.
 
 Vectors are computed before any timing and looked up (:class:`Lookup`), so embedding cost
-stays out of every figure.
+stays out of every figure. The retrieval benches' ``--embedder`` choices are named here too
+(:func:`embedder_named`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import random
 from langchain_core.embeddings import Embeddings
 
 from bench.common import bench_data
+from kioku._embeddings import E5_MODEL, LOCAL_MODEL, EmbedderSpec, HashingEmbeddings
 
 PERSONAS = "msc_personas_all.json"
 """The MSC persona file (under ``KIOKU_BENCH_DATA``) the sentences come from."""
@@ -73,3 +75,16 @@ def synthetic_sentence(i: int) -> str:
         f"Person {i % 997} {rng.choice(_VERBS)} {rng.choice(_SUBJECTS)} "
         f"and {rng.choice(_SUBJECTS)} since {1950 + i % 70} ({i})"
     )
+
+
+def embedder_named(kind: str) -> EmbedderSpec:
+    """The embedder ``--embedder`` names (``local``, ``hashing`` or ``multilingual``)."""
+    if kind == "hashing":
+        return EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)
+    if kind == "multilingual":
+        from kioku._local_embeddings import E5Embeddings
+
+        return EmbedderSpec(E5Embeddings(), f"multilingual:{E5_MODEL}", 384)
+    from kioku._local_embeddings import MiniLMEmbeddings
+
+    return EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)

@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 from bench.answer_scoring import answer_in_context
 from bench.common import SHOWN_MEMORY_ID, bench_database, open_store, read_samples
-from bench.locomo import embedder_named
+from bench.corpus import embedder_named
 from bench.locomo_data import (
     DEFAULT_DATA,
     LINEAGE,

@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bench.common import bench_database, open_store, read_samples
+from bench.corpus import embedder_named
 from bench.locomo_data import (
     DEFAULT_DATA,
     LoadedConversation,
@@ -36,10 +37,7 @@ from kioku import KiokuStore
 from kioku._calibration import RelevanceFloor, calibrated_floor
 from kioku._db.models import Memory
 from kioku._embeddings import (
-    E5_MODEL,
-    LOCAL_MODEL,
     EmbedderSpec,
-    HashingEmbeddings,
     embedding_text,
 )
 from kioku._search.engine import rank_candidates
@@ -216,19 +214,6 @@ ABLATION: dict[str, dict[str, Any]] = {
     "pool 80": {"candidates": 80},
 }
 """Fusion settings tried by ``--ablation``, each beside the default in the same run."""
-
-
-def embedder_named(kind: str) -> EmbedderSpec:
-    """The embedder ``--embedder`` names (``local``, ``hashing`` or ``multilingual``)."""
-    if kind == "hashing":
-        return EmbedderSpec(HashingEmbeddings(384), "hashing-384", 384)
-    if kind == "multilingual":
-        from kioku._local_embeddings import E5Embeddings
-
-        return EmbedderSpec(E5Embeddings(), f"multilingual:{E5_MODEL}", 384)
-    from kioku._local_embeddings import MiniLMEmbeddings
-
-    return EmbedderSpec(MiniLMEmbeddings(), f"local:{LOCAL_MODEL}", 384)
 
 
 def _hybrid(

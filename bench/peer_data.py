@@ -106,7 +106,7 @@ def update_text(speaker: str, i: int) -> str:
 
 
 def stm_message(role: str, text: str) -> dict[str, str]:
-    """One short-term-memory message as the stores below keep it."""
+    """One short-term-memory message as the peers keep it (role, text, when)."""
     return {"role": role, "text": text, "at": datetime.now(UTC).isoformat()}
 
 

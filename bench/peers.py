@@ -1,12 +1,13 @@
 """Fair peers for the per-turn benchmark (issue #13): the same turn, done with other tools.
 
-kioku's turn (bench/turn.py): intent gate, context build (the server's memories, each
-participant's personal memories, relevance retrieval when a block overflows, this
-channel's and other channels' short-term memory, rendering, token counting), one memory
-update through the tool path, and capture of the user message and the reply into short-term
-memory. Each peer below does the equivalent work per turn the way a competent user of its
-library would set it up. Query and document embeddings are precomputed for every peer
-(lookups), as for kioku; token counts use kioku's cached cl100k counter line by line.
+kioku's turn (``kioku_turn`` in bench/turn_scenario.py): intent gate, context build (the
+server's memories, each participant's personal memories, relevance retrieval when a block
+overflows, this channel's and other channels' short-term memory, rendering, token
+counting), one memory update through the tool path, and capture of the user message and
+the reply into short-term memory. Each peer below (built in bench/peers_store.py,
+peers_mem0.py and peers_raw.py) does the equivalent work per turn the way a competent user
+of its library would set it up. Query and document embeddings are precomputed for every
+peer (lookups), as for kioku; token counts use kioku's cached cl100k counter line by line.
 Every contender's tables are analysed after loading, as autovacuum soon would.
 
 ``postgres_store_flat`` — LangGraph ``PostgresStore``, halfvec vectors, no ANN index (exact
@@ -74,15 +75,17 @@ Run: .venv/bin/python -m bench.peers [--which raw_sql_floor langmem] [--turns 10
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.common import prepare_database
+from bench.corpus import DIM, Lookup, sentences
 from bench.peer_data import SCHEMAS, STM_SCHEMA, PeerData, Peers
 from bench.peers_mem0 import build_mem0
 from bench.peers_raw import build_raw
 from bench.peers_store import build_langmem, build_store_peer
-from bench.rounds import Rounds
+from bench.rounds import Rounds, numbered
+from kioku._embeddings import HashingEmbeddings
 
 PEERS = (
     "postgres_store_flat",
@@ -163,11 +166,6 @@ def count_round_trips(peers: Peers, reset: Callable[[], int], turns: int = 3) ->
     return counts
 
 
-def numbered(turn: Callable[[int], None], step: Iterator[int]) -> Callable[[], object]:
-    """``turn`` called with the next number of ``step`` (shared, so peers ask alike)."""
-    return lambda: turn(next(step))
-
-
 def measure(
     data: PeerData, which: Sequence[str] = PEERS, turns: int = 100, *, round_trips: bool = True
 ) -> dict[str, Any]:
@@ -206,10 +204,7 @@ def measure(
 
 
 def synthetic_data(url: str, server_memories: int, personal: int = 100) -> PeerData:
-    """Generated sentences, hashing vectors behind a lookup: bench/turn.py's scenario."""
-    from bench.corpus import DIM, Lookup, sentences
-    from kioku._embeddings import HashingEmbeddings
-
+    """Generated sentences, hashing vectors behind a lookup: bench/turn_scenario.py's data."""
     participants = [f"user-{i}" for i in range(5)]
     texts = sentences(server_memories + personal * len(participants))
     server, rest = texts[:server_memories], texts[server_memories:]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -231,7 +232,7 @@ class _RawReads:
 
 @dataclass
 class RawFloor:
-    """One floor's connection and turn: a pipelined read, render + count, pipelined writes.
+    """One floor's connection and its turn's SQL: a pipelined read, then pipelined writes.
 
     With ``same_work``, the reads are kioku's turn's (settings, both hybrid rankings);
     without, the server's 10 nearest by vector are its only retrieval.
@@ -244,11 +245,16 @@ class RawFloor:
     vectors: dict[str, str]
     """Every question's and update text's vector, in pgvector's text form."""
     prompt: Prompt = field(default_factory=Prompt)
+    people: list[str] = field(init=False)
+    """The participants, in the data's order."""
+
+    def __post_init__(self) -> None:
+        self.people = list(self.data.personal)
 
     @property
-    def people(self) -> list[str]:
-        """The participants, in the data's order."""
-        return list(self.data.personal)
+    def name(self) -> str:
+        """The peer's name in :data:`bench.peers.PEERS`."""
+        return floor_name(same_work=self.same_work)
 
     def send_reads(self, question: str) -> _RawReads:
         """The turn's read transaction, in one pipeline."""
@@ -282,8 +288,10 @@ class RawFloor:
         for user, content in reads.personal.fetchall():
             by_user[user].append(content)
         relevant = reads.relevant.fetchall()
-        relevant_rows, personal_rows = [r[0] for r in relevant], []
-        if reads.settings is not None and reads.personal_relevant is not None:
+        personal_rows: list[str] = []
+        if reads.settings is None or reads.personal_relevant is None:
+            relevant_rows = [r[0] for r in relevant]
+        else:
             personal_on = bool(reads.settings.fetchone()[0])  # type: ignore[index]
             relevant_rows = fused(relevant, RANKED)
             shown = {c for texts in by_user.values() for c in texts}
@@ -333,12 +341,19 @@ class RawFloor:
                 self.conn.execute("COMMIT")
 
 
-def raw_floor(data: PeerData, conn_url: str, ext: str, *, same_work: bool) -> RawFloor:
-    """A floor on a connection of its own, every vector it sends computed now."""
-    name = "raw_sql_floor" if same_work else "raw_sql_vector_floor"
+def floor_name(*, same_work: bool) -> str:
+    """``raw_sql_floor`` (the same SQL work as kioku's turn) or ``raw_sql_vector_floor``."""
+    return "raw_sql_floor" if same_work else "raw_sql_vector_floor"
+
+
+def raw_floor(
+    resources: ExitStack, data: PeerData, conn_url: str, ext: str, *, same_work: bool
+) -> RawFloor:
+    """A floor on a connection of its own (closed with ``resources``), its vectors computed."""
+    schema = SCHEMAS[floor_name(same_work=same_work)]
     # Transactions are explicit BEGIN ... COMMIT inside each pipeline: psycopg's implicit
     # transactions (autocommit off) cost two extra round trips per pipeline.
-    conn = psycopg.connect(libpq(conn_url, SCHEMAS[name], ext), autocommit=True)
+    conn = resources.enter_context(psycopg.connect(libpq(conn_url, schema, ext), autocommit=True))
     conn.execute("SET hnsw.iterative_scan = relaxed_order")  # once per connection
     updatable = [
         int(r[0])
@@ -358,17 +373,15 @@ def build_raw(
     peers: Peers, data: PeerData, conn_url: str, ext: str, load: bool, *, same_work: bool
 ) -> None:
     """``raw_sql_floor`` (``same_work``) or ``raw_sql_vector_floor``, loaded once for both."""
-    name = "raw_sql_floor" if same_work else "raw_sql_vector_floor"
     if load and not peers.raw_loaded:
         load_raw(data, ext)
         peers.raw_loaded = True
-    floor = raw_floor(data, conn_url, ext, same_work=same_work)
-    peers.resources.callback(floor.conn.close)
+    floor = raw_floor(peers.resources, data, conn_url, ext, same_work=same_work)
 
     def turn(i: int) -> None:
         question = data.questions[i % len(data.questions)]
-        sections, peers.found[name] = floor.read(question)
+        sections, peers.found[floor.name] = floor.read(question)
         floor.prompt.render(sections)
         floor.write(i, question)
 
-    peers.turns[name] = turn
+    peers.turns[floor.name] = turn

@@ -39,10 +39,10 @@ from bench.peer_data import (
 )
 
 
-def store_index(data: PeerData, kind: str, embeddings: Embeddings, fld: str) -> PostgresIndexConfig:
+def store_index(dim: int, kind: str, embeddings: Embeddings, fld: str) -> PostgresIndexConfig:
     """PostgresStore's index config: halfvec, ``kind`` (flat or hnsw), cosine, one field."""
     return {
-        "dims": data.dim,
+        "dims": dim,
         "embed": embeddings,
         "fields": [fld],
         "ann_index_config": {"kind": kind, "vector_type": "halfvec"},  # type: ignore[typeddict-item]
@@ -145,7 +145,7 @@ def build_store_peer(
 ) -> None:
     """``postgres_store_flat`` or ``postgres_store_hnsw``."""
     embeddings = precomputed(data)
-    index = store_index(data, kind, embeddings, "text")
+    index = store_index(data.dim, kind, embeddings, "text")
     if load:
         with open_store(libpq(data.url, SCHEMAS[name], ext), index) as loader:
             load_store(loader, data, "text", stm=True)
@@ -159,7 +159,7 @@ def build_langmem(peers: Peers, data: PeerData, conn: str, ext: str, load: bool)
     from langmem import create_manage_memory_tool, create_search_memory_tool
 
     embeddings = precomputed(data)
-    index = store_index(data, "flat", embeddings, "content")
+    index = store_index(data.dim, "flat", embeddings, "content")
     if load:
         with open_store(libpq(data.url, SCHEMAS["langmem"], ext), index) as loader:
             load_store(loader, data, "content", stm=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench.common import percentile
@@ -60,3 +60,8 @@ class Rounds:
     def per_second(self, name: str) -> float:
         """Calls per second of ``name`` over all its samples."""
         return 1000 * len(self.samples[name]) / sum(self.samples[name])
+
+
+def numbered(turn: Callable[[int], None], step: Iterator[int]) -> Callable[[], object]:
+    """``turn`` called with the next number of ``step`` (shared, so peers ask alike)."""
+    return lambda: turn(next(step))

@@ -30,7 +30,6 @@ from typing import Any
 
 from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
-from langgraph.store.postgres.base import PostgresIndexConfig
 from sqlalchemy import insert, select, text
 
 from bench.common import (
@@ -41,6 +40,8 @@ from bench.common import (
     prepare_database,
 )
 from bench.corpus import DIM, Lookup, sentences
+from bench.peers_store import open_store as open_peer_store
+from bench.peers_store import store_index
 from bench.rounds import ROUNDS, Rounds
 from bench.search_writes import write_rounds
 from kioku import KiokuStore, Persona
@@ -54,6 +55,12 @@ from kioku._stm.model import utc_now
 
 SERVERS = 20  # each scope holds 5% of the memories
 LINEAGE = 10_000
+KINDS = ("flat", "hnsw")
+"""PostgresStore's two index kinds, each a peer in a schema of its own."""
+
+Probe = tuple[str, str]
+"""A server whose scope is searched, and the question."""
+
 ALWAYS_EXACT = 10**12
 """``exact_max_rows`` that keeps every scope on the exact scan (kioku's exact contender)."""
 
@@ -97,22 +104,11 @@ def load_peer(peer: PostgresStore, corpus: list[str]) -> None:
         )
 
 
-KINDS = ("flat", "hnsw")
-"""PostgresStore's two index kinds, each a peer in a schema of its own."""
-
-
 @contextmanager
 def open_peer(url: str, ext: str, kind: str, lookup: EmbedderSpec) -> Iterator[PostgresStore]:
     """A PostgresStore in schema ``search_{kind}``: halfvec, cosine, index ``kind``."""
-    index: PostgresIndexConfig = {
-        "dims": DIM,
-        "embed": lookup.embeddings,
-        "fields": ["text"],
-        "ann_index_config": {"kind": kind, "vector_type": "halfvec"},  # type: ignore[typeddict-item]
-        "distance_type": "cosine",
-    }
-    with PostgresStore.from_conn_string(libpq(url, f"search_{kind}", ext), index=index) as peer:
-        peer.setup()
+    index = store_index(DIM, kind, lookup.embeddings, "text")
+    with open_peer_store(libpq(url, f"search_{kind}", ext), index) as peer:
         yield peer
 
 
@@ -166,10 +162,6 @@ def run_scale(
     report[str(scale)] = result
     if show:
         print_scale(scale, queries, result)
-
-
-Probe = tuple[str, str]
-"""A server whose scope is searched, and the question."""
 
 
 def measure(

@@ -36,9 +36,6 @@ def write_rounds(
     pending = iter(writes)
     peer_keys = iter(range(10**9))
 
-    def kioku_write(server: str) -> Callable[[], object]:
-        return tool_write(store, server, persona, pending)
-
     def peer_put(peer: PostgresStore) -> Callable[[], object]:
         def put() -> None:
             key = next(peer_keys)
@@ -47,12 +44,15 @@ def write_rounds(
         return put
 
     with_index = Rounds.run(
-        {"kioku": kioku_write("w-hnsw"), "peer": peer_put(hnsw_peer)}, per_round
+        {"kioku": tool_write(store, "w-hnsw", persona, pending), "peer": peer_put(hnsw_peer)},
+        per_round,
     )
     with store.engine.begin() as connection:
         for index in HNSW_INDEXES.values():  # what limits <= 2,000 give you
             connection.execute(text(f"DROP INDEX IF EXISTS {index}"))
-    without_index = Rounds.run({"kioku": kioku_write("w-exact"), "peer": peer_put(flat)}, per_round)
+    without_index = Rounds.run(
+        {"kioku": tool_write(store, "w-exact", persona, pending), "peer": peer_put(flat)}, per_round
+    )
     return {
         "kioku_tool_path_with_hnsw": with_index.per_second("kioku"),
         "kioku_tool_path_without_hnsw": without_index.per_second("kioku"),

@@ -26,8 +26,8 @@ from langchain_core.messages import HumanMessage
 from bench.common import SHOWN_MEMORY_ID, bench_database, new_database
 from bench.corpus import DIM, Lookup
 from bench.peer_data import PeerData
-from bench.peers import PEERS, build_peers, count_round_trips, numbered
-from bench.rounds import Rounds
+from bench.peers import PEERS, build_peers, count_round_trips
+from bench.rounds import Rounds, numbered
 from bench.roundtrips import RoundTripProxy
 from bench.turn_alone import QUIET_LOAD, QUIET_WAIT_S, measure_alone
 from bench.turn_scenario import (

@@ -11,8 +11,7 @@ import time
 from typing import Any
 
 from bench.common import bench_database
-from bench.peers import numbered
-from bench.rounds import Rounds
+from bench.rounds import Rounds, numbered
 from bench.turn_scenario import (
     build_scenario,
     kioku_turn,

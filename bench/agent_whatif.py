@@ -8,13 +8,17 @@ tool call a turn) in alternating 5-turn rounds, the order reversed each round:
 - ``quickstart``: kioku as the README's Quickstart builds it (the reference);
 - ``no ranking``: memory-block budgets so large that nothing overflows, so nothing is
   ranked by the message (every memory is rendered: a little more text, no ranking);
+- ``top-10 budgets``: memory-block budgets of 200 tokens: about 7 memories a block, 14 in
+  all, about what the peers' top 10 shows (still ranked: every block overflows), so the
+  prompt holds a sixth of the Quickstart's memory text;
 - ``no capture``: the short-term-memory capture after each turn skipped;
 - ``in-memory checkpointer``: LangGraph's ``InMemorySaver`` instead of
   ``store.checkpointer()`` (what checkpointing to PostgreSQL costs the turn);
 - ``langmem``, ``bare``: the peers of :mod:`bench.agent`, on ``PostgresSaver``, and
   ``bare in-memory``: the bare agent on ``InMemorySaver``.
 
-Prints each one's p50 and p95, and its difference from ``quickstart``, with the load average.
+Prints each one's p50 and p95, its difference from ``quickstart`` and the memory tokens its
+prompt held, with the load average.
 These are what-ifs, not products: each change gives up something a user has.
 
 Run: .venv/bin/python -m bench.agent_whatif [--turns 300]
@@ -46,6 +50,8 @@ from kioku._stm.store import ShortTermMemory
 PER_SCOPE = 100
 UNBOUNDED = ContextBudgets(server_memories=1_000_000, personal_memories=1_000_000)
 """Budgets no block of :data:`PER_SCOPE` memories overflows."""
+TOP_10 = ContextBudgets(server_memories=200, personal_memories=200)
+"""Budgets that show about 7 memories a block (14 in all), about the peers' top 10."""
 
 
 class Switch:
@@ -78,6 +84,7 @@ def contenders(setup: KiokuSetup, peers: Any, url: str) -> dict[str, Contender]:
     return {
         "quickstart": build_kioku(setup, url, "whatif-quickstart"),
         "no ranking": build_kioku(setup, url, "whatif-no-ranking", budgets=UNBOUNDED),
+        "top-10 budgets": build_kioku(setup, url, "whatif-top-10", budgets=TOP_10),
         "no capture": build_kioku(setup, url, "whatif-no-capture"),
         "in-memory checkpointer": build_kioku(
             setup, url, "whatif-in-memory", checkpointer=InMemorySaver()
@@ -100,8 +107,9 @@ def measure(turns: int) -> dict[str, Any]:
         built = contenders(setup, peers, url)
         for contender in built.values():
             stack.callback(contender.close)
+        last: dict[str, dict[str, Any]] = {name: {} for name in built}
         runs: dict[str, Callable[[], object]] = {
-            name: stepper(contender, {}) for name, contender in built.items()
+            name: stepper(contender, last[name]) for name, contender in built.items()
         }
         plain = runs["no capture"]
 
@@ -111,7 +119,10 @@ def measure(turns: int) -> dict[str, Any]:
 
         runs["no capture"] = without_capture
         samples = alternate(runs, turns)
-    result["contenders"] = {name: summary(times) for name, times in samples.items()}
+    result["contenders"] = {
+        name: {**summary(times), "memory_tokens": built[name].memory_tokens(last[name]["state"])}
+        for name, times in samples.items()
+    }
     result["load_after"] = loadavg()
     return result
 
@@ -124,10 +135,16 @@ def main(argv: list[str] | None = None) -> None:
     result = measure(args.turns)
     print(f"load average before {result['load_before']}, after {result['load_after']}")
     reference = result["contenders"]["quickstart"]
-    print("| contender | p50 ms | p95 ms | p50 vs quickstart ms |\n|---|---:|---:|---:|")
-    for name, figures in result["contenders"].items():
-        change = figures["p50_ms"] - reference["p50_ms"]
-        print(f"| {name} | {figures['p50_ms']:.2f} | {figures['p95_ms']:.2f} | {change:+.2f} |")
+    print(
+        "| contender | p50 ms | p95 ms | p50 vs quickstart ms | memory tokens |\n"
+        "|---|---:|---:|---:|---:|"
+    )
+    for name, f in result["contenders"].items():
+        change = f["p50_ms"] - reference["p50_ms"]
+        print(
+            f"| {name} | {f['p50_ms']:.2f} | {f['p95_ms']:.2f} | {change:+.2f} "
+            f"| {f['memory_tokens']} |"
+        )
 
 
 if __name__ == "__main__":

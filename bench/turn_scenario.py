@@ -105,7 +105,7 @@ def build_scenario(
             index={"dims": DIM, "embed": lookup.embeddings, "fields": ["text"]},
         )
     )
-    load_peer(peer, server_texts, personal_texts)
+    load_postgres_store(peer, server_texts, personal_texts)
     seed_channels(stm, peer, context, channels)
     personal_by_user = {
         p.user_id: personal_texts[k :: len(PARTICIPANTS)] for k, p in enumerate(PARTICIPANTS)
@@ -165,7 +165,9 @@ def load_memories(store: KiokuStore, rows: list[dict[str, Any]]) -> list[int]:
     return updatable
 
 
-def load_peer(peer: PostgresStore, server_texts: list[str], personal_texts: list[str]) -> None:
+def load_postgres_store(
+    peer: PostgresStore, server_texts: list[str], personal_texts: list[str]
+) -> None:
     """The same memories into PostgresStore (one namespace per server and per person)."""
     peer.setup()
     ops = [PutOp(("memories", SERVER), f"s{i}", {"text": t}) for i, t in enumerate(server_texts)]

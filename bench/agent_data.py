@@ -5,8 +5,7 @@ from __future__ import annotations
 from bench.agent_kioku import KiokuSetup
 from bench.agent_model import every_text
 from bench.agent_peers import PeerSetup
-from bench.corpus import DIM, sentences
-from bench.peer_data import Precomputed
+from bench.corpus import DIM, Lookup, sentences
 from kioku._embeddings import HashingEmbeddings
 
 
@@ -19,6 +18,6 @@ def setups(url: str, per_scope: int) -> tuple[KiokuSetup, PeerSetup]:
     """
     texts = sentences(2 * per_scope)
     personal, space = texts[:per_scope], texts[per_scope:]
-    embeddings = Precomputed([*every_text(), *texts], HashingEmbeddings(DIM))
+    embeddings = Lookup.of([*every_text(), *texts], HashingEmbeddings(DIM))
     scopes = {"target_user": personal, "server_wide": space}
     return KiokuSetup(url, per_scope, scopes, embeddings), PeerSetup(url, personal, embeddings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 
 from langchain_core.embeddings import Embeddings
 
@@ -23,14 +24,25 @@ DIM = 384
 
 
 class Lookup(Embeddings):
-    """Precomputed vectors: keeps embedding cost out of write and search timings."""
+    """Precomputed vectors: keeps embedding cost out of write and search timings.
+
+    A text without a vector is embedded through ``fallback`` once and kept.
+    """
 
     def __init__(self, vectors: dict[str, list[float]], fallback: Embeddings) -> None:
         self.vectors, self.fallback = vectors, fallback
 
+    @classmethod
+    def of(cls, texts: Sequence[str], fallback: Embeddings) -> Lookup:
+        """``texts``' vectors, computed now through ``fallback``."""
+        return cls(dict(zip(texts, fallback.embed_documents(list(texts)), strict=True)), fallback)
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Look the vectors up."""
-        return [self.vectors.get(t) or self.fallback.embed_query(t) for t in texts]
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, self.fallback.embed_documents(missing), strict=True))
+        return [self.vectors[t] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
         """Look one vector up."""

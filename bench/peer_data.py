@@ -21,6 +21,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from bench.common import libpq
+from bench.corpus import Lookup
 
 KEEP_MESSAGES = 20
 """Short-term memory keeps the last 20 messages of a channel, as kioku does."""
@@ -80,26 +81,6 @@ class Peers:
         self.resources.close()
 
 
-class Precomputed(Embeddings):
-    """Vectors of the questions and update texts, computed once; the rest from ``fallback``."""
-
-    def __init__(self, texts: Sequence[str], fallback: Embeddings) -> None:
-        """Embed ``texts`` now through ``fallback``."""
-        self.fallback = fallback
-        self.vectors = dict(zip(texts, fallback.embed_documents(list(texts)), strict=True))
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Look the vectors up."""
-        missing = [t for t in texts if t not in self.vectors]
-        if missing:
-            self.vectors.update(zip(missing, self.fallback.embed_documents(missing), strict=True))
-        return [self.vectors[t] for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        """Look one vector up."""
-        return self.embed_documents([text])[0]
-
-
 def update_text(speaker: str, i: int) -> str:
     """The content turn ``i`` writes into one of the speaker's memories."""
     return f"{speaker} asked about topic {i % 97} in turn batch {i % 13}"
@@ -142,10 +123,10 @@ def memory_key(kind: str, owner: str, n: int) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kioku-peers/{kind}/{owner}/{n}"))
 
 
-def precomputed(data: PeerData) -> Precomputed:
+def precomputed(data: PeerData) -> Lookup:
     """The questions' and every update text's vectors, computed before any timing."""
     updates = [update_text(data.speaker, i) for i in range(97 * 13)]
-    return Precomputed([*data.questions, *dict.fromkeys(updates)], data.embeddings)
+    return Lookup.of([*data.questions, *dict.fromkeys(updates)], data.embeddings)
 
 
 def stm_graph(saver: PostgresSaver) -> CompiledStateGraph[Any, Any, Any, Any]:

@@ -41,7 +41,7 @@ def whole(text: str) -> int:
     return len(COUNTER.encoding.encode(text, disallowed_special=()))
 
 
-@settings(max_examples=3000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(LINES)
 def test_the_pieces_add_up_to_the_whole_for_any_text(lines: list[list[str]]) -> None:
     text, tokens = count_block(lines, COUNTER)
@@ -49,7 +49,7 @@ def test_the_pieces_add_up_to_the_whole_for_any_text(lines: list[list[str]]) -> 
     assert tokens == whole(text)
 
 
-@settings(max_examples=1000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(
         st.lists(TEXT.map(lambda t: "ID:" + t), min_size=1, max_size=5), min_size=1, max_size=5

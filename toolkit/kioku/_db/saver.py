@@ -1,9 +1,14 @@
-"""LangGraph's ``PostgresSaver``, usable from async graphs and agents too.
+"""LangGraph's ``PostgresSaver``, usable from async graphs and agents too, and read fast.
 
 ``PostgresSaver`` is sync only: ``await graph.ainvoke(...)`` with it raises
 ``NotImplementedError``. This saver runs the same methods in a worker thread when awaited,
 on the same connection pool, so one checkpointer (``KiokuStore.checkpointer()``) serves
 sync and async code alike.
+
+It also reads a checkpoint's channel values by their primary key (:data:`SELECT_SQL`):
+``PostgresSaver``'s statement joins the checkpoint's channel versions with every blob of
+the thread, which PostgreSQL runs as a hash of all of them, so reading a thread's latest
+checkpoint (once at the start of every turn) grew with the thread's history.
 """
 
 from __future__ import annotations
@@ -26,6 +31,36 @@ from psycopg import Connection, Pipeline
 from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
+_BLOBS_JOINED = """
+        from jsonb_each_text(checkpoint -> 'channel_versions')
+        inner join checkpoint_blobs bl
+            on bl.thread_id = checkpoints.thread_id
+            and bl.checkpoint_ns = checkpoints.checkpoint_ns
+            and bl.channel = jsonb_each_text.key
+            and bl.version = jsonb_each_text.value
+"""
+"""How ``PostgresSaver.SELECT_SQL`` finds a checkpoint's blobs: a join the planner makes
+a hash join over all of the thread's blobs (3.3 ms at 300 turns, growing with them)."""
+_BLOBS_LOOKED_UP = """
+        from jsonb_each_text(checkpoint -> 'channel_versions') as versions
+        cross join lateral (
+            select blobs.channel, blobs.type, blobs.blob
+            from checkpoint_blobs blobs
+            where blobs.thread_id = checkpoints.thread_id
+                and blobs.checkpoint_ns = checkpoints.checkpoint_ns
+                and blobs.channel = versions.key
+                and blobs.version = versions.value
+            limit 1
+        ) as bl
+"""
+"""The same rows, each looked up by the primary key (0.16 ms at 300 turns, whatever
+the history). ``limit 1`` (at most one row matches the key anyway) keeps the planner
+from flattening the lookup back into the join."""
+
+SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_BLOBS_JOINED, _BLOBS_LOOKED_UP)
+"""``PostgresSaver.SELECT_SQL`` with each blob looked up by its key (when that statement
+still holds the join this replaces; ``tests/test_checkpoint_pool.py`` checks it does)."""
+
 
 class PostgresSaverForBoth(PostgresSaver):
     """``PostgresSaver`` whose async methods run its sync ones off the event loop.
@@ -35,8 +70,10 @@ class PostgresSaverForBoth(PostgresSaver):
     needs, but on a pool each call takes a connection of its own, and the lock only queued
     every checkpoint write of the process behind the one before (langgraph issue #7259).
     Prunes still run one at a time: two REPEATABLE READ prunes of one thread would fail
-    against each other's deletes.
+    against each other's deletes. Checkpoints are read with :data:`SELECT_SQL`.
     """
+
+    SELECT_SQL = SELECT_SQL
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from sqlalchemy import insert
 
-from kioku import KiokuStore, create_long_term_memory_tool
+from kioku import ContextBudgets, KiokuStore, create_long_term_memory_tool
 from kioku._context_build.build import ContextBuilder
 from kioku._db.models import Memory
 from kioku._memory.windows import MEMORY_WINDOW
@@ -161,3 +161,81 @@ def test_a_question_around_a_shared_word_finds_the_memory(
     assert payload["status"] == "memories_found", (question, payload)
     shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
     assert any(line.endswith(shown) for line in payload["memories"]), (question, payload)
+
+
+QUESTIONED = {
+    # language: (memory, a question around a word it shares, a question about nothing in it)
+    "pt": (
+        "{user} tem um papagaio chamado Tico",
+        "Quantos anos tem o Tico?",
+        "Qual é o tipo sanguíneo dela?",
+    ),
+    "ru": (
+        "У {user} есть собака по кличке Шарик",
+        "Сколько лет Шарик?",
+        "Какой у неё любимый цвет?",
+    ),
+    "vi": (
+        "{user} cất hộ chiếu trong ngăn kéo bàn làm việc",
+        "Hộ chiếu của tôi ở đâu?",
+        "Cô ấy lái xe màu gì?",
+    ),
+    "fr": (
+        "{user} joue du violoncelle le dimanche",
+        "Depuis quand joue-t-elle du violoncelle ?",
+        "Quel est son groupe sanguin ?",
+    ),
+    "ar": (
+        "{user} تعمل ممرضة في الإسكندرية",
+        "في أي مستشفى تعمل في الإسكندرية؟",
+        "ما لون سيارتها؟",
+    ),
+    "id": ("Kucing {user} bernama Oyen", "Berapa umur Oyen?", "Apa warna mobilnya?"),
+}
+
+
+@pytest.fixture
+def questioned(store: KiokuStore) -> World:
+    world = make_world(store)
+    create = create_long_term_memory_tool(store)
+    for content, _, _ in QUESTIONED.values():
+        args = {"memory_content": content, "memory_scope": "target_user", "target_user": "Alice"}
+        saved = run_tool(create, args, world.context()).result
+        assert saved["status"] == "memory_saved_successfully", (content, saved)
+    return world
+
+
+@pytest.mark.parametrize("language", sorted(QUESTIONED))
+def test_question_words_of_spaced_languages_do_not_hide_the_shared_word(
+    questioned: World, language: str
+) -> None:
+    """Interrogatives PostgreSQL's stop lists miss (or have no list for) are not counted."""
+    content, question, _ = QUESTIONED[language]
+    payload = _search(questioned, question)
+    assert payload["status"] == "memories_found", (question, payload)
+    shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
+    assert any(line.endswith(shown) for line in payload["memories"]), (question, payload)
+
+
+@pytest.mark.parametrize("language", sorted(QUESTIONED))
+def test_a_question_about_nothing_stored_still_finds_nothing(
+    questioned: World, language: str
+) -> None:
+    _, _, absent = QUESTIONED[language]
+    assert _search(questioned, absent)["status"] == "no_memories_found"
+
+
+def test_an_overflowing_block_ranks_a_vietnamese_question_by_its_shared_word(
+    store: KiokuStore,
+) -> None:
+    """With memories embedded (the relevance floor applies), the context build finds it."""
+    world = make_world(store)
+    create = create_long_term_memory_tool(store)
+    facts = [f"{{user}} ghi chú số {i} về lịch làm việc hằng tuần" for i in range(60)]
+    for content in ["{user} cất hộ chiếu trong ngăn kéo bàn làm việc", *facts]:
+        args = {"memory_content": content, "memory_scope": "target_user", "target_user": "Alice"}
+        run_tool(create, args, world.context())
+    built = ContextBuilder(store, budgets=ContextBudgets(personal_memories=200)).build(
+        world.context(), [HumanMessage("Hộ chiếu của tôi ở đâu?", name="Alice")]
+    )
+    assert "ngăn kéo" in "\n".join(item.text for item in built.items)

@@ -1,7 +1,9 @@
 """Reading a thread's latest checkpoint, as every turn starts: kioku's saver and LangGraph's.
 
-A small chat graph (one answer per message) runs ``--turns`` turns on each of several
-threads of ``store.checkpointer()`` on a fresh database; then the latest checkpoint of
+A small chat graph runs turns on threads of several lengths (``--lengths``) of
+``store.checkpointer()`` on a fresh database, keeping the last exchange only (as an agent
+trimming its thread keeps its state small: what grows is the thread's history of
+checkpoints and blobs, not the state read); then the latest checkpoint of
 each thread is read, alternately, by kioku's saver and by ``PostgresSaver`` as its docs
 build it (``from_conn_string``), the same rows. Prints each one's ``get_tuple`` p50 (ms)
 per thread length, and the server's execution time of each statement (``EXPLAIN
@@ -15,12 +17,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any
+from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import START, StateGraph
 from sqlalchemy import text
 
 from bench.agent_rounds import loadavg
@@ -32,15 +33,21 @@ from kioku._db.saver import SELECT_SQL
 LATEST = "WHERE thread_id = :t AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
 
 
+class Exchange(TypedDict):
+    """The last message and its answer (each turn replaces them)."""
+
+    last: list[str]
+
+
 def grow(store: KiokuStore, thread_id: str, turns: int) -> RunnableConfig:
     """``turns`` turns of a one-node chat graph on ``thread_id``; its config."""
-    graph = StateGraph(MessagesState)
-    graph.add_node("answer", lambda state: {"messages": [AIMessage("noted")]})
+    graph = StateGraph(Exchange)
+    graph.add_node("answer", lambda state: {"last": [*state["last"][:1], "noted"]})
     graph.add_edge(START, "answer")
     chat = graph.compile(checkpointer=store.checkpointer())
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     for turn in range(turns):
-        chat.invoke({"messages": [HumanMessage(f"message {turn}")]}, config)
+        chat.invoke({"last": [f"message {turn}"]}, config)
     return config
 
 

@@ -40,7 +40,8 @@ _BLOBS_JOINED = """
             and bl.version = jsonb_each_text.value
 """
 """How ``PostgresSaver.SELECT_SQL`` finds a checkpoint's blobs: a join the planner makes
-a hash join over all of the thread's blobs (3.3 ms at 300 turns, growing with them)."""
+a hash join over all of the thread's blobs, so it grows with them
+(``python -m bench.checkpoint_reads``)."""
 _BLOBS_LOOKED_UP = """
         from jsonb_each_text(checkpoint -> 'channel_versions') as versions
         cross join lateral (
@@ -53,9 +54,9 @@ _BLOBS_LOOKED_UP = """
             limit 1
         ) as bl
 """
-"""The same rows, each looked up by the primary key (0.16 ms at 300 turns, whatever
-the history). ``limit 1`` (at most one row matches the key anyway) keeps the planner
-from flattening the lookup back into the join."""
+"""The same rows, each looked up by the primary key, whatever the history. ``limit 1`` (at
+most one row matches the key anyway) keeps the planner from flattening the lookup back
+into the join."""
 
 SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_BLOBS_JOINED, _BLOBS_LOOKED_UP)
 """``PostgresSaver.SELECT_SQL`` with each blob looked up by its key (when that statement

@@ -217,6 +217,20 @@ def test_question_words_of_spaced_languages_do_not_hide_the_shared_word(
     assert any(line.endswith(shown) for line in payload["memories"]), (question, payload)
 
 
+def test_a_question_of_only_question_and_stop_words_is_weighed_over_all_of_them(
+    store: KiokuStore,
+) -> None:
+    """ "Onde ela está?" ("where is she?") shares "está" with a memory: one word of three."""
+    world = make_world(store)
+    args = {
+        "memory_content": "{user} está cansada hoje",
+        "memory_scope": "target_user",
+        "target_user": "Alice",
+    }
+    run_tool(create_long_term_memory_tool(store), args, world.context())
+    assert _search(world, "Onde ela está?")["status"] == "no_memories_found"
+
+
 @pytest.mark.parametrize("language", sorted(QUESTIONED))
 def test_a_question_about_nothing_stored_still_finds_nothing(
     questioned: World, language: str

@@ -60,7 +60,7 @@ into the join."""
 
 SELECT_SQL = PostgresSaver.SELECT_SQL.replace(_BLOBS_JOINED, _BLOBS_LOOKED_UP)
 """``PostgresSaver.SELECT_SQL`` with each blob looked up by its key (when that statement
-still holds the join this replaces; ``tests/test_checkpoint_pool.py`` checks it does)."""
+still holds the join this replaces; ``tests/test_checkpoint_reads.py`` checks it does)."""
 
 
 class PostgresSaverForBoth(PostgresSaver):

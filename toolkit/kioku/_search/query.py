@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, TextClause, and_, false, or_, text
 from kioku._context import GLOBAL_LINEAGE
 from kioku._db.models import Memory
 from kioku._domain.visibility import Visibility
-from kioku._question_words import without_question_words
+from kioku._question_words import without_paired_heads
 from kioku._spaceless import terms, terms_asked
 
 _TERM = re.compile(r"\w+", re.UNICODE)
@@ -116,12 +116,12 @@ def asked_words(text: str) -> list[str]:
 
     What a memory's share of a query is counted over (the relevance floor): in scripts
     written without spaces such words are cut out of the runs
-    (:func:`kioku._spaceless.terms_asked`), elsewhere the interrogatives PostgreSQL's stop
-    lists miss are left out (:mod:`kioku._question_words`), as English stop words never
-    reach a query.
+    (:func:`kioku._spaceless.terms_asked`), as English stop words never reach a query;
+    the other question words are the statement's stop words
+    (:mod:`kioku._question_words`), but for a word asking only before another ("bao").
     """
     found = [word.lower() for word in terms_asked(text, _TERM.findall)]
-    return _distinct(without_question_words(text, found))
+    return _distinct(without_paired_heads(found))
 
 
 def _distinct(found: Sequence[str]) -> list[str]:

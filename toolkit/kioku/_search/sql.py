@@ -17,6 +17,7 @@ from typing import Any
 
 from kioku._db.vectors import halfvec_text
 from kioku._domain.visibility import Visibility
+from kioku._question_words import QUESTION_WORDS
 from kioku._search.planning import HNSW_EF_SEARCH, VectorPlan, VectorPlans
 from kioku._search.query import SERVER_OWNER_SQL, people_params, people_slots, personal_owner_sql
 from kioku._spaceless import RUN_CLASS
@@ -218,9 +219,15 @@ STOP_WORD_LANGUAGES = (
 weighed without: "Wer ist Bruno?" is about Bruno, as "Who is Bruno?" is (English stop
 words never reach the query)."""
 
+_QUESTION_WORDS = "ARRAY[" + ", ".join(f"'{word}'" for word in sorted(QUESTION_WORDS)) + "]"
 _STOP_WORD = " OR ".join(
-    f"ts_lexize('{language}_stem', raw) = '{{}}'" for language in STOP_WORD_LANGUAGES
+    [
+        f"raw = ANY({_QUESTION_WORDS})",
+        *(f"ts_lexize('{language}_stem', raw) = '{{}}'" for language in STOP_WORD_LANGUAGES),
+    ]
 )
+"""Whether a query's word is a stop word of a language or only makes it a question
+(:data:`kioku._question_words.QUESTION_WORDS`)."""
 _PAIR_WEIGHT = f"CASE WHEN word ~ '^{RUN_CLASS}$' THEN 0.5 ELSE 1.0 END"
 """A character pair (or lone character) of a script written without spaces weighs half a
 word: a word there is about two characters, so a question's pairs outnumber its words."""
@@ -234,9 +241,10 @@ _ASKED = (
     "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS picked)"
 )
 """The query's words as the text search sees them (stemmed; ``:weighed``, which leaves
-out the question words of scripts without spaces), less any language's stop words unless
-nothing else is left, and their weight in words (:data:`_PAIR_WEIGHT`): what
-a memory's share of the query is counted over, worked out once per statement (a
+out the question words of scripts without spaces), less any language's stop words and
+question words (:data:`_STOP_WORD`) unless nothing else is left, and their weight in
+words (:data:`_PAIR_WEIGHT`): what a memory's share of the query is counted over, worked
+out once per statement (a
 materialised ``WITH``: as a subquery it was worked out again for each row it met)."""
 
 _MATCHED_SHARE = (

@@ -28,9 +28,11 @@ from bench.agent_rounds import loadavg
 from bench.common import bench_database, open_store
 from bench.corpus import embedder_named
 from kioku import KiokuStore
+from kioku._db.engine import libpq_url
 from kioku._db.saver import SELECT_SQL
 
 LATEST = "WHERE thread_id = :t AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
+"""What follows a read statement to read a thread's latest checkpoint (``:t``)."""
 
 
 class Exchange(TypedDict):
@@ -77,9 +79,8 @@ def measure(lengths: list[int], reads: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with bench_database("kioku_bench_checkpoint_reads") as url:
         store = open_store(url, embedder_named("hashing"))
-        libpq = store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         try:
-            with PostgresSaver.from_conn_string(libpq) as langgraph_saver:
+            with PostgresSaver.from_conn_string(libpq_url(store.engine)) as langgraph_saver:
                 savers = {"kioku": store.checkpointer(), "PostgresSaver": langgraph_saver}
                 for length in lengths:
                     config = grow(store, f"thread-{length}", length)

@@ -11,8 +11,10 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from sqlalchemy import text
 
+from bench.checkpoint_reads import LATEST
 from kioku import KiokuStore
 from kioku._db import saver
+from kioku._db.engine import libpq_url
 
 TURNS = 60
 
@@ -31,13 +33,9 @@ def _chat(store: KiokuStore, thread_id: str) -> dict[str, Any]:
 
 def _blob_rows_read(store: KiokuStore, statement: str, thread_id: str) -> int:
     """Rows the latest-checkpoint read of ``statement`` took from ``checkpoint_blobs``."""
-    latest = (
-        statement
-        + "WHERE thread_id = :t AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
-    )
     with store.engine.connect() as connection:
         [[plan]] = connection.execute(
-            text("EXPLAIN (ANALYZE, FORMAT JSON) " + latest), {"t": thread_id}
+            text("EXPLAIN (ANALYZE, FORMAT JSON) " + statement + LATEST), {"t": thread_id}
         ).all()
     return _rows_of(plan if isinstance(plan, list) else json.loads(plan), "checkpoint_blobs")
 
@@ -73,7 +71,7 @@ def test_reading_the_latest_checkpoint_touches_only_its_own_blobs(store: KiokuSt
 def test_reads_give_what_postgres_saver_gives(store: KiokuStore) -> None:
     config = _chat(store, "compared")
     ours = store.checkpointer()
-    with PostgresSaver.from_conn_string(_libpq(store)) as theirs:
+    with PostgresSaver.from_conn_string(libpq_url(store.engine)) as theirs:
         assert _tuples(ours.list(config)) == _tuples(theirs.list(config))
         assert _tuples([ours.get_tuple(config)]) == _tuples([theirs.get_tuple(config)])
 
@@ -83,8 +81,3 @@ def _tuples(found: Any) -> list[tuple[Any, ...]]:
         (t.config, t.checkpoint["channel_values"], t.metadata, t.parent_config, t.pending_writes)
         for t in found
     ]
-
-
-def _libpq(store: KiokuStore) -> str:
-    url = store.engine.url.set(drivername="postgresql")
-    return url.render_as_string(hide_password=False)

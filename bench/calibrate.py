@@ -5,7 +5,7 @@ Run: ``.venv/bin/python -m bench.calibrate [--embedder multilingual|hashing|loca
 
 - **Duplicate threshold**: every labelled pair of ``tests/data/duplicate_pairs*.jsonl``
   (English, six sets), the duplicate and near-miss pairs of
-  ``tests/data/multilingual.json`` (seven languages) and every two distinct facts of one
+  ``tests/data/multilingual.json`` (eight languages) and every two distinct facts of one
   language there (a user's facts, none repeating another: 105 pairs per language) is
   judged by kioku's rule (:func:`kioku._memory.sameness.same_meaning`: cosine at the
   threshold, and no conflict in the words) at each threshold from 0.70 to 0.99; the fit is

@@ -4,8 +4,8 @@ Run: ``.venv/bin/python -m bench.multilingual [--embedder hashing|multilingual|l
 (default ``all``; needs no network except ``openai``, and only when a key is set).
 
 The labelled set is ``tests/data/multilingual.json``: per language (Japanese, Chinese,
-Korean, Thai, German, Spanish, English) facts a chat bot would remember about one user,
-each with a literal query (shares a term with the fact) and a paraphrased one (the same
+Korean, Thai, German, Spanish, English, Russian) facts a chat bot would remember about one
+user, each with a literal query (shares a term with the fact) and a paraphrased one (the same
 meaning, no shared content word), queries about things not in memory, and duplicate and
 near-miss pairs. On a fresh database per embedder, each language gets a server of its own
 and one user whose memories are that language's facts, saved through
@@ -62,7 +62,7 @@ from kioku._tools.search import search_long_term_memory_tool
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "multilingual.json"
 RESULTS = HERE / "multilingual-results.json"
-LANGUAGES = ("ja", "zh", "ko", "th", "de", "es", "en")
+LANGUAGES = ("ja", "zh", "ko", "th", "de", "es", "en", "ru")
 EMBEDDERS = ("hashing", "multilingual", "local", "openai")
 LIMIT = 5
 """Memories a search returns (hit@5)."""

@@ -30,6 +30,7 @@ from kioku import (
 from kioku._db.models import Memory, MemoryHistory
 from kioku._stm.model import StmKey, StmMessage
 from kioku._tools.invoke import arun_tool_call, run_tool_call
+from kioku._tools.search import search_long_term_memory_tool
 
 BOT_ID = "bot-1"
 SETTING_VARIABLES = frozenset(
@@ -131,6 +132,17 @@ def run_tool(tool: BaseTool, args: dict[str, Any], context: TurnContext | None) 
     """Execute one tool call exactly as LangGraph's ToolNode does inside a graph."""
     outcome = run_tool_call([tool], tool.name, args, context)
     return ToolRun(json.loads(str(outcome.message.content)), outcome.message, outcome.custom_events)
+
+
+def search_payload(world: World, query: str, limit: int = 5) -> dict[str, Any]:
+    """What ``search_long_term_memory`` answers ``query`` in ``world``'s turn."""
+    outcome = run_tool_call(
+        [search_long_term_memory_tool(world.store)],
+        "search_long_term_memory",
+        {"query": query, "limit": limit},
+        world.context(),
+    )
+    return dict(json.loads(str(outcome.message.content)))
 
 
 def create_memory(world: World, args: dict[str, Any], **context: Any) -> int:

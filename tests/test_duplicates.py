@@ -355,6 +355,8 @@ def test_hashing_embedder_precision_on_the_labelled_set() -> None:
         ("Somchaiไปว่ายน้ำทุกวันจันทร์", "Somchaiไปว่ายน้ำทุกวันศุกร์", "value"),
         ("Jonas mag Katzen", "Jonas mag keine Katzen", "polarity"),
         ("Lucía come carne", "Lucía nunca come carne", "polarity"),
+        ("Дима любит фильмы ужасов", "Дима не любит фильмы ужасов", "polarity"),
+        ("Дима пьёт две чашки кофе", "Дима пьёт пять чашек кофе", "numbers"),
     ],
 )
 def test_what_sets_two_similar_memories_apart(first: str, second: str, why: str | None) -> None:

@@ -148,7 +148,7 @@ def test_embedding_failure_saves_and_queues(
             session.execute(
                 text(
                     "SELECT id FROM memories "
-                    "WHERE search_vector @@ plainto_tsquery('english', 'likes tea')"
+                    "WHERE search_vector @@ plainto_tsquery('kioku_text', 'likes tea')"
                 )
             )
             .scalars()

@@ -4,10 +4,8 @@ and no API key."""
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -17,9 +15,7 @@ from kioku import ContextBudgets, KiokuStore, create_long_term_memory_tool
 from kioku._context_build.build import ContextBuilder
 from kioku._db.models import Memory
 from kioku._memory.windows import MEMORY_WINDOW
-from kioku._tools.invoke import run_tool_call
-from kioku._tools.search import search_long_term_memory_tool
-from tests.helpers import T0, World, make_world, run_tool
+from tests.helpers import T0, World, make_world, run_tool, search_payload
 
 FACTS: dict[str, list[tuple[str, str]]] = {
     # language: (memory, a query sharing a word with it only)
@@ -81,20 +77,10 @@ def world(store: KiokuStore) -> World:
     return world
 
 
-def _search(world: World, query: str) -> dict[str, Any]:
-    outcome = run_tool_call(
-        [search_long_term_memory_tool(world.store)],
-        "search_long_term_memory",
-        {"query": query, "limit": 5},
-        world.context(),
-    )
-    return dict(json.loads(str(outcome.message.content)))
-
-
 @pytest.mark.parametrize("language", sorted(FACTS))
 def test_a_shared_word_finds_the_memory(world: World, language: str) -> None:
     for content, query in FACTS[language]:
-        payload = _search(world, query)
+        payload = search_payload(world, query)
         assert payload["status"] == "memories_found", (query, payload)
         shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
         assert any(line.endswith(shown) for line in payload["memories"][:5]), (query, payload)
@@ -115,7 +101,7 @@ UNRELATED = {
 
 @pytest.mark.parametrize("language", sorted(UNRELATED))
 def test_a_query_about_nothing_in_memory_finds_nothing(world: World, language: str) -> None:
-    payload = _search(world, UNRELATED[language])
+    payload = search_payload(world, UNRELATED[language])
     assert payload["status"] == "no_memories_found", payload
 
 
@@ -157,7 +143,7 @@ def test_a_question_around_a_shared_word_finds_the_memory(
     world: World, content: str, question: str
 ) -> None:
     """Particles, question words and verbs around the shared word do not hide it."""
-    payload = _search(world, question)
+    payload = search_payload(world, question)
     assert payload["status"] == "memories_found", (question, payload)
     shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
     assert any(line.endswith(shown) for line in payload["memories"]), (question, payload)
@@ -211,7 +197,7 @@ def test_question_words_of_spaced_languages_do_not_hide_the_shared_word(
 ) -> None:
     """Interrogatives PostgreSQL's stop lists miss (or have no list for) are not counted."""
     content, question, _ = QUESTIONED[language]
-    payload = _search(questioned, question)
+    payload = search_payload(questioned, question)
     assert payload["status"] == "memories_found", (question, payload)
     shown = unicodedata.normalize("NFKC", content.replace("{user}", "Alice"))
     assert any(line.endswith(shown) for line in payload["memories"]), (question, payload)
@@ -228,7 +214,7 @@ def test_a_question_of_only_question_and_stop_words_is_weighed_over_all_of_them(
         "target_user": "Alice",
     }
     run_tool(create_long_term_memory_tool(store), args, world.context())
-    assert _search(world, "Onde ela está?")["status"] == "no_memories_found"
+    assert search_payload(world, "Onde ela está?")["status"] == "no_memories_found"
 
 
 @pytest.mark.parametrize("language", sorted(QUESTIONED))
@@ -236,7 +222,7 @@ def test_a_question_about_nothing_stored_still_finds_nothing(
     questioned: World, language: str
 ) -> None:
     _, _, absent = QUESTIONED[language]
-    assert _search(questioned, absent)["status"] == "no_memories_found"
+    assert search_payload(questioned, absent)["status"] == "no_memories_found"
 
 
 def test_an_overflowing_block_ranks_a_vietnamese_question_by_its_shared_word(

@@ -33,7 +33,7 @@ def test_setup_is_idempotent(engine: Engine, settings: KiokuSettings) -> None:
         extension = connection.execute(
             text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         ).scalar_one()
-    assert version == "0024"
+    assert version == "0025"
     assert tuple(int(p) for p in extension.split(".")[:2]) >= (0, 8)
 
 

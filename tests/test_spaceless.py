@@ -59,11 +59,11 @@ def test_the_database_uses_the_same_scripts() -> None:
 def test_every_query_term_of_a_memory_is_in_its_index(engine: Engine, content: str) -> None:
     with engine.connect() as connection:
         lexemes = connection.execute(
-            text("SELECT tsvector_to_array(to_tsvector('english', kioku_search_text(:c)))"),
+            text("SELECT tsvector_to_array(to_tsvector('kioku_text', kioku_search_text(:c)))"),
             {"c": content},
         ).scalar_one()
         stems = connection.execute(
-            text("SELECT tsvector_to_array(to_tsvector('english', :t))"),
+            text("SELECT tsvector_to_array(to_tsvector('kioku_text', :t))"),
             {"t": " ".join(query_words(content))},
         ).scalar_one()
     assert set(stems) <= set(lexemes)

@@ -45,7 +45,9 @@ QUESTION_WORDS = frozenset(
         # Russian.
         *("что", "чем", "какой", "какая", "какое", "какие", "каких", "каким", "кто"),
         *("кого", "кому", "когда", "где", "куда", "откуда", "как", "сколько", "почему"),
-        *("зачем", "ли", "чей", "чья", "чьё", "чьи"),
+        *("зачем", "ли", "чей", "чья", "чьё", "чьи", "кем", "какого", "какому", "каком"),
+        *("какую", "какими", "который", "которая", "которое", "которые", "которого"),
+        *("которую", "котором"),
         # Vietnamese: what, which, where, how many, how, when, and the question particles;
         # PostgreSQL has no Vietnamese stop list: also I, you, of, at, is, have, already,
         # and, with, plural markers, a, this, that, tense markers.

@@ -26,6 +26,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from kioku._db.text_search import TEXT_CONFIG
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -161,7 +163,8 @@ class Memory(Base):
     this is the model ``kioku_meta`` records (``NULL``: not known, re-embedded by the next
     ``kioku reembed``)."""
     search_vector: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english', kioku_search_text(content))", persisted=True)
+        TSVECTOR,
+        Computed(f"to_tsvector('{TEXT_CONFIG}', kioku_search_text(content))", persisted=True),
     )
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from kioku._db.text_search import TEXT_CONFIG
 from kioku._db.vectors import halfvec_text
 from kioku._domain.visibility import Visibility
 from kioku._question_words import QUESTION_WORDS
@@ -238,7 +239,7 @@ _ASKED = (
     "FROM (SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) "
     f"AS words FROM (SELECT raw, {_STOP_WORD} AS stop "
     "FROM regexp_split_to_table(:weighed, ' \\| ') AS raw) AS r, "
-    "unnest(tsvector_to_array(to_tsvector('english', r.raw))) AS lexeme) AS picked)"
+    f"unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', r.raw))) AS lexeme) AS picked)"
 )
 """The query's words as the text search sees them (stemmed; ``:weighed``, which leaves
 out the question words of scripts without spaces), less any language's stop words and
@@ -260,7 +261,7 @@ def _text_hits(shape: SearchShape) -> str:
     return (
         f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched"
         f"{_carried(shape)} "
-        "FROM memories, to_tsquery('english', :terms) AS query, asked "
+        f"FROM memories, to_tsquery('{TEXT_CONFIG}', :terms) AS query, asked "
         f"WHERE {_any_part(shape)} AND search_vector @@ query "
         "ORDER BY score DESC, id LIMIT :pool"
     )

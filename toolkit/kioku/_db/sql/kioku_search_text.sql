@@ -1,8 +1,18 @@
 CREATE FUNCTION kioku_search_text(content text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     -- Words of scripts written without spaces (CJK, kana, Hangul, Thai, Lao, Khmer,
-    -- Myanmar) become their characters and character pairs; the rest is kept as it is.
-    SELECT regexp_replace(t.text, t.runs, ' ', 'g') || ' ' || coalesce((
+    -- Myanmar) become their characters and character pairs; a word with accents (Japón,
+    -- Brüder, Việt) is followed by its form without them, so it is found as typed either
+    -- way; the rest is kept as it is.
+    SELECT t.spaced || ' ' || coalesce((
+        SELECT string_agg(w.folded, ' ')
+        FROM regexp_split_to_table(t.spaced, '\s+') AS found(word),
+            LATERAL (
+                SELECT normalize(regexp_replace(normalize(found.word, NFD),
+                    '[\u0300-\u036f]+', '', 'g'), NFC) AS folded
+            ) AS w
+        WHERE w.folded <> found.word
+    ), '') || ' ' || coalesce((
         SELECT string_agg(gram, ' ')
         FROM regexp_matches(t.text, t.runs, 'g') AS found(run),
             LATERAL (
@@ -14,8 +24,12 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
             ) AS grams
     ), '')
     FROM (
-        SELECT normalize(content, NFKC) AS text,
-            '[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff'
-            || '\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+' AS runs
+        SELECT s.text, s.runs, regexp_replace(s.text, s.runs, ' ', 'g') AS spaced
+        FROM (
+            SELECT normalize(content, NFKC) AS text,
+                '[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff'
+                || '\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+'
+                AS runs
+        ) AS s
     ) AS t
 $$;

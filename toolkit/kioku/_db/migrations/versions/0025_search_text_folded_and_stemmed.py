@@ -29,13 +29,10 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     -- Brüder, Việt) is followed by its form without them, so it is found as typed either
     -- way; the rest is kept as it is.
     SELECT t.spaced || ' ' || coalesce((
-        SELECT string_agg(w.folded, ' ')
-        FROM regexp_split_to_table(t.spaced, '\s+') AS found(word),
-            LATERAL (
-                SELECT normalize(regexp_replace(normalize(found.word, NFD),
-                    '[\u0300-\u036f]+', '', 'g'), NFC) AS folded
-            ) AS w
-        WHERE w.folded <> found.word
+        SELECT string_agg(normalize(regexp_replace(found.word[1], '[\u0300-\u036f]+', '', 'g'),
+            NFC), ' ')
+        FROM regexp_matches(normalize(t.spaced, NFD), '\S*[\u0300-\u036f]\S*', 'g')
+            AS found(word)
     ), '') || ' ' || coalesce((
         SELECT string_agg(gram, ' ')
         FROM regexp_matches(t.text, t.runs, 'g') AS found(run),

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from kioku._db.text_search import TEXT_CONFIG
+from kioku._db.text_search import SEARCH_VECTOR
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -162,10 +162,7 @@ class Memory(Base):
     """The model that made ``embedding`` (migration 0023): a vector is current only while
     this is the model ``kioku_meta`` records (``NULL``: not known, re-embedded by the next
     ``kioku reembed``)."""
-    search_vector: Mapped[Any] = mapped_column(
-        TSVECTOR,
-        Computed(f"to_tsvector('{TEXT_CONFIG}', kioku_search_text(content))", persisted=True),
-    )
+    search_vector: Mapped[Any] = mapped_column(TSVECTOR, Computed(SEARCH_VECTOR, persisted=True))
     status: Mapped[str] = mapped_column(Text, default="active", server_default="active")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.store.base import MatchCondition
 
-from kioku._db.text_search import TEXT_CONFIG
+from kioku._db.text_search import TEXT_QUERY
 from kioku._errors import ConfigurationError
 
 Params = dict[str, Any]
@@ -187,7 +187,7 @@ def candidates_sql(filters: str, *, vector: bool, text: bool) -> str:
             f"(SELECT {_RANKED}, ts_rank_cd(m.search_vector, query)::float8 AS score, "
             "'text' AS source, NULL::float8 AS matched "
             "FROM items JOIN memories AS m ON m.id = items.memory_id, "
-            f"to_tsquery('{TEXT_CONFIG}', :terms) AS query WHERE m.search_vector @@ query "
+            f"{TEXT_QUERY} AS query WHERE m.search_vector @@ query "
             "ORDER BY score DESC, m.id LIMIT :pool)"
         )
     if not searches:

@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from kioku._db.text_search import TEXT_CONFIG
+from kioku._db.text_search import EXACT_WEIGHT, TEXT_CONFIG, TEXT_QUERY
 from kioku._db.vectors import halfvec_text
 from kioku._domain.visibility import Visibility
 from kioku._question_words import QUESTION_WORDS
@@ -233,35 +233,60 @@ _PAIR_WEIGHT = f"CASE WHEN word ~ '^{RUN_CLASS}$' THEN 0.5 ELSE 1.0 END"
 """A character pair (or lone character) of a script written without spaces weighs half a
 word: a word there is about two characters, so a question's pairs outnumber its words."""
 
+UNACCENTED_MATCH_MIN_LETTERS = 5
+"""The fewest letters of a query word typed without accents that a memory's accented word
+is credited for (:data:`UNACCENTED_MATCH_CREDIT`)."""
+UNACCENTED_MATCH_CREDIT = 0.5
+"""A query word typed without accents, held by a memory only with them (``japon``, "Japón"),
+counts as this share of a word, and only from :data:`UNACCENTED_MATCH_MIN_LETTERS` letters:
+such a word is often another language's ("hang" is Vietnamese "hàng", "manner" German
+"Männer"), so it makes a query about the memory alone or with the query's other words, not
+beside one it misses. Shorter ones still rank the memory. A word typed with accents matches
+the memory's word without them fully ("irmão" finds "irmãos")."""
+
 _ASKED = (
-    "asked AS MATERIALIZED (SELECT words, (SELECT greatest(sum("
-    f"{_PAIR_WEIGHT}), 1.0) FROM unnest(words) AS word) AS weight "
+    "asked AS MATERIALIZED (SELECT words, owners, credits, (SELECT greatest(sum(weight), 1.0) "
+    f"FROM (SELECT max({_PAIR_WEIGHT}) AS weight FROM unnest(words, owners) AS o(word, n) "
+    "GROUP BY n) AS per_word) AS weight "
     "FROM (SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) "
-    f"AS words FROM (SELECT raw, {_STOP_WORD} AS stop "
-    "FROM regexp_split_to_table(:weighed, ' \\| ') AS raw) AS r, "
-    f"unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', r.raw))) AS lexeme) AS picked)"
+    "AS words, coalesce(array_agg(n) FILTER (WHERE NOT stop), array_agg(n)) AS owners, "
+    "coalesce(array_agg(credit) FILTER (WHERE NOT stop), array_agg(credit)) AS credits "
+    f"FROM (SELECT raw, n, {_STOP_WORD} AS stop "
+    "FROM regexp_split_to_table(:weighed, ' \\| ') WITH ORDINALITY AS s(raw, n) OFFSET 0) AS r, "
+    f"LATERAL (VALUES (r.raw, CASE WHEN length(r.raw) >= {UNACCENTED_MATCH_MIN_LETTERS} "
+    f"THEN {UNACCENTED_MATCH_CREDIT} ELSE 0.0 END), "
+    "(nullif(kioku_unaccented(r.raw), r.raw), 1.0)) AS f(form, credit), "
+    f"unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', f.form))) AS lexeme) AS picked)"
 )
 """The query's words as the text search sees them (stemmed; ``:weighed``, which leaves
 out the question words of scripts without spaces), less any language's stop words and
-question words (:data:`_STOP_WORD`) unless nothing else is left, and their weight in
-words (:data:`_PAIR_WEIGHT`): what a memory's share of the query is counted over, worked
-out once per statement (a
+question words (:data:`_STOP_WORD`, worked out once a word: ``OFFSET 0`` keeps PostgreSQL
+from copying it into each aggregate's filter) unless nothing else is left: each word's lexemes as
+typed and, for a word holding accents, without them (``owners``: the word each lexeme is
+of; ``credits``: what matching a memory's word only without its accents counts for, see
+:data:`UNACCENTED_MATCH_CREDIT`), and their weight in words (:data:`_PAIR_WEIGHT`):
+what a memory's share of the query is counted over, worked out once per statement (a
 materialised ``WITH``: as a subquery it was worked out again for each row it met)."""
 
 _MATCHED_SHARE = (
-    "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE least(1.0, "
-    "(SELECT count(*) FILTER (WHERE word = ANY(tsvector_to_array(search_vector)))::float8 "
-    "FROM unnest(asked.words) AS word) / asked.weight) END"
+    "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE least(1.0, (SELECT "
+    "coalesce(sum(held), 0.0)::float8 FROM (SELECT max(CASE WHEN a.word = ANY(v.exact) "
+    "THEN 1.0 WHEN a.word = ANY(v.every) THEN a.credit ELSE 0.0 END) AS held "
+    "FROM unnest(asked.words, asked.owners, asked.credits) AS a(word, n, credit), "
+    f"(SELECT tsvector_to_array(ts_filter(search_vector, '{EXACT_WEIGHT}')) AS exact, "
+    "tsvector_to_array(search_vector) AS every) AS v GROUP BY a.n) AS per_word) "
+    "/ asked.weight) END"
 )
-"""Share of the query's words (:data:`_ASKED`) a memory holds; a memory not embedded yet
-(its meaning cannot be compared) counts as holding them all."""
+"""Share of the query's words (:data:`_ASKED`) a memory holds: as written, or without
+accents for what :data:`_ASKED` credits; a memory not embedded yet (its meaning cannot be
+compared) counts as holding them all."""
 
 
 def _text_hits(shape: SearchShape) -> str:
     return (
         f"SELECT id, ts_rank_cd(search_vector, query) AS score, {_MATCHED_SHARE} AS matched"
         f"{_carried(shape)} "
-        f"FROM memories, to_tsquery('{TEXT_CONFIG}', :terms) AS query, asked "
+        f"FROM memories, {TEXT_QUERY} AS query, asked "
         f"WHERE {_any_part(shape)} AND search_vector @@ query "
         "ORDER BY score DESC, id LIMIT :pool"
     )

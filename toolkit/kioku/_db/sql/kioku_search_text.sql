@@ -1,15 +1,8 @@
 CREATE FUNCTION kioku_search_text(content text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     -- Words of scripts written without spaces (CJK, kana, Hangul, Thai, Lao, Khmer,
-    -- Myanmar) become their characters and character pairs; a word with accents (Japón,
-    -- Brüder, Việt) is followed by its form without them, so it is found as typed either
-    -- way; the rest is kept as it is.
-    SELECT t.spaced || ' ' || coalesce((
-        SELECT string_agg(normalize(regexp_replace(found.word[1], '[\u0300-\u036f]+', '', 'g'),
-            NFC), ' ')
-        FROM regexp_matches(normalize(t.spaced, NFD), '\S*[\u0300-\u036f]\S*', 'g')
-            AS found(word)
-    ), '') || ' ' || coalesce((
+    -- Myanmar) become their characters and character pairs; the rest is kept as it is.
+    SELECT regexp_replace(t.text, t.runs, ' ', 'g') || ' ' || coalesce((
         SELECT string_agg(gram, ' ')
         FROM regexp_matches(t.text, t.runs, 'g') AS found(run),
             LATERAL (
@@ -21,12 +14,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
             ) AS grams
     ), '')
     FROM (
-        SELECT s.text, s.runs, regexp_replace(s.text, s.runs, ' ', 'g') AS spaced
-        FROM (
-            SELECT normalize(content, NFKC) AS text,
-                '[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff'
-                || '\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+'
-                AS runs
-        ) AS s
+        SELECT normalize(content, NFKC) AS text,
+            '[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff'
+            || '\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+' AS runs
     ) AS t
 $$;

@@ -26,6 +26,9 @@ FORMS = [
     ("{user} met friends at two cafés downtown", "café"),
     ("{user} tem dois irmãos", "irmão"),
     ("{user} tiene tres niños", "¿Cómo se llama su niño?"),
+    ("{user} a deux sœurs à Lyon", "sœur"),
+    ("{user} schaut jedes Wochenende Fußball", "Fussball"),
+    ("{user} hat einen Teddybär im Regal", "Teddybar"),
 ]
 UNRELATED = [
     # Memories whose words without accents are short English words.
@@ -33,6 +36,11 @@ UNRELATED = [
     "{user} đi chợ mỗi sáng",
     "{user} sống ở Hà Nội",
     "{user} bán xe máy cũ",
+    # English words that are Vietnamese ones without their tones; a Russian word that is
+    # another with "й" written "и".
+    "{user} has ten cats",
+    "{user} wears a red hat every day",
+    "Брат {user} — храбрый воин",
 ]
 ABSENT = [
     "Какой у неё любимый цвет?",
@@ -41,6 +49,9 @@ ABSENT = [
     "Who sang at the wedding?",
     "favourite song",
     "ban",
+    "Con mèo tên gì?",
+    "bài hát",
+    "Когда началась война?",
 ]
 
 

@@ -10,10 +10,11 @@ a memory saying "собака"."""
 
 SEARCH_VECTOR = (
     f"setweight(to_tsvector('{TEXT_CONFIG}', kioku_search_text(content)), 'A') || "
-    f"to_tsvector('{TEXT_CONFIG}', kioku_unaccented_words(content))"
+    f"to_tsvector('{TEXT_CONFIG}', kioku_unaccented_words(kioku_search_text(content)))"
 )
 """The ``search_vector`` column: the words as written, weight A, and the words holding
-accents without them (``kioku/_db/sql/kioku_unaccented_words.sql``), the default weight D.
+accents without them (``kioku/_db/sql/kioku_unaccented_words.sql``, on the text as
+``kioku_search_text`` writes it, so "Japón猫" gives "japon"), the default weight D.
 A query typed without accents finds "Japón"; the relevance floor can tell such a match
 from the word as written (:data:`EXACT_WEIGHT`)."""
 

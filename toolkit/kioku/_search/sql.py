@@ -234,52 +234,60 @@ _PAIR_WEIGHT = f"CASE WHEN word ~ '^{RUN_CLASS}$' THEN 0.5 ELSE 1.0 END"
 word: a word there is about two characters, so a question's pairs outnumber its words."""
 
 UNACCENTED_MATCH_MIN_LETTERS = 5
-"""The fewest letters of a query word typed without accents that a memory's accented word
-is credited for (:data:`UNACCENTED_MATCH_CREDIT`)."""
+"""The fewest letters of a query word for a match across accents to count at all
+(:data:`UNACCENTED_MATCH_CREDIT`)."""
 UNACCENTED_MATCH_CREDIT = 0.5
-"""A query word typed without accents, held by a memory only with them (``japon``, "Japón"),
-counts as this share of a word, and only from :data:`UNACCENTED_MATCH_MIN_LETTERS` letters:
-such a word is often another language's ("hang" is Vietnamese "hàng", "manner" German
-"Männer"), so it makes a query about the memory alone or with the query's other words, not
-beside one it misses. Shorter ones still rank the memory. A word typed with accents matches
-the memory's word without them fully ("irmão" finds "irmãos")."""
+"""What a query word counts for when it matches a memory's word only across accents: typed
+without them and held only with them (``japon``, "Japón"), or typed with them and held only
+without them ("tên", "ten"). Such a word is often another language's ("hang" is Vietnamese
+"hàng", "manner" German "Männer"), so it makes a query about the memory alone or with the
+query's other words, not beside one it misses; shorter ones still rank the memory. Both
+written with accents, in another form, the match counts fully ("irmão" finds "irmãos": their
+unaccented forms stem alike)."""
+
+_LOOSE = (
+    f"CASE WHEN length(r.raw) >= {UNACCENTED_MATCH_MIN_LETTERS} "
+    f"THEN {UNACCENTED_MATCH_CREDIT} ELSE 0.0 END"
+)
 
 _ASKED = (
-    "asked AS MATERIALIZED (SELECT words, owners, credits, (SELECT greatest(sum(weight), 1.0) "
-    f"FROM (SELECT max({_PAIR_WEIGHT}) AS weight FROM unnest(words, owners) AS o(word, n) "
-    "GROUP BY n) AS per_word) AS weight "
-    "FROM (SELECT coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) "
-    "AS words, coalesce(array_agg(n) FILTER (WHERE NOT stop), array_agg(n)) AS owners, "
-    "coalesce(array_agg(credit) FILTER (WHERE NOT stop), array_agg(credit)) AS credits "
+    "asked AS MATERIALIZED (SELECT words, owners, on_written, on_unaccented, (SELECT "
+    f"greatest(sum(weight), 1.0) FROM (SELECT max({_PAIR_WEIGHT}) AS weight "
+    "FROM unnest(words, owners) AS o(word, n) GROUP BY n) AS per_word) AS weight FROM (SELECT "
+    "coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) AS words, "
+    "coalesce(array_agg(n) FILTER (WHERE NOT stop), array_agg(n)) AS owners, "
+    "coalesce(array_agg(written) FILTER (WHERE NOT stop), array_agg(written)) AS on_written, "
+    "coalesce(array_agg(plain) FILTER (WHERE NOT stop), array_agg(plain)) AS on_unaccented "
     f"FROM (SELECT raw, n, {_STOP_WORD} AS stop "
     "FROM regexp_split_to_table(:weighed, ' \\| ') WITH ORDINALITY AS s(raw, n) OFFSET 0) AS r, "
-    f"LATERAL (VALUES (r.raw, CASE WHEN length(r.raw) >= {UNACCENTED_MATCH_MIN_LETTERS} "
-    f"THEN {UNACCENTED_MATCH_CREDIT} ELSE 0.0 END), "
-    "(nullif(kioku_unaccented(r.raw), r.raw), 1.0)) AS f(form, credit), "
+    f"LATERAL (VALUES (r.raw, 1.0, {_LOOSE}), "
+    f"(nullif(kioku_unaccented(r.raw), r.raw), {_LOOSE}, 1.0)) AS f(form, written, plain), "
     f"unnest(tsvector_to_array(to_tsvector('{TEXT_CONFIG}', f.form))) AS lexeme) AS picked)"
 )
 """The query's words as the text search sees them (stemmed; ``:weighed``, which leaves
 out the question words of scripts without spaces), less any language's stop words and
 question words (:data:`_STOP_WORD`, worked out once a word: ``OFFSET 0`` keeps PostgreSQL
-from copying it into each aggregate's filter) unless nothing else is left: each word's lexemes as
-typed and, for a word holding accents, without them (``owners``: the word each lexeme is
-of; ``credits``: what matching a memory's word only without its accents counts for, see
-:data:`UNACCENTED_MATCH_CREDIT`), and their weight in words (:data:`_PAIR_WEIGHT`):
-what a memory's share of the query is counted over, worked out once per statement (a
-materialised ``WITH``: as a subquery it was worked out again for each row it met)."""
+from copying it into each aggregate's filter) unless nothing else is left: each word's
+lexemes as typed and, for a word with accents, without them (``owners``: the word each
+lexeme is of; ``on_written`` and ``on_unaccented``: what it counts for when a memory holds
+it as written, or only as a word's unaccented form, see :data:`UNACCENTED_MATCH_CREDIT`),
+and their weight in words (:data:`_PAIR_WEIGHT`): what a memory's share of the query is
+counted over, worked out once per statement (a materialised ``WITH``: as a subquery it was
+worked out again for each row it met)."""
 
 _MATCHED_SHARE = (
     "CASE WHEN embedding IS NULL THEN 1.0::float8 ELSE least(1.0, (SELECT "
-    "coalesce(sum(held), 0.0)::float8 FROM (SELECT max(CASE WHEN a.word = ANY(v.exact) "
-    "THEN 1.0 WHEN a.word = ANY(v.every) THEN a.credit ELSE 0.0 END) AS held "
-    "FROM unnest(asked.words, asked.owners, asked.credits) AS a(word, n, credit), "
-    f"(SELECT tsvector_to_array(ts_filter(search_vector, '{EXACT_WEIGHT}')) AS exact, "
+    "coalesce(sum(held), 0.0)::float8 FROM (SELECT max(CASE WHEN a.word = ANY(v.written) "
+    "THEN a.on_written WHEN a.word = ANY(v.every) THEN a.on_unaccented ELSE 0.0 END) AS held "
+    "FROM unnest(asked.words, asked.owners, asked.on_written, asked.on_unaccented) "
+    "AS a(word, n, on_written, on_unaccented), "
+    f"(SELECT tsvector_to_array(ts_filter(search_vector, '{EXACT_WEIGHT}')) AS written, "
     "tsvector_to_array(search_vector) AS every) AS v GROUP BY a.n) AS per_word) "
     "/ asked.weight) END"
 )
-"""Share of the query's words (:data:`_ASKED`) a memory holds: as written, or without
-accents for what :data:`_ASKED` credits; a memory not embedded yet (its meaning cannot be
-compared) counts as holding them all."""
+"""Share of the query's words (:data:`_ASKED`) a memory holds, as written or across
+accents; a memory not embedded yet (its meaning cannot be compared) counts as holding them
+all."""
 
 
 def _text_hits(shape: SearchShape) -> str:

@@ -6,9 +6,9 @@ find a memory saying "собака" (English stemming leaves Cyrillic words as t
 "Japon" one saying "Japón". The column now uses ``kioku_text``, a copy of PostgreSQL's
 ``russian`` configuration (ASCII words stemmed as English, exactly as before; other words as
 Russian), holds the words as written with weight A, and adds the words holding accents
-without them (``kioku_unaccented_words``) with the default weight D, so the relevance floor
-can tell the two apart. Core PostgreSQL only (``normalize``, regular expressions): no
-``unaccent`` extension.
+(or letters such as "œ", "ß", "ø") without them (``kioku_unaccented_words``) with the
+default weight D, so the relevance floor can tell the two apart. Core PostgreSQL only
+(``normalize``, regular expressions): no ``unaccent`` extension.
 
 Revision ID: 0025
 Revises: 0024
@@ -27,25 +27,37 @@ depends_on: str | Sequence[str] | None = None
 UNACCENTED = r"""
 CREATE FUNCTION kioku_unaccented(content text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    -- The text without the combining marks of its letters (accents, Vietnamese tones):
-    -- "Japón" is "Japon", "phở" is "pho".
-    SELECT normalize(regexp_replace(normalize(content, NFD), '[\u0300-\u036f]+', '', 'g'), NFC)
+    -- The text without the marks of its Latin and Greek letters (accents, Vietnamese tones)
+    -- and with the letters English writes as two or as a plain one: "Japón" is "Japon",
+    -- "phở" "pho", "sœur" "soeur", "Fußball" "Fussball". Cyrillic keeps its marks: "й" and
+    -- "ё" are letters of their own ("война" is not "воина").
+    SELECT translate(
+        replace(replace(replace(replace(replace(replace(
+            normalize(regexp_replace(normalize(content, NFD),
+                '([A-Za-z\u00c0-\u024f\u0370-\u03ff\u1e00-\u1fff])[\u0300-\u036f]+', '\1', 'g'),
+                NFC),
+            'œ', 'oe'), 'Œ', 'OE'), 'æ', 'ae'), 'Æ', 'AE'), 'ß', 'ss'), 'ẞ', 'SS'),
+        'øØłŁđĐħĦı', 'oOlLdDhHi')
 $$;
 """
 
 UNACCENTED_WORDS = r"""
 CREATE FUNCTION kioku_unaccented_words(content text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    -- The words of the text that hold such marks, without them (one scan finds them).
-    SELECT coalesce(string_agg(kioku_unaccented(found.word[1]), ' '), '')
-    FROM regexp_matches(normalize(normalize(content, NFKC), NFD), '\S*[\u0300-\u036f]\S*', 'g')
-        AS found(word)
+    -- The words of the text (as kioku_search_text writes it) that kioku_unaccented changes,
+    -- changed; one scan finds the words holding a mark or such a letter.
+    SELECT coalesce(string_agg(w.plain, ' '), '')
+    FROM regexp_matches(normalize(content, NFD),
+            '\S*[\u0300-\u036fœŒæÆßẞøØłŁđĐħĦı]\S*', 'g') AS found(word),
+        LATERAL (SELECT normalize(found.word[1], NFC) AS written) AS n,
+        LATERAL (SELECT kioku_unaccented(n.written) AS plain) AS w
+    WHERE w.plain <> n.written
 $$;
 """
 
 SEARCH_VECTOR = (
     "setweight(to_tsvector('kioku_text', kioku_search_text(content)), 'A') || "
-    "to_tsvector('kioku_text', kioku_unaccented_words(content))"
+    "to_tsvector('kioku_text', kioku_unaccented_words(kioku_search_text(content)))"
 )
 
 

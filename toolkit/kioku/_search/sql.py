@@ -250,14 +250,18 @@ _LOOSE = (
     f"THEN {UNACCENTED_MATCH_CREDIT} ELSE 0.0 END"
 )
 
+
+def _kept(column: str, name: str) -> str:
+    """``column`` of the query's words less stop words, unless nothing else is left."""
+    return f"coalesce(array_agg({column}) FILTER (WHERE NOT stop), array_agg({column})) AS {name}"
+
+
 _ASKED = (
     "asked AS MATERIALIZED (SELECT words, owners, on_written, on_unaccented, (SELECT "
     f"greatest(sum(weight), 1.0) FROM (SELECT max({_PAIR_WEIGHT}) AS weight "
     "FROM unnest(words, owners) AS o(word, n) GROUP BY n) AS per_word) AS weight FROM (SELECT "
-    "coalesce(array_agg(lexeme) FILTER (WHERE NOT stop), array_agg(lexeme)) AS words, "
-    "coalesce(array_agg(n) FILTER (WHERE NOT stop), array_agg(n)) AS owners, "
-    "coalesce(array_agg(written) FILTER (WHERE NOT stop), array_agg(written)) AS on_written, "
-    "coalesce(array_agg(plain) FILTER (WHERE NOT stop), array_agg(plain)) AS on_unaccented "
+    f"{_kept('lexeme', 'words')}, {_kept('n', 'owners')}, {_kept('written', 'on_written')}, "
+    f"{_kept('plain', 'on_unaccented')} "
     f"FROM (SELECT raw, n, {_STOP_WORD} AS stop "
     "FROM regexp_split_to_table(:weighed, ' \\| ') WITH ORDINALITY AS s(raw, n) OFFSET 0) AS r, "
     f"LATERAL (VALUES (r.raw, 1.0, {_LOOSE}), "

@@ -447,6 +447,45 @@ def test_a_turn_writes_only_the_flags_it_changes(store: KiokuStore) -> None:
     assert agent.get_state(config).values["kioku_ltm_intent"] is True
 
 
+def _written_messages(store: KiokuStore, thread_id: str) -> dict[tuple[str, str, int], int]:
+    """Each ``messages`` write of the thread (its key) → how many messages it holds."""
+    serde = store.checkpointer().serde
+    with store.transaction() as session:
+        rows = session.execute(
+            text(
+                "SELECT checkpoint_id, task_id, idx, type, blob FROM checkpoint_writes "
+                "WHERE thread_id = :t AND channel = 'messages'"
+            ),
+            {"t": thread_id},
+        )
+        return {
+            (str(c), str(t), int(i)): len(serde.loads_typed((kind, bytes(blob))))
+            for c, t, i, kind, blob in rows
+        }
+
+
+def test_a_turn_writes_back_only_the_messages_it_stamps(store: KiokuStore) -> None:
+    """Opening a turn stamps its new messages; the thread before them is not written again
+    (it was, whole, every turn: a write growing with the thread), and the state still holds
+    every message, stamped."""
+    script = Script([say(f"Reply {n}.") for n in range(4)])
+    agent = _quickstart_agent(store, script)
+    config = {"configurable": {"thread_id": "stamps"}}
+    context = TurnContext.for_user("u1", thread_id="stamps")
+    before: dict[tuple[str, str, int], int] = {}
+    for n in range(4):
+        agent.invoke({"messages": [HumanMessage(f"message {n}")]}, config, context=context)
+        now = _written_messages(store, "stamps")
+        added = sum(count for key, count in now.items() if key not in before)
+        before = now
+    # the input, its stamped copy, the reply, and both given their time by the capture
+    assert added <= 5
+    thread = agent.get_state(config).values["messages"]
+    assert [m.text for m in thread[-2:]] == ["message 3", "Reply 3."]
+    assert len(thread) == 8
+    assert all("kioku_user_id" in m.additional_kwargs for m in thread)
+
+
 def test_a_turn_answers_calls_an_interrupted_turn_left_open(store: KiokuStore) -> None:
     """A thread whose last turn stopped between a tool call and its result: the next turn
     shows the model the call answered (right after it), and the thread keeps the message

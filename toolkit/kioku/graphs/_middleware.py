@@ -160,9 +160,10 @@ class KiokuMemoryMiddleware(AgentMiddleware[KiokuAgentState, TurnContext, Any]):
             messages = [repaired.get(m.id, m) for m in messages]
             opening = self.steps.open_turn(messages, context)
             update = {**opening.update, TURN_KEY: turn}
-            if repaired:  # the opening's stamped thread holds the copies already, if any
+            if repaired:  # written by id, as the opening's stamped copies are
                 logger.warning("kioku: answering tool calls an interrupted turn left open")
-                update.setdefault("messages", list(repaired.values()))
+                stamped = {m.id: m for m in update.get("messages", [])}
+                update["messages"] = [*({**repaired, **stamped}).values()]
             messages = cast("list[AnyMessage]", opening.messages)
         if update or state.get(CONTEXT_TURN_KEY) != turn:
             flags = TurnFlags.of({**state, **update})

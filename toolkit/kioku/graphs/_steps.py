@@ -216,7 +216,8 @@ class TurnSteps:
 
         Also stamps this turn's new messages with their author (see
         :mod:`kioku._authorship`) and answers tool calls an interrupted earlier turn left
-        without results. The update's ``messages`` (when present) replace the thread's;
+        without results. The update's ``messages`` (when present) are the changed
+        messages, which replace theirs by id (or, after a repair, the whole thread);
         :attr:`TurnOpening.messages` is the thread they leave.
         """
         update: dict[str, Any] = {
@@ -233,7 +234,10 @@ class TurnSteps:
         if repaired is not None:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *thread]
         elif stamped is not None:
-            update["messages"] = stamped  # same ids: the stamped copies replace the originals
+            # Only the stamped copies: their ids replace the originals through the reducer,
+            # and the rest of the thread is not written again (a checkpoint write a turn).
+            changed = zip(stamped, messages, strict=True)
+            update["messages"] = [copy for copy, was in changed if copy is not was]
         return TurnOpening(update, thread)
 
     def build_context(

@@ -18,10 +18,11 @@ tool call a turn) in alternating 5-turn rounds, the order reversed each round:
   ``bare in-memory``: the bare agent on ``InMemorySaver``.
 
 Prints each one's p50 and p95, its difference from ``quickstart`` and the memory tokens its
-prompt held, with the load average.
+prompt held, with the load average. ``--delay-ms N`` runs every contender's connections
+through :mod:`bench.delay_proxy` (N ms each way: a database across a network).
 These are what-ifs, not products: each change gives up something a user has.
 
-Run: .venv/bin/python -m bench.agent_whatif [--turns 300]
+Run: .venv/bin/python -m bench.agent_whatif [--turns 300] [--delay-ms 1]
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from bench.agent_kioku import (
 from bench.agent_model import Contender
 from bench.agent_rounds import alternate, loadavg, stepper, summary
 from bench.common import bench_database
+from bench.delay_proxy import delayed
 from bench.stages import patched
 from kioku import ContextBudgets
 from kioku._stm.store import ShortTermMemory
@@ -95,16 +97,20 @@ def contenders(setup: KiokuSetup, peers: Any, url: str) -> dict[str, Contender]:
     }
 
 
-def measure(turns: int) -> dict[str, Any]:
-    """Each contender's p50/p95 (ms) and the load average before and after."""
+def measure(turns: int, delay_ms: float = 0) -> dict[str, Any]:
+    """Each contender's p50/p95 (ms) and the load average before and after.
+
+    With ``delay_ms``, every contender connects through a delay proxy (loading does not).
+    """
     result: dict[str, Any] = {"load_before": loadavg()}
     switch = Switch()
     with bench_database("kioku_bench_agent_whatif") as url, ExitStack() as stack:
         setup, peers = setups(url, PER_SCOPE)
         preload(setup)
         agent_peers.PRELOADS["langmem"](peers)
+        connect_url = stack.enter_context(delayed(url, delay_ms)) if delay_ms else url
         stack.enter_context(patched(ShortTermMemory, "capture", switch.wrapper))
-        built = contenders(setup, peers, url)
+        built = contenders(setup, peers, connect_url)
         for contender in built.values():
             stack.callback(contender.close)
         last: dict[str, dict[str, Any]] = {name: {} for name in built}
@@ -131,8 +137,11 @@ def main(argv: list[str] | None = None) -> None:
     """Print the what-ifs as a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300, help="timed turns per contender")
+    parser.add_argument(
+        "--delay-ms", type=float, default=0, help="each way, through a delay proxy (0: direct)"
+    )
     args = parser.parse_args(argv)
-    result = measure(args.turns)
+    result = measure(args.turns, args.delay_ms)
     print(f"load average before {result['load_before']}, after {result['load_after']}")
     reference = result["contenders"]["quickstart"]
     print(

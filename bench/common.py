@@ -85,10 +85,15 @@ def bench_data(name: str) -> Path | None:
 
 
 def open_store(url: str, embedder: EmbedderSpec, **settings: object) -> KiokuStore:
-    """A store on ``url`` with ``embedder``, schema set up."""
+    """A store on ``url`` with ``embedder``, schema set up.
+
+    Its engine prepares statements as the settings say (``KIOKU_PREPARED_STATEMENTS``), as
+    ``KiokuStore.open`` does.
+    """
+    chosen = KiokuSettings(database_url=url, **settings)  # type: ignore[arg-type]
     store = KiokuStore(
-        make_engine(url),
-        settings=KiokuSettings(database_url=url, **settings),  # type: ignore[arg-type]
+        make_engine(url, prepared_statements=chosen.prepared_statements),
+        settings=chosen,
         embedder=embedder,
     )
     store.setup()

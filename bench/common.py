@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from kioku import KiokuSettings, KiokuStore, Participant, Persona, load_settings
 from kioku._db.embedded import EmbeddedPostgres
 from kioku._db.engine import make_engine
+from kioku._db.opening import open_database
 from kioku._embeddings import EmbedderSpec
 from kioku._errors import one_line
 
@@ -87,12 +88,12 @@ def bench_data(name: str) -> Path | None:
 def open_store(url: str, embedder: EmbedderSpec, **settings: object) -> KiokuStore:
     """A store on ``url`` with ``embedder``, schema set up.
 
-    Its engine prepares statements as the settings say (``KIOKU_PREPARED_STATEMENTS``), as
-    ``KiokuStore.open`` does.
+    Its engine is made from the settings as ``KiokuStore.open`` makes it (prepared
+    statements, statement timeout).
     """
     chosen = KiokuSettings(database_url=url, **settings)  # type: ignore[arg-type]
     store = KiokuStore(
-        make_engine(url, prepared_statements=chosen.prepared_statements),
+        open_database(chosen).engine,
         settings=chosen,
         embedder=embedder,
     )
